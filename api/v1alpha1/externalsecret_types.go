@@ -1,0 +1,428 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// StoreRef names the store an ExternalSecret reads from.
+type StoreRef struct {
+	// name of the SecretStore (in the ExternalSecret's namespace) or of the
+	// ClusterSecretStore.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// kind is SecretStore (the default) or ClusterSecretStore.
+	// +optional
+	// +kubebuilder:default=SecretStore
+	// +kubebuilder:validation:Enum=SecretStore;ClusterSecretStore
+	Kind string `json:"kind,omitempty"`
+}
+
+// Kinds a StoreRef may name.
+const (
+	SecretStoreKind        = "SecretStore"
+	ClusterSecretStoreKind = "ClusterSecretStore"
+)
+
+// CreationPolicy says whether and how the target Secret is created.
+// +kubebuilder:validation:Enum=Owner;Merge;None
+type CreationPolicy string
+
+const (
+	// CreationPolicyOwner creates the target and owns it.
+	CreationPolicyOwner CreationPolicy = "Owner"
+	// CreationPolicyMerge merges keys into an existing Secret.
+	CreationPolicyMerge CreationPolicy = "Merge"
+	// CreationPolicyNone writes no Secret.
+	CreationPolicyNone CreationPolicy = "None"
+)
+
+// DeletionPolicy says what happens to the target when the ExternalSecret
+// goes.
+// +kubebuilder:validation:Enum=Delete;Retain
+type DeletionPolicy string
+
+const (
+	// DeletionPolicyDelete removes an owned target, or the merged keys of a
+	// Merge target.
+	DeletionPolicyDelete DeletionPolicy = "Delete"
+	// DeletionPolicyRetain leaves the target as it is.
+	DeletionPolicyRetain DeletionPolicy = "Retain"
+)
+
+// ExternalSecretTarget describes the Kubernetes Secret that is written.
+type ExternalSecretTarget struct {
+	// name of the Secret. Defaults to the ExternalSecret's name. It is
+	// immutable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	Name string `json:"name,omitempty"`
+
+	// creationPolicy is Owner (the default: create the Secret and own
+	// it), Merge (merge keys into a Secret that must already exist) or
+	// None (write no Secret).
+	// +optional
+	// +kubebuilder:default=Owner
+	CreationPolicy CreationPolicy `json:"creationPolicy,omitempty"`
+
+	// adopt lets an Owner ExternalSecret take over an existing Secret that
+	// no one owns. Without it such a Secret is left untouched and the
+	// ExternalSecret reports the conflict.
+	// +optional
+	Adopt bool `json:"adopt,omitempty"`
+
+	// deletionPolicy is Delete (the default: an owned Secret is garbage
+	// collected, merged keys are removed) or Retain.
+	// +optional
+	// +kubebuilder:default=Delete
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// template is a blueprint for the Secret.
+	// +optional
+	Template *ExternalSecretTemplate `json:"template,omitempty"`
+}
+
+// TemplateMergePolicy says how templated keys combine with fetched keys.
+// +kubebuilder:validation:Enum=Replace;Merge
+type TemplateMergePolicy string
+
+const (
+	// TemplateMergeReplace writes only the templated keys.
+	TemplateMergeReplace TemplateMergePolicy = "Replace"
+	// TemplateMergeMerge writes the fetched keys and the templated keys,
+	// the templated ones winning.
+	TemplateMergeMerge TemplateMergePolicy = "Merge"
+)
+
+// ExternalSecretTemplate is a blueprint for the target Secret.
+type ExternalSecretTemplate struct {
+	// type of the Secret, such as kubernetes.io/dockerconfigjson. The
+	// service-account-token type is refused.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self != 'kubernetes.io/service-account-token'",message="template.type kubernetes.io/service-account-token is not allowed: Watchword never writes service account tokens"
+	Type string `json:"type,omitempty"`
+
+	// metadata sets labels and annotations of the Secret.
+	// +optional
+	Metadata ExternalSecretTemplateMetadata `json:"metadata,omitempty"`
+
+	// data maps a Secret key to a Go text/template rendered over the
+	// fetched data (.data.KEY, or index .data "key-with-dashes").
+	// +optional
+	// +kubebuilder:validation:MaxProperties=256
+	Data map[string]string `json:"data,omitempty"`
+
+	// templateFrom renders templates kept in ConfigMaps of the
+	// ExternalSecret's namespace.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	TemplateFrom []TemplateFrom `json:"templateFrom,omitempty"`
+
+	// mergePolicy is Replace (the default: the Secret holds only the
+	// templated keys) or Merge (the fetched keys too, templated keys
+	// winning). It matters only when data or templateFrom is set.
+	// +optional
+	// +kubebuilder:default=Replace
+	MergePolicy TemplateMergePolicy `json:"mergePolicy,omitempty"`
+}
+
+// ExternalSecretTemplateMetadata sets labels and annotations of the target.
+type ExternalSecretTemplateMetadata struct {
+	// annotations to set on the Secret.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// labels to set on the Secret.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// TemplateFrom names a source of templates.
+type TemplateFrom struct {
+	// configMap holds templates: each named item is rendered into the
+	// Secret key of the same name.
+	// +required
+	ConfigMap TemplateRef `json:"configMap"`
+}
+
+// TemplateRef names a ConfigMap and the items of it to render.
+type TemplateRef struct {
+	// name of the ConfigMap, in the ExternalSecret's namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// items lists the keys of the ConfigMap to render.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	Items []TemplateRefItem `json:"items"`
+}
+
+// TemplateRefItem is one key of a template ConfigMap.
+type TemplateRefItem struct {
+	// key in the ConfigMap; the rendered result goes into the Secret key of
+	// the same name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key"`
+}
+
+// RemoteReference points at one remote object, or a field of it.
+type RemoteReference struct {
+	// key of the remote object, such as a path or a name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Key string `json:"key"`
+
+	// version pins a version of the object, where the provider has them.
+	// Empty means the current version.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Version string `json:"version,omitempty"`
+
+	// property selects a field of a structured (JSON) value: a field name
+	// (tried whole first, so names with dots work), or a dotted path such
+	// as db.primary.password; a dot inside a name is written \. and an
+	// array element by its index.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Property string `json:"property,omitempty"`
+}
+
+// ExternalSecretData maps one remote value to one Secret key.
+type ExternalSecretData struct {
+	// secretKey is the key in the target Secret.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	SecretKey string `json:"secretKey"`
+
+	// remoteRef is the value to read.
+	// +required
+	RemoteRef RemoteReference `json:"remoteRef"`
+}
+
+// ExternalSecretDataFrom copies every field of a remote object.
+type ExternalSecretDataFrom struct {
+	// remoteRef is the object whose fields are copied; with property, the
+	// fields of that nested object.
+	// +required
+	RemoteRef RemoteReference `json:"remoteRef"`
+}
+
+// ExternalSecretSpec declares what to fetch, from where, and where to write
+// it.
+// +kubebuilder:validation:XValidation:rule="(has(self.target) && has(self.target.name) ? self.target.name : '') == (has(oldSelf.target) && has(oldSelf.target.name) ? oldSelf.target.name : '')",message="target.name is immutable: create a new ExternalSecret to write another Secret"
+// +kubebuilder:validation:XValidation:rule="(has(self.data) && size(self.data) > 0) || (has(self.dataFrom) && size(self.dataFrom) > 0)",message="set at least one entry in data or dataFrom"
+type ExternalSecretSpec struct {
+	// secretStoreRef names the store to read from.
+	// +required
+	SecretStoreRef StoreRef `json:"secretStoreRef"`
+
+	// refreshInterval is how often the data is read again, as a Go
+	// duration (30s, 15m, 1h). 0 syncs once, and again only when the spec
+	// changes.
+	// +optional
+	// +kubebuilder:default="1h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="refreshInterval must be a Go duration such as 30s, 15m or 1h, or 0 to sync once"
+	RefreshInterval *metav1.Duration `json:"refreshInterval,omitempty"`
+
+	// target is the Secret to write.
+	// +optional
+	Target ExternalSecretTarget `json:"target,omitempty"`
+
+	// data maps remote values to Secret keys. It wins over dataFrom.
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=atomic
+	Data []ExternalSecretData `json:"data,omitempty"`
+
+	// dataFrom copies every field of remote objects, merged in order (a
+	// later entry wins).
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	DataFrom []ExternalSecretDataFrom `json:"dataFrom,omitempty"`
+}
+
+// ExternalSecretPhase is the coarse state of an ExternalSecret.
+// +kubebuilder:validation:Enum=Pending;Syncing;Failing;Failed;Completed
+type ExternalSecretPhase string
+
+const (
+	// PhasePending: not synced yet, or a dependency (store, template) is
+	// missing.
+	PhasePending ExternalSecretPhase = "Pending"
+	// PhaseSyncing: synced and kept up to date.
+	PhaseSyncing ExternalSecretPhase = "Syncing"
+	// PhaseFailing: the last sync failed and will be retried; the target
+	// keeps its last good data.
+	PhaseFailing ExternalSecretPhase = "Failing"
+	// PhaseFailed: cannot sync until the user changes something.
+	PhaseFailed ExternalSecretPhase = "Failed"
+	// PhaseCompleted: synced once (refreshInterval 0).
+	PhaseCompleted ExternalSecretPhase = "Completed"
+)
+
+// Condition types of an ExternalSecret.
+const (
+	// ConditionInSync tells whether the last sync succeeded.
+	ConditionInSync = "InSync"
+	// ConditionReady tells whether the target holds the desired data.
+	ConditionReady = "Ready"
+)
+
+// ExternalSecretCondition is a condition with the time of the last sync.
+type ExternalSecretCondition struct {
+	// type of the condition: InSync or Ready.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	Type string `json:"type"`
+
+	// status is True, False or Unknown.
+	// +required
+	// +kubebuilder:validation:Enum=True;False;Unknown
+	Status metav1.ConditionStatus `json:"status"`
+
+	// reason is a one-word CamelCase cause.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Reason string `json:"reason,omitempty"`
+
+	// message says in words what happened and what to fix. It never holds
+	// a secret value.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Message string `json:"message,omitempty"`
+
+	// lastTransitionTime is when status last changed.
+	// +optional
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+
+	// lastSyncTime is when the data was last read successfully.
+	// +optional
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+
+	// observedGeneration is the generation the condition describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// RemoteVersion records the version of one remote object that was read.
+type RemoteVersion struct {
+	// key of the remote object.
+	// +required
+	// +kubebuilder:validation:MaxLength=1024
+	Key string `json:"key"`
+
+	// version that was read; empty when the provider has no versions.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Version string `json:"version,omitempty"`
+}
+
+// ExternalSecretStatus is the observed state of an ExternalSecret.
+type ExternalSecretStatus struct {
+	// phase is Pending, Syncing, Failing, Failed or Completed.
+	// +optional
+	Phase ExternalSecretPhase `json:"phase,omitempty"`
+
+	// conditions: InSync and Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []ExternalSecretCondition `json:"conditions,omitempty"`
+
+	// refreshTime is when the remote data was last read successfully.
+	// +optional
+	RefreshTime *metav1.Time `json:"refreshTime,omitempty"`
+
+	// observedGeneration is the generation last synced successfully.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// versions lists the version of every remote object read in the last
+	// successful sync.
+	// +optional
+	// +kubebuilder:validation:MaxItems=320
+	// +listType=atomic
+	Versions []RemoteVersion `json:"versions,omitempty"`
+
+	// target is the name of the Secret written.
+	// +optional
+	Target string `json:"target,omitempty"`
+
+	// targetResourceVersion is the resourceVersion of the target after the
+	// last write or check; a different one means someone else changed it.
+	// +optional
+	TargetResourceVersion string `json:"targetResourceVersion,omitempty"`
+
+	// syncedKeys lists the Secret keys this ExternalSecret wrote, so that a
+	// Merge target loses only these when the ExternalSecret goes.
+	// +optional
+	// +kubebuilder:validation:MaxItems=1024
+	// +listType=atomic
+	SyncedKeys []string `json:"syncedKeys,omitempty"`
+
+	// inputsVersion identifies the inputs of the last sync (spec
+	// generation, store generation, template ConfigMap versions); when it
+	// changes, the target is rendered again.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	InputsVersion string `json:"inputsVersion,omitempty"`
+
+	// forceSyncedValue is the value of the force-sync annotation that was
+	// last honoured.
+	// +optional
+	ForceSyncedValue string `json:"forceSyncedValue,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=es,categories=watchword
+// +kubebuilder:printcolumn:name="Store",type=string,JSONPath=`.spec.secretStoreRef.name`
+// +kubebuilder:printcolumn:name="Refresh",type=string,JSONPath=`.spec.refreshInterval`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// ExternalSecret declares a Kubernetes Secret made from data in a store.
+type ExternalSecret struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec says what to fetch, from where, and where to write it.
+	// +required
+	Spec ExternalSecretSpec `json:"spec"`
+
+	// status is the observed state.
+	// +optional
+	Status ExternalSecretStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// ExternalSecretList is a list of ExternalSecrets.
+type ExternalSecretList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ExternalSecret `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ExternalSecret{}, &ExternalSecretList{})
+}

@@ -1,0 +1,202 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SecretStoreProvider is the union of provider blocks. Exactly one is set;
+// the spec that embeds it enforces that with a validation rule.
+type SecretStoreProvider struct {
+	// awssm configures AWS Secrets Manager. The API is accepted; the
+	// provider is not implemented yet and the store reports so.
+	// +optional
+	AWSSM *AWSSMProvider `json:"awssm,omitempty"`
+
+	// fake is a store whose data lives in this spec: static values with
+	// versions, an optional simulated latency and an optional injected
+	// error. For demos and tests.
+	// +optional
+	Fake *FakeProvider `json:"fake,omitempty"`
+
+	// kubernetes reads Secrets from a namespace of this cluster or of
+	// another cluster.
+	// +optional
+	Kubernetes *KubernetesProvider `json:"kubernetes,omitempty"`
+}
+
+// AWSSMProvider configures AWS Secrets Manager.
+type AWSSMProvider struct {
+	// auth says how to authenticate against AWS.
+	// +optional
+	Auth *AWSAuth `json:"auth,omitempty"`
+
+	// role is the ARN of a role to assume.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Role string `json:"role,omitempty"`
+
+	// region is the AWS region, such as eu-central-1.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Region string `json:"region"`
+}
+
+// AWSAuth holds the ways to authenticate against AWS.
+type AWSAuth struct {
+	// secretRef reads a static access key from a Secret.
+	// +optional
+	SecretRef *AWSAuthSecretRef `json:"secretRef,omitempty"`
+}
+
+// AWSAuthSecretRef names the Secret keys that hold an AWS access key.
+type AWSAuthSecretRef struct {
+	// accessKeyID is the Secret key that holds the access key ID.
+	// +required
+	AccessKeyID SecretKeySelector `json:"accessKeyID"`
+
+	// secretAccessKey is the Secret key that holds the secret access key.
+	// +required
+	SecretAccessKey SecretKeySelector `json:"secretAccessKey"`
+}
+
+// FakeProvider is a store that keeps its data in its own spec.
+type FakeProvider struct {
+	// data lists the remote objects of the store. Several entries may share
+	// a key with different versions; the last entry of a key is its
+	// current version.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10000
+	// +listType=atomic
+	Data []FakeProviderData `json:"data,omitempty"`
+
+	// latency is a simulated delay added to every provider call, such as
+	// 5ms.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="latency must be a duration such as 5ms or 1s"
+	Latency *metav1.Duration `json:"latency,omitempty"`
+
+	// error, when set, makes every read fail with this error: for tests
+	// and demos of failure handling.
+	// +optional
+	Error *FakeProviderError `json:"error,omitempty"`
+}
+
+// FakeProviderData is one version of one remote object of a fake store.
+type FakeProviderData struct {
+	// key is the remote key of the object.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Key string `json:"key"`
+
+	// version of the object. Defaults to the entry's position among the
+	// entries of the same key, counting from 1.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Version string `json:"version,omitempty"`
+
+	// value is the object's value. A JSON object value can be read field
+	// by field with remoteRef.property and expanded with dataFrom.
+	// +optional
+	// +kubebuilder:validation:MaxLength=262144
+	Value string `json:"value,omitempty"`
+
+	// valueMap is an object made of named fields, like a Vault secret or
+	// a Kubernetes Secret. Set value or valueMap, not both.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=256
+	ValueMap map[string]string `json:"valueMap,omitempty"`
+}
+
+// FakeProviderError is an error that a fake store returns on every read.
+type FakeProviderError struct {
+	// reason is the class of the error.
+	// +required
+	// +kubebuilder:validation:Enum=NotFound;PermissionDenied;Unavailable;Throttled;InvalidConfig
+	Reason string `json:"reason"`
+
+	// message is the text of the error.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+
+	// keys limits the error to these remote keys. Empty means every key.
+	// +optional
+	// +kubebuilder:validation:MaxItems=100
+	// +listType=atomic
+	Keys []string `json:"keys,omitempty"`
+}
+
+// KubernetesProvider reads Secrets from a namespace of this cluster or of
+// another cluster. remoteRef.key is the name of a Secret and
+// remoteRef.property a key of its data.
+type KubernetesProvider struct {
+	// remoteNamespace is the namespace the Secrets are read from. Defaults
+	// to the namespace of a SecretStore; a ClusterSecretStore must set it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	RemoteNamespace string `json:"remoteNamespace,omitempty"`
+
+	// server says where the cluster is. Empty means this cluster.
+	// +optional
+	Server *KubernetesServer `json:"server,omitempty"`
+
+	// auth says how to authenticate. Exactly one method is set.
+	// +required
+	Auth KubernetesAuth `json:"auth"`
+}
+
+// KubernetesServer describes how to reach a Kubernetes API server.
+type KubernetesServer struct {
+	// url of the API server, such as https://10.0.0.1:6443.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('https://') || self.startsWith('http://')",message="server.url must start with https:// (or http:// for a local test server)"
+	URL string `json:"url,omitempty"`
+
+	// caBundle is the PEM certificate authority bundle of the server.
+	// +optional
+	CABundle []byte `json:"caBundle,omitempty"`
+
+	// caSecretRef names a Secret key that holds the PEM CA bundle.
+	// +optional
+	CASecretRef *SecretKeySelector `json:"caSecretRef,omitempty"`
+}
+
+// KubernetesAuth is the union of the ways to authenticate against a
+// Kubernetes API server.
+// +kubebuilder:validation:XValidation:rule="[has(self.token), has(self.cert), has(self.serviceAccount)].exists_one(x, x)",message="auth must set exactly one of token, cert or serviceAccount"
+type KubernetesAuth struct {
+	// token reads a bearer token from a Secret.
+	// +optional
+	Token *KubernetesTokenAuth `json:"token,omitempty"`
+
+	// cert reads a client certificate and key from Secrets.
+	// +optional
+	Cert *KubernetesCertAuth `json:"cert,omitempty"`
+
+	// serviceAccount requests a short-lived token for a service account
+	// of this cluster. Only when server is unset (this cluster).
+	// +optional
+	ServiceAccount *ServiceAccountSelector `json:"serviceAccount,omitempty"`
+}
+
+// KubernetesTokenAuth reads a bearer token from a Secret.
+type KubernetesTokenAuth struct {
+	// bearerToken is the Secret key that holds the token.
+	// +required
+	BearerToken SecretKeySelector `json:"bearerToken"`
+}
+
+// KubernetesCertAuth reads a client certificate and key from Secrets.
+type KubernetesCertAuth struct {
+	// clientCert is the Secret key that holds the PEM certificate.
+	// +required
+	ClientCert SecretKeySelector `json:"clientCert"`
+
+	// clientKey is the Secret key that holds the PEM private key.
+	// +required
+	ClientKey SecretKeySelector `json:"clientKey"`
+}

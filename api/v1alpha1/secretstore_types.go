@@ -1,0 +1,151 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// StorePhase is the coarse state of a store.
+// +kubebuilder:validation:Enum=Pending;Running
+type StorePhase string
+
+const (
+	// StorePhasePending means a dependency is missing or invalid, such as a
+	// credential Secret.
+	StorePhasePending StorePhase = "Pending"
+	// StorePhaseRunning means the store is configured and usable.
+	StorePhaseRunning StorePhase = "Running"
+)
+
+// SecretStoreSpec configures how to reach one backend and how to
+// authenticate against it.
+// +kubebuilder:validation:XValidation:rule="[has(self.awssm), has(self.fake), has(self.kubernetes)].exists_one(x, x)",message="set exactly one provider block in spec (one of: awssm, fake, kubernetes)"
+type SecretStoreSpec struct {
+	// controller selects the Watchword instance that serves this store: an
+	// instance started with --controller-class=X serves only stores whose
+	// controller is X. Empty means the default instance.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	Controller string `json:"controller,omitempty"`
+
+	SecretStoreProvider `json:",inline"`
+}
+
+// ClusterSecretStoreSpec is a SecretStoreSpec that any allowed namespace
+// may use.
+// +kubebuilder:validation:XValidation:rule="[has(self.awssm), has(self.fake), has(self.kubernetes)].exists_one(x, x)",message="set exactly one provider block in spec (one of: awssm, fake, kubernetes)"
+type ClusterSecretStoreSpec struct {
+	// controller selects the Watchword instance that serves this store.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	Controller string `json:"controller,omitempty"`
+
+	SecretStoreProvider `json:",inline"`
+
+	// namespaces lists the namespaces whose ExternalSecrets may use this
+	// store. When neither namespaces nor namespaceSelector is set, every
+	// namespace may; when either is set, a namespace must match one of
+	// them.
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=set
+	Namespaces []string `json:"namespaces,omitempty"`
+
+	// namespaceSelector selects by label the namespaces whose
+	// ExternalSecrets may use this store.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+}
+
+// SecretStoreStatus is the observed state of a store.
+type SecretStoreStatus struct {
+	// phase is Pending while a dependency is missing or invalid and
+	// Running when the store is usable.
+	// +optional
+	Phase StorePhase `json:"phase,omitempty"`
+
+	// conditions: Ready tells whether the configuration and credentials
+	// were validated, and if not, why.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the generation that was last validated.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// provider names the provider block in use.
+	// +optional
+	Provider string `json:"provider,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=ss,categories=watchword
+// +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.status.provider`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// SecretStore says how to reach one backend, for the ExternalSecrets of its
+// own namespace.
+type SecretStore struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the store's configuration.
+	// +required
+	Spec SecretStoreSpec `json:"spec"`
+
+	// status is the store's observed state.
+	// +optional
+	Status SecretStoreStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// SecretStoreList is a list of SecretStores.
+type SecretStoreList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []SecretStore `json:"items"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=css,categories=watchword
+// +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.status.provider`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// ClusterSecretStore says how to reach one backend, for the ExternalSecrets
+// of every allowed namespace.
+type ClusterSecretStore struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the store's configuration.
+	// +required
+	Spec ClusterSecretStoreSpec `json:"spec"`
+
+	// status is the store's observed state.
+	// +optional
+	Status SecretStoreStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// ClusterSecretStoreList is a list of ClusterSecretStores.
+type ClusterSecretStoreList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterSecretStore `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&SecretStore{}, &SecretStoreList{}, &ClusterSecretStore{}, &ClusterSecretStoreList{})
+}

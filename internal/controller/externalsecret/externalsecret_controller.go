@@ -1,0 +1,243 @@
+// Package externalsecret reconciles ExternalSecrets: it resolves the store,
+// asks the engine for the target's content and writes it as the creation
+// policy says, keeping the last good data when anything fails.
+package externalsecret
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/controller/conditions"
+	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
+	"github.com/watchword-dev/watchword/internal/engine"
+)
+
+// Reconciler reconciles ExternalSecrets.
+type Reconciler struct {
+	// Client reads ExternalSecrets and stores from the cache, and Secrets
+	// and ConfigMaps from the API server.
+	Client client.Client
+	// Meta reads object metadata from the cache.
+	Meta     client.Reader
+	Clients  *storeaccess.Clients
+	Fetcher  *engine.Fetcher
+	Recorder record.EventRecorder
+	// Class is this instance's --controller-class.
+	Class string
+	Clock engine.Clock
+	// Metrics, if set, is told about each sync.
+	Metrics Observer
+}
+
+// Observer receives sync outcomes for metrics.
+type Observer interface {
+	ObserveSync(duration time.Duration, reason string)
+}
+
+// scope is one reconcile of one ExternalSecret.
+type scope struct {
+	es       *v1alpha1.ExternalSecret
+	before   *v1alpha1.ExternalSecret
+	now      metav1.Time
+	store    *storeaccess.Resolved
+	interval time.Duration
+}
+
+// Reconcile brings one ExternalSecret's target to its desired state.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
+	start := r.Clock.Now()
+	var es v1alpha1.ExternalSecret
+	if err := r.Client.Get(ctx, req.NamespacedName, &es); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !es.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, &es)
+	}
+	store, storeErr := storeaccess.Resolve(ctx, r.Client, es.Namespace, es.Spec.SecretStoreRef)
+	if !r.ours(store) {
+		return ctrl.Result{}, nil
+	}
+	s := &scope{es: &es, before: es.DeepCopy(), now: metav1.NewTime(r.Clock.Now()), store: store, interval: refreshInterval(&es)}
+	defer func() {
+		if perr := r.patchStatus(ctx, s); perr != nil && err == nil {
+			err = perr
+		}
+		if r.Metrics != nil {
+			r.Metrics.ObserveSync(r.Clock.Now().Sub(start), string(outcomeReason(err, s)))
+		}
+	}()
+	if storeErr != nil {
+		return r.fail(s, storeErr)
+	}
+	return r.sync(ctx, s)
+}
+
+// ours tells whether this instance serves the store. A missing store is
+// reported by the default instance only.
+func (r *Reconciler) ours(store *storeaccess.Resolved) bool {
+	if store == nil {
+		return r.Class == ""
+	}
+	return store.Controller == r.Class
+}
+
+func (r *Reconciler) sync(ctx context.Context, s *scope) (ctrl.Result, error) {
+	es := s.es
+	if err := r.ensureFinalizer(ctx, es); err != nil {
+		return ctrl.Result{}, err
+	}
+	reader, err := r.Clients.Get(ctx, s.store)
+	if err != nil {
+		return r.fail(s, fmt.Errorf("%s: %w", s.store.Describe(), err))
+	}
+	sources, srcVersion, err := r.templateSources(ctx, es)
+	if err != nil {
+		return r.fail(s, err)
+	}
+	inputs := fmt.Sprintf("%d|%s|%s", es.Generation, s.store.ID(), srcVersion)
+	force := es.Annotations[conditions.ForceSyncAnnotation]
+	forced := force != "" && force != es.Status.ForceSyncedValue
+	offset := phaseOffset(es, s.store.ID(), max(s.interval, time.Second))
+	due := forced || es.Status.RefreshTime == nil || inputs != es.Status.InputsVersion
+	if !due && s.interval > 0 {
+		due = !s.now.Time.Before(nextRefresh(es.Status.RefreshTime.Time, s.interval, offset))
+	}
+	if !due && !r.targetDrifted(ctx, es) && !failing(es) {
+		return r.requeue(s, offset), nil
+	}
+	maxAge := s.interval
+	if forced {
+		maxAge = 0
+	} else if maxAge == 0 {
+		maxAge = 24 * time.Hour
+	}
+	result, err := r.Fetcher.Sync(ctx, engine.Input{Spec: &es.Spec, Store: s.store.ID(), Reader: reader, TemplateSources: sources, MaxAge: maxAge})
+	if err != nil {
+		return r.fail(s, fmt.Errorf("%s: %w", s.store.Describe(), err))
+	}
+	written, err := r.write(ctx, es, result)
+	if err != nil {
+		return r.fail(s, err)
+	}
+	if written.action != "" {
+		r.Recorder.Eventf(es, corev1.EventTypeNormal, written.action, "Secret %q %s; keys changed: %s",
+			targetName(es), strings.ToLower(written.action), keyList(written.changedKeys))
+	}
+	r.succeed(s, result, written, inputs, force)
+	return r.requeue(s, offset), nil
+}
+
+func (r *Reconciler) write(ctx context.Context, es *v1alpha1.ExternalSecret, res *engine.Result) (*writeResult, error) {
+	switch es.Spec.Target.CreationPolicy {
+	case v1alpha1.CreationPolicyNone:
+		return &writeResult{keys: sortedKeys(res.Data)}, nil
+	case v1alpha1.CreationPolicyMerge:
+		return r.writeMerge(ctx, es, res)
+	default:
+		return r.writeOwner(ctx, es, res)
+	}
+}
+
+// targetDrifted tells whether the target changed since the last write, from
+// the metadata cache alone.
+func (r *Reconciler) targetDrifted(ctx context.Context, es *v1alpha1.ExternalSecret) bool {
+	if es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyNone {
+		return false
+	}
+	var m metav1.PartialObjectMetadata
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	if err := r.Meta.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: targetName(es)}, &m); err != nil {
+		return true
+	}
+	return m.ResourceVersion != es.Status.TargetResourceVersion
+}
+
+func failing(es *v1alpha1.ExternalSecret) bool {
+	c := conditions.FindES(es.Status.Conditions, v1alpha1.ConditionReady)
+	return c == nil || c.Status != metav1.ConditionTrue
+}
+
+// templateSources reads the ConfigMaps of templateFrom from the
+// ExternalSecret's own namespace, and returns their versions.
+func (r *Reconciler) templateSources(ctx context.Context, es *v1alpha1.ExternalSecret) (map[string]map[string]string, string, error) {
+	t := es.Spec.Target.Template
+	if t == nil || len(t.TemplateFrom) == 0 {
+		return nil, "", nil
+	}
+	out := map[string]map[string]string{}
+	var versions []string
+	for _, from := range t.TemplateFrom {
+		name := from.ConfigMap.Name
+		if _, done := out[name]; done {
+			continue
+		}
+		var cm corev1.ConfigMap
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: name}, &cm); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, "", &storeaccess.UserError{Reason: "TemplateNotFound", Msg: fmt.Sprintf(
+					"template ConfigMap %q not found in namespace %q (spec.target.template.templateFrom)", name, es.Namespace)}
+			}
+			return nil, "", fmt.Errorf("reading template ConfigMap %q: %w", name, err)
+		}
+		out[name] = cm.Data
+		versions = append(versions, name+"="+cm.ResourceVersion)
+	}
+	return out, strings.Join(versions, ","), nil
+}
+
+func (r *Reconciler) requeue(s *scope, offset time.Duration) ctrl.Result {
+	if s.interval <= 0 || s.es.Status.RefreshTime == nil {
+		return ctrl.Result{}
+	}
+	next := nextRefresh(s.es.Status.RefreshTime.Time, s.interval, offset)
+	wait := next.Sub(s.now.Time)
+	if wait < time.Second {
+		wait = time.Second
+	}
+	return ctrl.Result{RequeueAfter: wait}
+}
+
+func keyList(keys []string) string {
+	if len(keys) == 0 {
+		return "none"
+	}
+	return strings.Join(keys, ", ")
+}
+
+// outcomeReason is the reason label of a sync for metrics.
+func outcomeReason(err error, s *scope) string {
+	if err != nil {
+		return "Error"
+	}
+	if s == nil {
+		return "Skipped"
+	}
+	if c := conditions.FindES(s.es.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+		return c.Reason
+	}
+	return "Unknown"
+}
+
+// retryable tells whether an error is worth a retry with backoff.
+func retryable(err error) bool {
+	var ue *storeaccess.UserError
+	if errors.As(err, &ue) {
+		return false
+	}
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		return true
+	}
+	_, retry := engine.Classify(err)
+	return retry
+}

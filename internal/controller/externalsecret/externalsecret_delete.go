@@ -1,0 +1,79 @@
+package externalsecret
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/controller/conditions"
+)
+
+// needsFinalizer: an owned target with deletionPolicy Delete goes by
+// garbage collection; Merge targets lose our keys and Retain targets lose
+// our owner reference, both of which need us to act before we go.
+func needsFinalizer(es *v1alpha1.ExternalSecret) bool {
+	return es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyMerge ||
+		(es.Spec.Target.CreationPolicy != v1alpha1.CreationPolicyNone && es.Spec.Target.DeletionPolicy == v1alpha1.DeletionPolicyRetain)
+}
+
+func (r *Reconciler) ensureFinalizer(ctx context.Context, es *v1alpha1.ExternalSecret) error {
+	if !needsFinalizer(es) || controllerutil.ContainsFinalizer(es, conditions.Finalizer) {
+		return nil
+	}
+	patch := client.MergeFrom(es.DeepCopy())
+	controllerutil.AddFinalizer(es, conditions.Finalizer)
+	return r.Client.Patch(ctx, es, patch)
+}
+
+// finalize cleans up the target of a deleted ExternalSecret, then lets it go.
+func (r *Reconciler) finalize(ctx context.Context, es *v1alpha1.ExternalSecret) error {
+	if !controllerutil.ContainsFinalizer(es, conditions.Finalizer) {
+		return nil
+	}
+	if err := r.cleanTarget(ctx, es); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(es.DeepCopy())
+	controllerutil.RemoveFinalizer(es, conditions.Finalizer)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, es, patch))
+}
+
+func (r *Reconciler) cleanTarget(ctx context.Context, es *v1alpha1.ExternalSecret) error {
+	var cur corev1.Secret
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: targetName(es)}, &cur); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	desired := cur.DeepCopy()
+	switch {
+	case es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyMerge:
+		claims := mergeClaims(desired)
+		mine, ok := claims[es.Name]
+		if !ok {
+			return nil
+		}
+		if es.Spec.Target.DeletionPolicy != v1alpha1.DeletionPolicyRetain {
+			for _, k := range mine {
+				delete(desired.Data, k)
+			}
+		}
+		delete(claims, es.Name)
+		setMergeClaims(desired, claims)
+	default:
+		// Retain: let the Secret outlive us.
+		desired.OwnerReferences = slices.DeleteFunc(desired.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == es.UID })
+		if desired.Annotations[conditions.OwnerAnnotation] == es.Name {
+			delete(desired.Annotations, conditions.OwnerAnnotation)
+		}
+	}
+	if err := r.Client.Update(ctx, desired); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("cleaning up Secret %q: %w", cur.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,155 @@
+package externalsecret
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
+	"github.com/watchword-dev/watchword/internal/provider"
+)
+
+// Field indexes on ExternalSecrets.
+const (
+	// IndexStore holds "SecretStore/NS/NAME" or "ClusterSecretStore/NAME".
+	IndexStore = "watchword.store"
+	// IndexTarget holds the target Secret's name.
+	IndexTarget = "watchword.target"
+	// IndexTemplate holds the names of template ConfigMaps.
+	IndexTemplate = "watchword.templateConfigMap"
+	// IndexStoreSecret, on stores, holds "NS/NAME" of every credential
+	// Secret.
+	IndexStoreSecret = "watchword.credentialSecret"
+)
+
+// StoreKey is the IndexStore value of a store.
+func StoreKey(kind, ns, name string) string {
+	if kind == v1alpha1.ClusterSecretStoreKind {
+		return kind + "/" + name
+	}
+	return v1alpha1.SecretStoreKind + "/" + ns + "/" + name
+}
+
+// Options tune the controller.
+type Options struct {
+	Workers     int
+	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
+}
+
+// SetupWithManager registers indexes, watches and the controller.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &v1alpha1.ExternalSecret{}, IndexStore, func(o client.Object) []string {
+		es := o.(*v1alpha1.ExternalSecret)
+		return []string{StoreKey(es.Spec.SecretStoreRef.Kind, es.Namespace, es.Spec.SecretStoreRef.Name)}
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &v1alpha1.ExternalSecret{}, IndexTarget, func(o client.Object) []string {
+		return []string{targetName(o.(*v1alpha1.ExternalSecret))}
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &v1alpha1.ExternalSecret{}, IndexTemplate, func(o client.Object) []string {
+		t := o.(*v1alpha1.ExternalSecret).Spec.Target.Template
+		if t == nil {
+			return nil
+		}
+		var out []string
+		for _, f := range t.TemplateFrom {
+			out = append(out, f.ConfigMap.Name)
+		}
+		return out
+	}); err != nil {
+		return err
+	}
+	if err := indexStoreSecrets(ctx, mgr); err != nil {
+		return err
+	}
+	c := mgr.GetClient()
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("externalsecret").
+		For(&v1alpha1.ExternalSecret{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&v1alpha1.SecretStore{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return byIndex(ctx, c, IndexStore, StoreKey(v1alpha1.SecretStoreKind, o.GetNamespace(), o.GetName()), o.GetNamespace())
+		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.ClusterSecretStore{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return byIndex(ctx, c, IndexStore, StoreKey(v1alpha1.ClusterSecretStoreKind, "", o.GetName()), "")
+		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			reqs := byIndex(ctx, c, IndexTarget, o.GetName(), o.GetNamespace())
+			return append(reqs, r.usersOfCredential(ctx, o)...)
+		}), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return byIndex(ctx, c, IndexTemplate, o.GetName(), o.GetNamespace())
+		}), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers, RateLimiter: opts.RateLimiter}).
+		Complete(r)
+}
+
+// indexStoreSecrets indexes both store kinds by the Secrets they reference.
+func indexStoreSecrets(ctx context.Context, mgr ctrl.Manager) error {
+	idx := mgr.GetFieldIndexer()
+	refs := func(s provider.Store) []string {
+		var out []string
+		for _, n := range provider.SecretRefs(s) {
+			out = append(out, n.String())
+		}
+		return out
+	}
+	if err := idx.IndexField(ctx, &v1alpha1.SecretStore{}, IndexStoreSecret, func(o client.Object) []string {
+		return refs(storeaccess.FromSecretStore(o.(*v1alpha1.SecretStore)).Store)
+	}); err != nil {
+		return err
+	}
+	return idx.IndexField(ctx, &v1alpha1.ClusterSecretStore{}, IndexStoreSecret, func(o client.Object) []string {
+		return refs(storeaccess.FromClusterSecretStore(o.(*v1alpha1.ClusterSecretStore)).Store)
+	})
+}
+
+// usersOfCredential finds the ExternalSecrets of every store that uses the
+// Secret o as a credential: a rotated credential reaches them at once.
+func (r *Reconciler) usersOfCredential(ctx context.Context, o client.Object) []reconcile.Request {
+	key := o.GetNamespace() + "/" + o.GetName()
+	var out []reconcile.Request
+	var ss v1alpha1.SecretStoreList
+	if err := r.Client.List(ctx, &ss, client.MatchingFields{IndexStoreSecret: key}); err == nil {
+		for _, s := range ss.Items {
+			out = append(out, byIndex(ctx, r.Client, IndexStore, StoreKey(v1alpha1.SecretStoreKind, s.Namespace, s.Name), s.Namespace)...)
+		}
+	}
+	var css v1alpha1.ClusterSecretStoreList
+	if err := r.Client.List(ctx, &css, client.MatchingFields{IndexStoreSecret: key}); err == nil {
+		for _, s := range css.Items {
+			out = append(out, byIndex(ctx, r.Client, IndexStore, StoreKey(v1alpha1.ClusterSecretStoreKind, "", s.Name), "")...)
+		}
+	}
+	return out
+}
+
+func byIndex(ctx context.Context, c client.Reader, field, value, ns string) []reconcile.Request {
+	var list v1alpha1.ExternalSecretList
+	opts := []client.ListOption{client.MatchingFields{field: value}}
+	if ns != "" {
+		opts = append(opts, client.InNamespace(ns))
+	}
+	if err := c.List(ctx, &list, opts...); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, len(list.Items))
+	for i, es := range list.Items {
+		out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&es)}
+	}
+	return out
+}
+

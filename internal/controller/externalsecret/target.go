@@ -1,0 +1,240 @@
+package externalsecret
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/controller/conditions"
+	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
+	"github.com/watchword-dev/watchword/internal/engine"
+)
+
+// writeResult says what a write did.
+type writeResult struct {
+	action          string // Created, Updated or "" (unchanged)
+	changedKeys     []string
+	resourceVersion string
+	keys            []string // keys this ExternalSecret now holds in the target
+}
+
+func targetName(es *v1alpha1.ExternalSecret) string {
+	if es.Spec.Target.Name != "" {
+		return es.Spec.Target.Name
+	}
+	return es.Name
+}
+
+func conflict(format string, args ...any) error {
+	return &storeaccess.UserError{Reason: "TargetConflict", Msg: fmt.Sprintf(format, args...)}
+}
+
+// writeOwner creates or updates a target that this ExternalSecret owns.
+func (r *Reconciler) writeOwner(ctx context.Context, es *v1alpha1.ExternalSecret, res *engine.Result) (*writeResult, error) {
+	name := targetName(es)
+	var cur corev1.Secret
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: name}, &cur)
+	if apierrors.IsNotFound(err) {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: es.Namespace}}
+		applyOwned(s, es, res)
+		if err := r.Client.Create(ctx, s); err != nil {
+			return nil, fmt.Errorf("creating Secret %q: %w", name, err)
+		}
+		return &writeResult{action: "Created", changedKeys: sortedKeys(res.Data), resourceVersion: s.ResourceVersion, keys: sortedKeys(res.Data)}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading Secret %q: %w", name, err)
+	}
+	if err := r.checkOwnable(es, &cur); err != nil {
+		return nil, err
+	}
+	desired := cur.DeepCopy()
+	applyOwned(desired, es, res)
+	if desired.Type != cur.Type {
+		// The type of a Secret is immutable: replace our own Secret.
+		if err := r.Client.Delete(ctx, &cur, client.Preconditions{UID: &cur.UID, ResourceVersion: &cur.ResourceVersion}); err != nil {
+			return nil, fmt.Errorf("replacing Secret %q to change its type: %w", name, err)
+		}
+		fresh := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: es.Namespace}}
+		applyOwned(fresh, es, res)
+		if err := r.Client.Create(ctx, fresh); err != nil {
+			return nil, fmt.Errorf("re-creating Secret %q with its new type: %w", name, err)
+		}
+		return &writeResult{action: "Updated", changedKeys: sortedKeys(res.Data), resourceVersion: fresh.ResourceVersion, keys: sortedKeys(res.Data)}, nil
+	}
+	changed := diffKeys(cur.Data, desired.Data)
+	if len(changed) == 0 && maps.Equal(cur.Labels, desired.Labels) && maps.Equal(cur.Annotations, desired.Annotations) &&
+		slices.EqualFunc(cur.OwnerReferences, desired.OwnerReferences, func(a, b metav1.OwnerReference) bool { return a.UID == b.UID && ptr.Deref(a.Controller, false) == ptr.Deref(b.Controller, false) }) {
+		return &writeResult{resourceVersion: cur.ResourceVersion, keys: sortedKeys(res.Data)}, nil
+	}
+	// The update carries cur's resourceVersion: a concurrent writer makes
+	// it fail with a conflict instead of being overwritten.
+	if err := r.Client.Update(ctx, desired); err != nil {
+		return nil, fmt.Errorf("updating Secret %q: %w", name, err)
+	}
+	return &writeResult{action: "Updated", changedKeys: changed, resourceVersion: desired.ResourceVersion, keys: sortedKeys(res.Data)}, nil
+}
+
+// checkOwnable refuses a Secret that someone else owns.
+func (r *Reconciler) checkOwnable(es *v1alpha1.ExternalSecret, cur *corev1.Secret) error {
+	name := cur.Name
+	if ref := metav1.GetControllerOf(cur); ref != nil {
+		if ref.UID == es.UID {
+			return nil
+		}
+		if ref.Kind == "ExternalSecret" && ref.APIVersion == v1alpha1.GroupVersion.String() {
+			return conflict("Secret %q is already written by ExternalSecret %q, which got there first; choose another spec.target.name or remove that ExternalSecret", name, ref.Name)
+		}
+		return conflict("Secret %q is owned by %s %q; Watchword will not write over it: choose another spec.target.name", name, ref.Kind, ref.Name)
+	}
+	if claims := mergeClaims(cur); len(claims) > 0 {
+		return conflict("Secret %q already receives keys from ExternalSecret(s) %s with creationPolicy Merge; use creationPolicy Merge here too, or another spec.target.name",
+			name, strings.Join(sortedKeys(claims), ", "))
+	}
+	if !es.Spec.Target.Adopt {
+		return conflict("Secret %q already exists and is not owned by this ExternalSecret; Watchword will not write over it. Set spec.target.adopt: true to take it over, use creationPolicy Merge, or choose another spec.target.name", name)
+	}
+	return nil
+}
+
+// applyOwned makes s hold res, owned by es.
+func applyOwned(s *corev1.Secret, es *v1alpha1.ExternalSecret, res *engine.Result) {
+	if s.Labels == nil {
+		s.Labels = map[string]string{}
+	}
+	maps.Copy(s.Labels, res.Labels)
+	s.Labels[conditions.ManagedByLabel] = conditions.ManagedByValue
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	maps.Copy(s.Annotations, res.Annotations)
+	s.Annotations[conditions.OwnerAnnotation] = es.Name
+	ref := metav1.OwnerReference{
+		APIVersion: v1alpha1.GroupVersion.String(), Kind: "ExternalSecret", Name: es.Name, UID: es.UID,
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	}
+	owners := slices.DeleteFunc(slices.Clone(s.OwnerReferences), func(o metav1.OwnerReference) bool { return o.UID == es.UID })
+	// Retain keeps the reference too: the finalizer removes it before the
+	// ExternalSecret goes, so garbage collection leaves the Secret.
+	s.OwnerReferences = append(owners, ref)
+	s.Type = corev1.SecretType(res.Type)
+	if s.Type == "" {
+		s.Type = corev1.SecretTypeOpaque
+	}
+	s.Data = res.Data
+}
+
+// writeMerge merges this ExternalSecret's keys into an existing Secret.
+func (r *Reconciler) writeMerge(ctx context.Context, es *v1alpha1.ExternalSecret, res *engine.Result) (*writeResult, error) {
+	name := targetName(es)
+	var cur corev1.Secret
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: name}, &cur); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &storeaccess.UserError{Reason: "TargetMissing", Msg: fmt.Sprintf(
+				"waiting for Secret %q to exist: creationPolicy Merge only adds keys to an existing Secret (use Owner to create it)", name)}
+		}
+		return nil, fmt.Errorf("reading Secret %q: %w", name, err)
+	}
+	if ref := metav1.GetControllerOf(&cur); ref != nil && ref.Kind == "ExternalSecret" && ref.UID != es.UID {
+		return nil, conflict("Secret %q is owned by ExternalSecret %q (creationPolicy Owner), which replaces its data on every sync; merge into another Secret", name, ref.Name)
+	}
+	claims := mergeClaims(&cur)
+	ours := sortedKeys(res.Data)
+	for other, keys := range claims {
+		if other == es.Name {
+			continue
+		}
+		if both := intersect(keys, ours); len(both) > 0 {
+			return nil, conflict("keys %s of Secret %q are already written by ExternalSecret %q, which got there first; map them to other keys",
+				strings.Join(both, ", "), name, other)
+		}
+	}
+	desired := cur.DeepCopy()
+	if desired.Data == nil {
+		desired.Data = map[string][]byte{}
+	}
+	for _, k := range claims[es.Name] {
+		if _, still := res.Data[k]; !still {
+			delete(desired.Data, k)
+		}
+	}
+	maps.Copy(desired.Data, res.Data)
+	claims[es.Name] = ours
+	setMergeClaims(desired, claims)
+	changed := diffKeys(cur.Data, desired.Data)
+	if len(changed) == 0 && maps.Equal(cur.Annotations, desired.Annotations) {
+		return &writeResult{resourceVersion: cur.ResourceVersion, keys: ours}, nil
+	}
+	if err := r.Client.Update(ctx, desired); err != nil {
+		return nil, fmt.Errorf("merging keys into Secret %q: %w", name, err)
+	}
+	return &writeResult{action: "Updated", changedKeys: changed, resourceVersion: desired.ResourceVersion, keys: ours}, nil
+}
+
+func mergeClaims(s *corev1.Secret) map[string][]string {
+	claims := map[string][]string{}
+	if raw := s.Annotations[conditions.MergeClaimsAnnotation]; raw != "" {
+		_ = json.Unmarshal([]byte(raw), &claims)
+	}
+	return claims
+}
+
+func setMergeClaims(s *corev1.Secret, claims map[string][]string) {
+	if len(claims) == 0 {
+		delete(s.Annotations, conditions.MergeClaimsAnnotation)
+		return
+	}
+	raw, _ := json.Marshal(claims)
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	s.Annotations[conditions.MergeClaimsAnnotation] = string(raw)
+}
+
+// diffKeys lists keys added, changed or removed between two data maps.
+func diffKeys(old, new map[string][]byte) []string {
+	var out []string
+	for k, v := range new {
+		if ov, ok := old[k]; !ok || !bytes.Equal(ov, v) {
+			out = append(out, k)
+		}
+	}
+	for k := range old {
+		if _, ok := new[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func intersect(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

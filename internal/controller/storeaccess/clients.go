@@ -1,0 +1,205 @@
+package storeaccess
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/provider"
+)
+
+// Clients hands out one provider client per store generation and version of
+// its credential Secrets.
+type Clients struct {
+	registry provider.Registry
+	// meta reads Secret metadata from the informer cache.
+	meta client.Reader
+	// direct reads Secret contents from the API server (never cached).
+	direct client.Reader
+	kube   kubernetes.Interface
+	local  *rest.Config
+
+	mu      sync.Mutex
+	clients map[types.UID]*cached
+}
+
+type cached struct {
+	key     string
+	reader  engine.Reader
+	expires time.Time
+}
+
+// NewClients returns a client cache.
+func NewClients(reg provider.Registry, meta, direct client.Reader, kube kubernetes.Interface, local *rest.Config) *Clients {
+	return &Clients{registry: reg, meta: meta, direct: direct, kube: kube, local: local, clients: map[types.UID]*cached{}}
+}
+
+// Registry returns the provider registry.
+func (c *Clients) Registry() provider.Registry { return c.registry }
+
+// Get returns a reader for the store, building one when the store's
+// generation or any credential Secret changed since the last one.
+func (c *Clients) Get(ctx context.Context, r *Resolved) (engine.Reader, error) {
+	_, factory, err := c.registry.Lookup(r.Store.Spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := factory.Validate(r.Store); err != nil {
+		return nil, err
+	}
+	key, err := c.versionKey(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	hit := c.clients[r.UID]
+	c.mu.Unlock()
+	if hit != nil && hit.key == key && (hit.expires.IsZero() || time.Now().Before(hit.expires)) {
+		return hit.reader, nil
+	}
+	deps := &deps{store: r.Store, direct: c.direct, kube: c.kube, local: c.local}
+	reader, err := factory.New(ctx, r.Store, deps)
+	if err != nil {
+		return nil, err
+	}
+	entry := &cached{key: key, reader: reader}
+	if deps.tokenExpiry > 0 {
+		// Rebuild well before a requested token expires.
+		entry.expires = time.Now().Add(time.Duration(deps.tokenExpiry) * time.Second * 4 / 5)
+	}
+	c.mu.Lock()
+	old := c.clients[r.UID]
+	c.clients[r.UID] = entry
+	c.mu.Unlock()
+	if old != nil && old.reader != reader {
+		if cl, ok := old.reader.(engine.Closer); ok {
+			_ = cl.Close()
+		}
+	}
+	return reader, nil
+}
+
+// Drop forgets the client of a deleted store.
+func (c *Clients) Drop(uid types.UID) {
+	c.mu.Lock()
+	old := c.clients[uid]
+	delete(c.clients, uid)
+	c.mu.Unlock()
+	if old != nil {
+		if cl, ok := old.reader.(engine.Closer); ok {
+			_ = cl.Close()
+		}
+	}
+}
+
+// versionKey is the store generation and the resourceVersion of every
+// credential Secret, read from the metadata cache.
+func (c *Clients) versionKey(ctx context.Context, r *Resolved) (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d", r.Generation)
+	for _, ref := range provider.SecretRefs(r.Store) {
+		if err := checkNamespace(r.Store, ref.Namespace); err != nil {
+			return "", err
+		}
+		var m metav1.PartialObjectMetadata
+		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		if err := c.meta.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &m); err != nil {
+			if apierrors.IsNotFound(err) {
+				return "", missingSecret(r.Store, ref.Namespace, ref.Name)
+			}
+			return "", err
+		}
+		fmt.Fprintf(&b, "|%s=%s", ref, m.ResourceVersion)
+	}
+	return b.String(), nil
+}
+
+func checkNamespace(store provider.Store, ns string) error {
+	if store.Cluster() && ns == "" {
+		return fmt.Errorf("%w: a ClusterSecretStore must give the namespace of every Secret it references", engine.ErrInvalidConfig)
+	}
+	return nil
+}
+
+func missingSecret(store provider.Store, ns, name string) error {
+	return fmt.Errorf("%w: %s references Secret %q, which does not exist", engine.ErrInvalidConfig,
+		Describe(store.Kind, store.Namespace, store.Name), ns+"/"+name)
+}
+
+// deps implements provider.Deps for one store.
+type deps struct {
+	store       provider.Store
+	direct      client.Reader
+	kube        kubernetes.Interface
+	local       *rest.Config
+	tokenExpiry int64
+}
+
+func (d *deps) SecretValue(ctx context.Context, sel v1alpha1.SecretKeySelector) ([]byte, error) {
+	ns := sel.Namespace
+	if !d.store.Cluster() {
+		if ns != "" && ns != d.store.Namespace {
+			return nil, fmt.Errorf("%w: a SecretStore may only reference Secrets in its own namespace %q, not %q; use a ClusterSecretStore",
+				engine.ErrInvalidConfig, d.store.Namespace, ns)
+		}
+		ns = d.store.Namespace
+	}
+	if err := checkNamespace(d.store, ns); err != nil {
+		return nil, err
+	}
+	var s corev1.Secret
+	if err := d.direct.Get(ctx, client.ObjectKey{Namespace: ns, Name: sel.Name}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, missingSecret(d.store, ns, sel.Name)
+		}
+		return nil, fmt.Errorf("reading Secret %q: %w", ns+"/"+sel.Name, err)
+	}
+	v, ok := s.Data[sel.Key]
+	if !ok {
+		return nil, fmt.Errorf("%w: Secret %q has no key %q", engine.ErrInvalidConfig, ns+"/"+sel.Name, sel.Key)
+	}
+	return v, nil
+}
+
+func (d *deps) ServiceAccountToken(ctx context.Context, sel v1alpha1.ServiceAccountSelector) (string, int64, error) {
+	ns := sel.Namespace
+	if !d.store.Cluster() {
+		if ns != "" && ns != d.store.Namespace {
+			return "", 0, fmt.Errorf("%w: a SecretStore may only use service accounts of its own namespace %q", engine.ErrInvalidConfig, d.store.Namespace)
+		}
+		ns = d.store.Namespace
+	}
+	if ns == "" {
+		return "", 0, fmt.Errorf("%w: a ClusterSecretStore must give the namespace of its service account", engine.ErrInvalidConfig)
+	}
+	expiry := int64(3600)
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: sel.Audiences, ExpirationSeconds: &expiry}}
+	got, err := d.kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sel.Name, tr, metav1.CreateOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", 0, fmt.Errorf("%w: service account %q does not exist", engine.ErrInvalidConfig, ns+"/"+sel.Name)
+		}
+		return "", 0, fmt.Errorf("requesting a token for service account %q: %w", ns+"/"+sel.Name, err)
+	}
+	life := int64(time.Until(got.Status.ExpirationTimestamp.Time).Seconds())
+	if life <= 0 {
+		life = expiry
+	}
+	d.tokenExpiry = life
+	return got.Status.Token, life, nil
+}
+
+func (d *deps) LocalConfig() *rest.Config { return rest.AnonymousClientConfig(d.local) }

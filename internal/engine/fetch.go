@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// Clock tells the time; tests inject their own.
+type Clock interface{ Now() time.Time }
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+// RealClock is the wall clock.
+var RealClock Clock = realClock{}
+
+// errorTTL is how long a failed read is remembered, so that many
+// ExternalSecrets wanting the same failing object do not hammer the store.
+const errorTTL = 2 * time.Second
+
+// Fetcher reads remote objects through a cache shared by every
+// ExternalSecret: concurrent reads of the same (store, key, version) are
+// made once, and a read younger than the caller's maximum age is reused.
+type Fetcher struct {
+	clock  Clock
+	flight singleflight.Group
+
+	mu      sync.Mutex
+	entries map[cacheKey]*entry
+
+	// Calls counts provider reads (for metrics and benchmarks).
+	calls func(store string, n int)
+}
+
+type cacheKey struct {
+	store string
+	ref   Ref
+}
+
+type entry struct {
+	obj       Object
+	err       error
+	fetchedAt time.Time
+	usedAt    time.Time
+}
+
+// NewFetcher returns a Fetcher. onCall, if set, is told about every provider
+// read.
+func NewFetcher(clock Clock, onCall func(store string, n int)) *Fetcher {
+	if clock == nil {
+		clock = RealClock
+	}
+	return &Fetcher{clock: clock, entries: map[cacheKey]*entry{}, calls: onCall}
+}
+
+// Fetched is one remote object with the time it was read.
+type Fetched struct {
+	Object    Object
+	FetchedAt time.Time
+}
+
+// Get returns the object at ref from store, reading it through r unless a
+// read younger than maxAge is cached. maxAge 0 always reads.
+func (f *Fetcher) Get(ctx context.Context, store string, r Reader, ref Ref, maxAge time.Duration) (Fetched, error) {
+	k := cacheKey{store: store, ref: ref}
+	now := f.clock.Now()
+	if e := f.lookup(k, now); e != nil {
+		if e.err != nil && now.Sub(e.fetchedAt) < errorTTL {
+			return Fetched{}, e.err
+		}
+		if e.err == nil && maxAge > 0 && now.Sub(e.fetchedAt) < maxAge {
+			return Fetched{Object: e.obj, FetchedAt: e.fetchedAt}, nil
+		}
+	}
+	v, err, _ := f.flight.Do(store+"\x00"+ref.Key+"\x00"+ref.Version, func() (any, error) {
+		// Another caller may have filled the cache while we waited.
+		if e := f.lookup(k, f.clock.Now()); e != nil && e.err == nil && maxAge > 0 && f.clock.Now().Sub(e.fetchedAt) < maxAge {
+			return Fetched{Object: e.obj, FetchedAt: e.fetchedAt}, nil
+		}
+		if f.calls != nil {
+			f.calls(store, 1)
+		}
+		obj, err := r.GetSecret(ctx, ref)
+		at := f.clock.Now()
+		f.store(k, &entry{obj: obj, err: err, fetchedAt: at, usedAt: at})
+		if err != nil {
+			return nil, err
+		}
+		return Fetched{Object: obj, FetchedAt: at}, nil
+	})
+	if err != nil {
+		return Fetched{}, err
+	}
+	return v.(Fetched), nil
+}
+
+// Peek returns a cached successful read of ref younger than maxAge, if any,
+// without calling the provider.
+func (f *Fetcher) Peek(store string, ref Ref, maxAge time.Duration) (Fetched, bool) {
+	now := f.clock.Now()
+	e := f.lookup(cacheKey{store: store, ref: ref}, now)
+	if e == nil || e.err != nil || now.Sub(e.fetchedAt) >= maxAge {
+		return Fetched{}, false
+	}
+	return Fetched{Object: e.obj, FetchedAt: e.fetchedAt}, true
+}
+
+func (f *Fetcher) lookup(k cacheKey, now time.Time) *entry {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := f.entries[k]
+	if e != nil {
+		e.usedAt = now
+	}
+	return e
+}
+
+func (f *Fetcher) store(k cacheKey, e *entry) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.entries[k] = e
+}
+
+// Forget drops every cached read of a store, for example when its
+// configuration or credentials change.
+func (f *Fetcher) Forget(store string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k := range f.entries {
+		if k.store == store {
+			delete(f.entries, k)
+		}
+	}
+}
+
+// Sweep drops entries not used for idle, and returns how many remain.
+func (f *Fetcher) Sweep(idle time.Duration) int {
+	now := f.clock.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k, e := range f.entries {
+		if now.Sub(e.usedAt) > idle {
+			delete(f.entries, k)
+		}
+	}
+	return len(f.entries)
+}

@@ -1,0 +1,242 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sort"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+)
+
+// Input is everything the engine needs to compute a target.
+type Input struct {
+	// Spec is the ExternalSecret's spec.
+	Spec *v1alpha1.ExternalSecretSpec
+	// Store identifies the store generation in the shared cache.
+	Store string
+	// Reader reads from the store.
+	Reader Reader
+	// TemplateSources maps a ConfigMap name to its data, for templateFrom.
+	TemplateSources map[string]map[string]string
+	// MaxAge lets reads younger than this be reused; 0 reads again.
+	MaxAge time.Duration
+}
+
+// Result is the computed content of a target.
+type Result struct {
+	// Data is the Secret's data.
+	Data map[string][]byte
+	// Type is the Secret's type; empty means Opaque.
+	Type string
+	// Labels and Annotations come from the template's metadata.
+	Labels      map[string]string
+	Annotations map[string]string
+	// Versions lists every remote object read, sorted by key.
+	Versions []v1alpha1.RemoteVersion
+	// OldestRead is when the oldest of the reads was made.
+	OldestRead time.Time
+}
+
+// fetchParallelism bounds concurrent reads for one ExternalSecret.
+const fetchParallelism = 4
+
+// Refs lists the unique remote objects a spec reads, in first-use order.
+func Refs(spec *v1alpha1.ExternalSecretSpec) []Ref {
+	seen := map[Ref]bool{}
+	var out []Ref
+	add := func(r v1alpha1.RemoteReference) {
+		ref := Ref{Key: r.Key, Version: r.Version}
+		if !seen[ref] {
+			seen[ref] = true
+			out = append(out, ref)
+		}
+	}
+	for _, d := range spec.DataFrom {
+		add(d.RemoteRef)
+	}
+	for _, d := range spec.Data {
+		add(d.RemoteRef)
+	}
+	return out
+}
+
+// Sync reads what the spec asks for and renders the target's content.
+func (f *Fetcher) Sync(ctx context.Context, in Input) (*Result, error) {
+	objs, oldest, err := f.fetchAll(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return Render(in.Spec, objs, in.TemplateSources, oldest)
+}
+
+func (f *Fetcher) fetchAll(ctx context.Context, in Input) (map[Ref]Object, time.Time, error) {
+	refs := Refs(in.Spec)
+	results := make([]Fetched, len(refs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(fetchParallelism)
+	for i, ref := range refs {
+		g.Go(func() error {
+			got, err := f.Get(gctx, in.Store, in.Reader, ref, in.MaxAge)
+			if err != nil {
+				return fmt.Errorf("reading remote key %q%s: %w", ref.Key, versionSuffix(ref.Version), err)
+			}
+			results[i] = got
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, time.Time{}, err
+	}
+	objs := make(map[Ref]Object, len(refs))
+	var oldest time.Time
+	for i, ref := range refs {
+		objs[ref] = results[i].Object
+		if oldest.IsZero() || results[i].FetchedAt.Before(oldest) {
+			oldest = results[i].FetchedAt
+		}
+	}
+	return objs, oldest, nil
+}
+
+func versionSuffix(v string) string {
+	if v == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (version %q)", v)
+}
+
+// Render maps fetched objects to Secret keys and applies the template.
+func Render(spec *v1alpha1.ExternalSecretSpec, objs map[Ref]Object, sources map[string]map[string]string, oldest time.Time) (*Result, error) {
+	data := map[string][]byte{}
+	for _, d := range spec.DataFrom {
+		ref := Ref{Key: d.RemoteRef.Key, Version: d.RemoteRef.Version}
+		fields, err := ExtractAll(ref.Key, objs[ref], d.RemoteRef.Property)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(data, fields)
+	}
+	for _, d := range spec.Data {
+		ref := Ref{Key: d.RemoteRef.Key, Version: d.RemoteRef.Version}
+		b, err := Extract(ref.Key, objs[ref], d.RemoteRef.Property)
+		if err != nil {
+			return nil, err
+		}
+		data[d.SecretKey] = b
+	}
+	res := &Result{Data: data, Versions: versionsOf(objs), OldestRead: oldest}
+	if t := spec.Target.Template; t != nil {
+		if err := applyTemplate(t, res, sources); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func versionsOf(objs map[Ref]Object) []v1alpha1.RemoteVersion {
+	seen := map[v1alpha1.RemoteVersion]bool{}
+	var out []v1alpha1.RemoteVersion
+	for ref, o := range objs {
+		v := v1alpha1.RemoteVersion{Key: ref.Key, Version: o.Version}
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Key != out[j].Key {
+			return out[i].Key < out[j].Key
+		}
+		return out[i].Version < out[j].Version
+	})
+	return out
+}
+
+// applyTemplate renders the template over res.Data and replaces or merges
+// the result into it.
+func applyTemplate(t *v1alpha1.ExternalSecretTemplate, res *Result, sources map[string]map[string]string) error {
+	ctx := templateContext(res.Data)
+	rendered := map[string][]byte{}
+	for _, name := range sortedKeys(t.Data) {
+		b, err := renderTemplate(name, t.Data[name], ctx)
+		if err != nil {
+			return err
+		}
+		rendered[name] = b
+	}
+	for _, from := range t.TemplateFrom {
+		cm, ok := sources[from.ConfigMap.Name]
+		if !ok {
+			return &TemplateError{Name: from.ConfigMap.Name, Problem: "ConfigMap not found in the ExternalSecret's namespace"}
+		}
+		for _, item := range from.ConfigMap.Items {
+			text, ok := cm[item.Key]
+			if !ok {
+				return &TemplateError{Name: from.ConfigMap.Name + "/" + item.Key, Problem: fmt.Sprintf("ConfigMap %q has no key %q", from.ConfigMap.Name, item.Key)}
+			}
+			b, err := renderTemplate(item.Key, text, ctx)
+			if err != nil {
+				return err
+			}
+			rendered[item.Key] = b
+		}
+	}
+	var err error
+	if res.Labels, err = renderMeta("label", t.Metadata.Labels, ctx); err != nil {
+		return err
+	}
+	if res.Annotations, err = renderMeta("annotation", t.Metadata.Annotations, ctx); err != nil {
+		return err
+	}
+	res.Type = t.Type
+	if len(t.Data) == 0 && len(t.TemplateFrom) == 0 {
+		return nil
+	}
+	if t.MergePolicy == v1alpha1.TemplateMergeMerge {
+		maps.Copy(res.Data, rendered)
+	} else {
+		res.Data = rendered
+	}
+	return nil
+}
+
+func renderMeta(kind string, in map[string]string, ctx any) (map[string]string, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(in))
+	for _, k := range sortedKeys(in) {
+		b, err := renderTemplate(kind+" "+k, in[k], ctx)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = string(b)
+	}
+	return out, nil
+}
+
+// templateContext exposes the fetched data as .data.KEY and, for
+// convenience, as .KEY at the top level.
+func templateContext(data map[string][]byte) map[string]any {
+	strs := make(map[string]string, len(data))
+	ctx := make(map[string]any, len(data)+1)
+	for k, v := range data {
+		strs[k] = string(v)
+		ctx[k] = string(v)
+	}
+	ctx["data"] = strs
+	return ctx
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

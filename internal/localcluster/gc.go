@@ -1,0 +1,73 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// envtestAdmin is a user in the system:masters group.
+func envtestAdmin() envtest.User {
+	return envtest.User{Name: "watchword-admin", Groups: []string{"system:masters"}}
+}
+
+// startControllerManager runs kube-controller-manager with the controllers
+// a real cluster would run for Watchword's objects: the garbage collector
+// (owned targets go with their ExternalSecret) and namespace deletion.
+func (c *Cluster) startControllerManager(ctx context.Context, showOutput bool) error {
+	bin := filepath.Join(c.AssetsDir, "kube-controller-manager")
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("kube-controller-manager not found beside kube-apiserver (run `make tools`): %w", err)
+	}
+	kc, err := c.Kubeconfig()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "watchword-kcm-")
+	if err != nil {
+		return err
+	}
+	c.tmpDirs = append(c.tmpDirs, dir)
+	kcPath := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, bin,
+		"--kubeconfig="+kcPath,
+		"--authentication-kubeconfig="+kcPath,
+		"--authorization-kubeconfig="+kcPath,
+		"--controllers=garbagecollector,namespace",
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(port),
+		"--cert-dir="+dir,
+		"--concurrent-gc-syncs=5",
+	)
+	if showOutput {
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting kube-controller-manager: %w", err)
+	}
+	c.kcm = cmd
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

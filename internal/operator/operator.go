@@ -1,0 +1,177 @@
+// Package operator wires the manager, caches, provider clients and
+// controllers together. `watchword controller` and `watchword dev` both run
+// it.
+package operator
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/controller/externalsecret"
+	"github.com/watchword-dev/watchword/internal/controller/secretstore"
+	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
+	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/provider"
+)
+
+// Options configure the operator.
+type Options struct {
+	// Registry lists the providers this build supports.
+	Registry provider.Registry
+	// ControllerClass: serve only stores whose spec.controller equals it.
+	ControllerClass string
+	// Workers is the number of concurrent ExternalSecret reconciles.
+	Workers int
+	// QPS and Burst bound requests to the API server.
+	QPS   float32
+	Burst int
+	// MetricsAddr and HealthAddr are listen addresses; "0" disables.
+	MetricsAddr string
+	HealthAddr  string
+	// LeaderElection, with its namespace and ID.
+	LeaderElection          bool
+	LeaderElectionNamespace string
+	LeaderElectionID        string
+	// Clock is injected by tests; nil means the wall clock.
+	Clock engine.Clock
+}
+
+// DefaultOptions are sized for thousands of ExternalSecrets.
+func DefaultOptions() Options {
+	return Options{Workers: 16, QPS: 500, Burst: 1000, MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElectionID: "watchword-leader"}
+}
+
+// Scheme has the kinds the operator uses.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Operator is a configured manager, ready to start.
+type Operator struct {
+	Manager ctrl.Manager
+	Fetcher *engine.Fetcher
+}
+
+// New builds the manager and registers every controller.
+func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "watchword"
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = engine.RealClock
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  Scheme(),
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:  opts.HealthAddr,
+		LeaderElection:          opts.LeaderElection,
+		LeaderElectionID:        opts.LeaderElectionID,
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		Cache: cache.Options{
+			// Managed fields are never read; dropping them halves the
+			// memory of every cached object.
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
+		Client: client.Options{Cache: &client.CacheOptions{
+			// Secret and ConfigMap contents are read from the API server
+			// when needed and never cached: Watchword caches only their
+			// metadata, so it holds no secret it was not asked for.
+			DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}},
+		}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	clients := storeaccess.NewClients(opts.Registry, mgr.GetCache(), mgr.GetAPIReader(), kube, cfg)
+	fetcher := engine.NewFetcher(clock, nil)
+	es := &externalsecret.Reconciler{
+		Client: mgr.GetClient(), Meta: mgr.GetCache(), Clients: clients, Fetcher: fetcher,
+		Recorder: mgr.GetEventRecorderFor("watchword"), Class: opts.ControllerClass, Clock: clock,
+	}
+	if err := es.SetupWithManager(ctx, mgr, externalsecret.Options{Workers: opts.Workers, RateLimiter: rateLimiter()}); err != nil {
+		return nil, fmt.Errorf("setting up the ExternalSecret controller: %w", err)
+	}
+	for _, cluster := range []bool{false, true} {
+		ss := &secretstore.Reconciler{Client: mgr.GetClient(), Clients: clients, Recorder: mgr.GetEventRecorderFor("watchword"),
+			Class: opts.ControllerClass, Cluster: cluster, CredentialIndex: externalsecret.IndexStoreSecret}
+		if err := ss.SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up the store controller: %w", err)
+		}
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(sweeper{fetcher}); err != nil {
+		return nil, err
+	}
+	return &Operator{Manager: mgr, Fetcher: fetcher}, nil
+}
+
+// Start runs the operator until ctx ends.
+func (o *Operator) Start(ctx context.Context) error { return o.Manager.Start(ctx) }
+
+// rateLimiter retries failures with exponential backoff from 1s up to 5
+// minutes, with ±20% jitter so that failures of one store spread out.
+func rateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return &jittered{inner: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 5*time.Minute)}
+}
+
+type jittered struct {
+	inner workqueue.TypedRateLimiter[reconcile.Request]
+}
+
+func (j *jittered) When(item reconcile.Request) time.Duration {
+	d := j.inner.When(item)
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+func (j *jittered) Forget(item reconcile.Request)          { j.inner.Forget(item) }
+func (j *jittered) NumRequeues(item reconcile.Request) int { return j.inner.NumRequeues(item) }
+
+// sweeper drops cached reads that no one used for an hour.
+type sweeper struct{ f *engine.Fetcher }
+
+func (s sweeper) Start(ctx context.Context) error {
+	t := time.NewTicker(5 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			s.f.Sweep(time.Hour)
+		}
+	}
+}

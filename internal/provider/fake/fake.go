@@ -1,0 +1,137 @@
+// Package fake is a provider whose data lives in the store's own spec:
+// static values with versions, an optional simulated latency and an
+// optional injected error. It backs the demo and the tests.
+package fake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/provider"
+)
+
+// Factory builds fake clients.
+type Factory struct{}
+
+var _ provider.Factory = Factory{}
+
+// Validate checks that no entry sets both value and valueMap and that
+// versions are unique per key.
+func (Factory) Validate(store provider.Store) error {
+	_, err := index(store.Spec.Fake)
+	return err
+}
+
+// New returns a client over the spec's data.
+func (Factory) New(_ context.Context, store provider.Store, _ provider.Deps) (engine.Reader, error) {
+	idx, err := index(store.Spec.Fake)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{objects: idx, injected: store.Spec.Fake.Error}
+	if l := store.Spec.Fake.Latency; l != nil {
+		c.latency = l.Duration
+	}
+	return c, nil
+}
+
+// Client reads from an indexed fake spec.
+type Client struct {
+	objects  map[string][]version
+	latency  time.Duration
+	injected *v1alpha1.FakeProviderError
+}
+
+type version struct {
+	name string
+	obj  engine.Object
+}
+
+func index(spec *v1alpha1.FakeProvider) (map[string][]version, error) {
+	out := map[string][]version{}
+	for i, d := range spec.Data {
+		if d.Value != "" && len(d.ValueMap) > 0 {
+			return nil, fmt.Errorf("%w: fake.data[%d] (key %q) sets both value and valueMap; set one", engine.ErrInvalidConfig, i, d.Key)
+		}
+		name := d.Version
+		if name == "" {
+			name = strconv.Itoa(len(out[d.Key]) + 1)
+		}
+		if slices.ContainsFunc(out[d.Key], func(v version) bool { return v.name == name }) {
+			return nil, fmt.Errorf("%w: fake.data[%d]: key %q has version %q twice", engine.ErrInvalidConfig, i, d.Key, name)
+		}
+		obj := engine.Object{Version: name}
+		if len(d.ValueMap) > 0 {
+			obj.Fields = make(map[string][]byte, len(d.ValueMap))
+			for k, v := range d.ValueMap {
+				obj.Fields[k] = []byte(v)
+			}
+		} else {
+			obj.Value = []byte(d.Value)
+		}
+		out[d.Key] = append(out[d.Key], version{name: name, obj: obj})
+	}
+	return out, nil
+}
+
+// GetSecret returns the current or the pinned version of a key.
+func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, error) {
+	if c.latency > 0 {
+		t := time.NewTimer(c.latency)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return engine.Object{}, fmt.Errorf("%w: %v", engine.ErrUnavailable, ctx.Err())
+		case <-t.C:
+		}
+	}
+	if err := c.injectedError(ref.Key); err != nil {
+		return engine.Object{}, err
+	}
+	versions := c.objects[ref.Key]
+	if len(versions) == 0 {
+		return engine.Object{}, fmt.Errorf("key %q does not exist in the fake store: %w", ref.Key, engine.ErrNotFound)
+	}
+	if ref.Version == "" {
+		return versions[len(versions)-1].obj, nil
+	}
+	for _, v := range versions {
+		if v.name == ref.Version {
+			return v.obj, nil
+		}
+	}
+	names := make([]string, len(versions))
+	for i, v := range versions {
+		names[i] = v.name
+	}
+	return engine.Object{}, fmt.Errorf("key %q has no version %q (versions: %s): %w", ref.Key, ref.Version, strings.Join(names, ", "), engine.ErrNotFound)
+}
+
+func (c *Client) injectedError(key string) error {
+	e := c.injected
+	if e == nil || (len(e.Keys) > 0 && !slices.Contains(e.Keys, key)) {
+		return nil
+	}
+	msg := e.Message
+	if msg == "" {
+		msg = "injected error"
+	}
+	class := map[string]error{
+		"NotFound":         engine.ErrNotFound,
+		"PermissionDenied": engine.ErrPermissionDenied,
+		"Unavailable":      engine.ErrUnavailable,
+		"Throttled":        engine.ErrThrottled,
+		"InvalidConfig":    engine.ErrInvalidConfig,
+	}[e.Reason]
+	if class == nil {
+		class = errors.New(e.Reason)
+	}
+	return fmt.Errorf("%s: %w", msg, class)
+}
