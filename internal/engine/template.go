@@ -48,11 +48,11 @@ func FuncMap() template.FuncMap {
 		"hexdec":    hexdec,
 		"sha256sum": func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) },
 		// structured formats
-		"toJson":       toJSON,
-		"toPrettyJson": toPrettyJSON,
-		"fromJson":     fromJSON,
-		"toYaml":       toYAML,
-		"fromYaml":     fromYAML,
+		"toJson":           toJSON,
+		"toPrettyJson":     toPrettyJSON,
+		"fromJson":         fromJSON,
+		"toYaml":           toYAML,
+		"fromYaml":         fromYAML,
 		"dockerConfigJson": dockerConfigJSON,
 		// strings
 		"upper":      strings.ToUpper,

@@ -152,4 +152,3 @@ func byIndex(ctx context.Context, c client.Reader, field, value, ns string) []re
 	}
 	return out
 }
-

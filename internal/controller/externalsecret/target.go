@@ -76,7 +76,9 @@ func (r *Reconciler) writeOwner(ctx context.Context, es *v1alpha1.ExternalSecret
 	}
 	changed := diffKeys(cur.Data, desired.Data)
 	if len(changed) == 0 && maps.Equal(cur.Labels, desired.Labels) && maps.Equal(cur.Annotations, desired.Annotations) &&
-		slices.EqualFunc(cur.OwnerReferences, desired.OwnerReferences, func(a, b metav1.OwnerReference) bool { return a.UID == b.UID && ptr.Deref(a.Controller, false) == ptr.Deref(b.Controller, false) }) {
+		slices.EqualFunc(cur.OwnerReferences, desired.OwnerReferences, func(a, b metav1.OwnerReference) bool {
+			return a.UID == b.UID && ptr.Deref(a.Controller, false) == ptr.Deref(b.Controller, false)
+		}) {
 		return &writeResult{resourceVersion: cur.ResourceVersion, keys: sortedKeys(res.Data)}, nil
 	}
 	// The update carries cur's resourceVersion: a concurrent writer makes
