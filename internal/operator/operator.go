@@ -27,6 +27,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/controller/secretstore"
 	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/metrics"
 	"github.com/watchword-dev/watchword/internal/provider"
 )
 
@@ -116,7 +117,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	fetcher := engine.NewFetcher(clock, nil)
 	es := &externalsecret.Reconciler{
 		Client: mgr.GetClient(), Meta: mgr.GetCache(), Clients: clients, Fetcher: fetcher,
-		Recorder: mgr.GetEventRecorderFor("watchword"), Class: opts.ControllerClass, Clock: clock,
+		Recorder: mgr.GetEventRecorderFor("watchword"), Class: opts.ControllerClass, Clock: clock, Metrics: metrics.SyncObserver{},
 	}
 	if err := es.SetupWithManager(ctx, mgr, externalsecret.Options{Workers: opts.Workers, RateLimiter: rateLimiter()}); err != nil {
 		return nil, fmt.Errorf("setting up the ExternalSecret controller: %w", err)

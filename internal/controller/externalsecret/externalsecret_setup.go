@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -78,8 +79,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	c := mgr.GetClient()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("externalsecret").
-		For(&v1alpha1.ExternalSecret{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		For(&v1alpha1.ExternalSecret{}, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionStarted))).
 		Watches(&v1alpha1.SecretStore{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return byIndex(ctx, c, IndexStore, StoreKey(v1alpha1.SecretStoreKind, o.GetNamespace(), o.GetName()), o.GetNamespace())
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -96,6 +97,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers, RateLimiter: opts.RateLimiter}).
 		Complete(r)
 }
+
+// deletionStarted lets through the update that sets deletionTimestamp.
+var deletionStarted = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+}}
 
 // indexStoreSecrets indexes both store kinds by the Secrets they reference.
 func indexStoreSecrets(ctx context.Context, mgr ctrl.Manager) error {

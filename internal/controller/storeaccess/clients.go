@@ -18,6 +18,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/metrics"
 	"github.com/watchword-dev/watchword/internal/provider"
 )
 
@@ -53,7 +54,7 @@ func (c *Clients) Registry() provider.Registry { return c.registry }
 // Get returns a reader for the store, building one when the store's
 // generation or any credential Secret changed since the last one.
 func (c *Clients) Get(ctx context.Context, r *Resolved) (engine.Reader, error) {
-	_, factory, err := c.registry.Lookup(r.Store.Spec)
+	name, factory, err := c.registry.Lookup(r.Store.Spec)
 	if err != nil {
 		return nil, err
 	}
@@ -75,6 +76,7 @@ func (c *Clients) Get(ctx context.Context, r *Resolved) (engine.Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	reader = metrics.Instrument(reader, name, r.Store.Kind)
 	entry := &cached{key: key, reader: reader}
 	if deps.tokenExpiry > 0 {
 		// Rebuild well before a requested token expires.

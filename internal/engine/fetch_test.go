@@ -1,0 +1,118 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type countingReader struct {
+	calls atomic.Int64
+	delay time.Duration
+	err   error
+}
+
+func (r *countingReader) GetSecret(ctx context.Context, ref Ref) (Object, error) {
+	r.calls.Add(1)
+	time.Sleep(r.delay)
+	if r.err != nil {
+		return Object{}, r.err
+	}
+	return Object{Version: "1", Value: []byte(ref.Key)}, nil
+}
+
+func TestFetcherSharesReadsWithinMaxAge(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	f := NewFetcher(clock, nil)
+	r := &countingReader{}
+	ctx := context.Background()
+	for i := 0; i < 5; i++ {
+		if _, err := f.Get(ctx, "s", r, Ref{Key: "k"}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := r.calls.Load(); n != 1 {
+		t.Fatalf("5 reads within max age made %d provider calls, want 1", n)
+	}
+	clock.Advance(61 * time.Second)
+	if _, err := f.Get(ctx, "s", r, Ref{Key: "k"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.calls.Load(); n != 2 {
+		t.Fatalf("a read older than max age must be made again: %d calls", n)
+	}
+	if _, err := f.Get(ctx, "s", r, Ref{Key: "k"}, 0); err != nil || r.calls.Load() != 3 {
+		t.Fatalf("max age 0 must always read: %d calls, %v", r.calls.Load(), err)
+	}
+	if _, err := f.Get(ctx, "other-store", r, Ref{Key: "k"}, time.Minute); err != nil || r.calls.Load() != 4 {
+		t.Fatalf("stores must not share entries: %d calls", r.calls.Load())
+	}
+}
+
+func TestFetcherCoalescesConcurrentReads(t *testing.T) {
+	f := NewFetcher(nil, nil)
+	r := &countingReader{delay: 50 * time.Millisecond}
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := f.Get(context.Background(), "s", r, Ref{Key: "k"}, time.Minute); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := r.calls.Load(); n != 1 {
+		t.Fatalf("20 concurrent reads made %d calls, want 1", n)
+	}
+}
+
+func TestFetcherRemembersErrorsBriefly(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	f := NewFetcher(clock, nil)
+	r := &countingReader{err: ErrThrottled}
+	for i := 0; i < 3; i++ {
+		if _, err := f.Get(context.Background(), "s", r, Ref{Key: "k"}, time.Minute); !errors.Is(err, ErrThrottled) {
+			t.Fatalf("err = %v", err)
+		}
+	}
+	if n := r.calls.Load(); n != 1 {
+		t.Fatalf("a failing key was read %d times within the error TTL, want 1", n)
+	}
+	clock.Advance(errorTTL + time.Millisecond)
+	_, _ = f.Get(context.Background(), "s", r, Ref{Key: "k"}, time.Minute)
+	if n := r.calls.Load(); n != 2 {
+		t.Fatalf("after the error TTL the key must be read again: %d calls", n)
+	}
+}
+
+func TestFetcherSweep(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	f := NewFetcher(clock, nil)
+	r := &countingReader{}
+	_, _ = f.Get(context.Background(), "s", r, Ref{Key: "a"}, time.Minute)
+	clock.Advance(2 * time.Hour)
+	_, _ = f.Get(context.Background(), "s", r, Ref{Key: "b"}, time.Minute)
+	if left := f.Sweep(time.Hour); left != 1 {
+		t.Fatalf("sweep left %d entries, want 1", left)
+	}
+	if _, ok := f.Peek("s", Ref{Key: "b"}, time.Minute); !ok {
+		t.Fatal("recent entry must survive the sweep")
+	}
+}

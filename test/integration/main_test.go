@@ -1,0 +1,138 @@
+// Package integration runs Watchword against a real kube-apiserver, etcd and
+// kube-controller-manager (garbage collection), started once for the
+// package. Each test works in namespaces of its own.
+package integration
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/watchword-dev/watchword/internal/localcluster"
+	"github.com/watchword-dev/watchword/internal/operator"
+	"github.com/watchword-dev/watchword/internal/provider"
+	"github.com/watchword-dev/watchword/internal/provider/fake"
+	kubeprovider "github.com/watchword-dev/watchword/internal/provider/kubernetes"
+)
+
+var (
+	k8s     client.Client
+	kube    kubernetes.Interface
+	restCfg *rest.Config
+	nsSeq   atomic.Int64
+)
+
+// registry is the same set of providers main builds.
+func registry() provider.Registry {
+	return provider.Registry{"fake": fake.Factory{}, "kubernetes": kubeprovider.Factory{}}
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("integration tests need a control plane; skipped with -short")
+		os.Exit(0)
+	}
+	logTo := io.Discard
+	if os.Getenv("WATCHWORD_TEST_LOG") != "" {
+		logTo = os.Stderr
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(logTo)))
+	cluster, err := localcluster.Start(localcluster.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
+		os.Exit(1)
+	}
+	restCfg = cluster.Config
+	ctx, cancel := context.WithCancel(context.Background())
+	opts := operator.DefaultOptions()
+	opts.Registry = registry()
+	opts.MetricsAddr, opts.HealthAddr = "0", "0"
+	op, err := operator.New(ctx, cluster.Config, opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "building the operator:", err)
+		os.Exit(1)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := op.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "operator stopped:", err)
+		}
+	}()
+	k8s, err = client.New(cluster.Config, client.Options{Scheme: operator.Scheme()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	kube = kubernetes.NewForConfigOrDie(cluster.Config)
+	code := m.Run()
+	cancel()
+	<-done
+	_ = cluster.Stop()
+	os.Exit(code)
+}
+
+// newNamespace creates a namespace for one test.
+func newNamespace(t *testing.T, labels map[string]string) string {
+	t.Helper()
+	name := fmt.Sprintf("t%d-%s", nsSeq.Add(1), strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())))
+	if len(name) > 63 {
+		name = strings.TrimRight(name[:63], "-")
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	must(t, k8s.Create(context.Background(), ns))
+	return name
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually polls cond until it returns true, failing with its last
+// explanation after timeout.
+func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var why string
+	for {
+		ok, w := cond()
+		if ok {
+			return
+		}
+		why = w
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s: %s", timeout, why)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// consistently checks that cond holds for the whole duration.
+func consistently(t *testing.T, d time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if ok, why := cond(); !ok {
+			t.Fatalf("condition broke: %s", why)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
