@@ -111,6 +111,24 @@ func SecretRefs(store Store) []NamespacedName {
 	return out
 }
 
+// CheckNamespaces refuses a SecretStore that names a Secret of another
+// namespace, and a ClusterSecretStore that leaves a namespace out.
+func CheckNamespaces(store Store) error {
+	var err error
+	walk(reflect.ValueOf(store.Spec), func(sel v1alpha1.SecretKeySelector) {
+		switch {
+		case err != nil:
+		case !store.Cluster() && sel.Namespace != "" && sel.Namespace != store.Namespace:
+			err = fmt.Errorf("%w: a SecretStore may only reference Secrets in its own namespace %q, but names Secret %q in %q; use a ClusterSecretStore",
+				engine.ErrInvalidConfig, store.Namespace, sel.Name, sel.Namespace)
+		case store.Cluster() && sel.Namespace == "":
+			err = fmt.Errorf("%w: a ClusterSecretStore must give the namespace of every Secret it references (Secret %q has none)",
+				engine.ErrInvalidConfig, sel.Name)
+		}
+	})
+	return err
+}
+
 // NamespacedName names an object in a namespace.
 type NamespacedName struct{ Namespace, Name string }
 

@@ -36,9 +36,10 @@ var (
 	nsSeq   atomic.Int64
 )
 
-// registry is the same set of providers main builds.
+// registry is the set of providers main builds; the fake one counts the
+// reads made of each store, so tests can tell when the provider was called.
 func registry() provider.Registry {
-	return provider.Registry{"fake": fake.Factory{}, "kubernetes": kubeprovider.Factory{}}
+	return provider.Registry{"fake": countingFactory{fake.Factory{}}, "kubernetes": countingFactory{kubeprovider.Factory{}}}
 }
 
 func TestMain(m *testing.M) {
@@ -96,6 +97,7 @@ func newNamespace(t *testing.T, labels map[string]string) string {
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	must(t, k8s.Create(context.Background(), ns))
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
 	return name
 }
 

@@ -116,12 +116,7 @@ func (r *Reconciler) sync(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if !due && !r.targetDrifted(ctx, es) && !failing(es) {
 		return r.requeue(s, offset), nil
 	}
-	maxAge := s.interval
-	if forced {
-		maxAge = 0
-	} else if maxAge == 0 {
-		maxAge = 24 * time.Hour
-	}
+	maxAge := readMaxAge(es, s.interval, forced)
 	result, err := r.Fetcher.Sync(ctx, engine.Input{Spec: &es.Spec, Store: s.store.ID(), Reader: reader, TemplateSources: sources, MaxAge: maxAge})
 	if err != nil {
 		return r.fail(s, fmt.Errorf("%s: %w", s.store.Describe(), err))
@@ -136,6 +131,23 @@ func (r *Reconciler) sync(ctx context.Context, s *scope) (ctrl.Result, error) {
 	}
 	r.succeed(s, result, written, inputs, force)
 	return r.requeue(s, offset), nil
+}
+
+// readMaxAge is how old a shared read may be to serve this sync: a forced
+// sync reads anew; otherwise a read younger than the refresh interval is
+// fresh enough. With refreshInterval 0 a spec change reads anew, while a
+// drift repair reuses what was read.
+func readMaxAge(es *v1alpha1.ExternalSecret, interval time.Duration, forced bool) time.Duration {
+	switch {
+	case forced:
+		return 0
+	case interval > 0:
+		return interval
+	case es.Generation != es.Status.ObservedGeneration:
+		return 0
+	default:
+		return 24 * time.Hour
+	}
 }
 
 func (r *Reconciler) write(ctx context.Context, es *v1alpha1.ExternalSecret, res *engine.Result) (*writeResult, error) {

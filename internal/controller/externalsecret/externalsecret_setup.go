@@ -94,6 +94,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return byIndex(ctx, c, IndexTemplate, o.GetName(), o.GetNamespace())
 		}), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.usersOfClusterStores),
+			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers, RateLimiter: opts.RateLimiter}).
 		Complete(r)
 }
@@ -138,6 +140,22 @@ func (r *Reconciler) usersOfCredential(ctx context.Context, o client.Object) []r
 	if err := r.Client.List(ctx, &css, client.MatchingFields{IndexStoreSecret: key}); err == nil {
 		for _, s := range css.Items {
 			out = append(out, byIndex(ctx, r.Client, IndexStore, StoreKey(v1alpha1.ClusterSecretStoreKind, "", s.Name), "")...)
+		}
+	}
+	return out
+}
+
+// usersOfClusterStores finds the ExternalSecrets of a namespace that use a
+// ClusterSecretStore: a namespace's labels decide whether they may.
+func (r *Reconciler) usersOfClusterStores(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1alpha1.ExternalSecretList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetName())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, es := range list.Items {
+		if es.Spec.SecretStoreRef.Kind == v1alpha1.ClusterSecretStoreKind {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&es)})
 		}
 	}
 	return out

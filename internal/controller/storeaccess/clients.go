@@ -58,6 +58,9 @@ func (c *Clients) Get(ctx context.Context, r *Resolved) (engine.Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := provider.CheckNamespaces(r.Store); err != nil {
+		return nil, err
+	}
 	if err := factory.Validate(r.Store); err != nil {
 		return nil, err
 	}

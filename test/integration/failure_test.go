@@ -1,0 +1,132 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+)
+
+// sentinel is a secret value that must never appear outside Secrets.
+const sentinel = "S3NTINEL-value-that-must-not-leak"
+
+// goodThenBad syncs an ExternalSecret, breaks something, and checks that
+// the target keeps its data while the condition says what is wrong.
+func goodThenBad(t *testing.T, breakIt func(ns string), reason string, phase v1alpha1.ExternalSecretPhase, fragments ...string) string {
+	t.Helper()
+	ns := newNamespace(t, nil)
+	fakeStore(t, ns, "store", fakeEntry{key: "db", value: `{"password":"` + sentinel + `"}`})
+	newES(t, ns, "es", "store", withData("password", "db", "password"))
+	waitReady(t, ns, "es")
+	waitSecretData(t, ns, "es", map[string]string{"password": sentinel})
+	breakIt(ns)
+	es := waitCondition(t, ns, "es", reason, fragments...)
+	if es.Status.Phase != phase {
+		t.Errorf("phase = %s, want %s", es.Status.Phase, phase)
+	}
+	consistently(t, 2*time.Second, func() (bool, string) {
+		s, err := getSecret(ns, "es")
+		return err == nil && string(s.Data["password"]) == sentinel && len(s.Data) == 1, "the target lost its last good data"
+	})
+	assertNoLeak(t, ns)
+	return ns
+}
+
+func TestProviderErrorKeepsLastGoodData(t *testing.T) {
+	ns := goodThenBad(t, func(ns string) {
+		updateStore(t, ns, "store", func(s *v1alpha1.SecretStore) {
+			s.Spec.Fake.Error = &v1alpha1.FakeProviderError{Reason: "Unavailable", Message: "backend is down for maintenance"}
+		})
+	}, "StoreUnavailable", v1alpha1.PhaseFailing, `SecretStore "`, `remote key "db"`, "backend is down for maintenance")
+	// Recovery once the store answers again.
+	updateStore(t, ns, "store", func(s *v1alpha1.SecretStore) { s.Spec.Fake.Error = nil })
+	waitReady(t, ns, "es")
+}
+
+func TestBadTemplateKeepsLastGoodData(t *testing.T) {
+	goodThenBad(t, func(ns string) {
+		updateES(t, ns, "es", func(es *v1alpha1.ExternalSecret) {
+			es.Spec.Target.Template = &v1alpha1.ExternalSecretTemplate{Data: map[string]string{"url": "postgres://{{ .data.password "}}
+		})
+	}, "TemplateError", v1alpha1.PhaseFailed, `template "url"`, "does not parse")
+}
+
+func TestTemplateFunctionErrorNamesKeyNotValue(t *testing.T) {
+	goodThenBad(t, func(ns string) {
+		updateES(t, ns, "es", func(es *v1alpha1.ExternalSecret) {
+			es.Spec.Target.Template = &v1alpha1.ExternalSecretTemplate{Data: map[string]string{"decoded": "{{ .data.password | b64dec }}"}}
+		})
+	}, "TemplateError", v1alpha1.PhaseFailed, `template "decoded"`, "b64dec: input is not valid base64")
+}
+
+func TestMissingPropertyNamesKeyAndProperty(t *testing.T) {
+	goodThenBad(t, func(ns string) {
+		updateES(t, ns, "es", func(es *v1alpha1.ExternalSecret) { es.Spec.Data[0].RemoteRef.Property = "user.name" })
+	}, "PropertyError", v1alpha1.PhaseFailing, `remote key "db"`, `property "user.name"`, `no field "user"`)
+}
+
+func TestMissingKeyIsNamed(t *testing.T) {
+	goodThenBad(t, func(ns string) {
+		updateES(t, ns, "es", func(es *v1alpha1.ExternalSecret) { es.Spec.Data[0].RemoteRef.Key = "db-typo" })
+	}, "NotFound", v1alpha1.PhaseFailing, `"db-typo"`, "does not exist")
+}
+
+func TestMissingVersionIsNamed(t *testing.T) {
+	goodThenBad(t, func(ns string) {
+		updateES(t, ns, "es", func(es *v1alpha1.ExternalSecret) { es.Spec.Data[0].RemoteRef.Version = "9" })
+	}, "NotFound", v1alpha1.PhaseFailing, `"db"`, `no version "9"`)
+}
+
+func TestMissingStoreKeepsLastGoodData(t *testing.T) {
+	goodThenBad(t, func(ns string) {
+		updateES(t, ns, "es", func(es *v1alpha1.ExternalSecret) { es.Spec.SecretStoreRef.Name = "nope" })
+	}, "StoreNotFound", v1alpha1.PhasePending, `SecretStore "nope" not found`)
+}
+
+func TestUnimplementedProviderIsReported(t *testing.T) {
+	ns := newNamespace(t, nil)
+	u := loadSeed(t, "testdata/seed-secretstore.yaml", ns)
+	u.Object["metadata"] = map[string]any{"name": "aws", "namespace": ns}
+	unstructuredSetController(u)
+	must(t, k8s.Create(context.Background(), u))
+	newES(t, ns, "es", "aws", withData("k", "k", ""))
+	waitCondition(t, ns, "es", "ProviderNotImplemented", `"awssm" provider`, "not implemented")
+	eventually(t, wait, func() (bool, string) {
+		var s v1alpha1.SecretStore
+		must(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "aws"}, &s))
+		for _, c := range s.Status.Conditions {
+			if c.Type == "Ready" && c.Status == metav1.ConditionFalse && c.Reason == "ProviderNotImplemented" {
+				return s.Status.Phase == v1alpha1.StorePhasePending, ""
+			}
+		}
+		return false, "store has no Ready=False ProviderNotImplemented condition"
+	})
+}
+
+// assertNoLeak checks that no event or condition in ns holds the sentinel.
+func assertNoLeak(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	var evs corev1.EventList
+	must(t, k8s.List(ctx, &evs, client.InNamespace(ns)))
+	for _, e := range evs.Items {
+		if strings.Contains(e.Message, sentinel) {
+			t.Fatalf("event %s leaks a secret value", e.Reason)
+		}
+	}
+	var list v1alpha1.ExternalSecretList
+	must(t, k8s.List(ctx, &list, client.InNamespace(ns)))
+	for _, es := range list.Items {
+		for _, c := range es.Status.Conditions {
+			if strings.Contains(c.Message, sentinel) {
+				t.Fatalf("condition %s of %s leaks a secret value", c.Type, es.Name)
+			}
+		}
+	}
+}
