@@ -19,11 +19,13 @@ dev: build tools ## Run the operator and its demo on a local embedded control pl
 	./bin/watchword dev --log-console $(DEV_ARGS)
 
 generate: ## Regenerate CRDs and deep-copy code.
-	$(GO) tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/... \
-		crd:maxDescLen=400 output:crd:artifacts:config=config/crd/bases
+	$(GO) tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/... paths=./internal/operator/... \
+		crd:maxDescLen=400 output:crd:artifacts:config=config/crd/bases \
+		rbac:roleName=watchword output:rbac:artifacts:config=config/rbac
 
 verify-generate: generate ## Fail when the generated files are stale.
-	@git diff --exit-code -- api config/crd || { echo "generated files are stale: run make generate and commit"; exit 1; }
+	@if ! git diff --quiet -- api config || [ -n "$$(git ls-files --others --exclude-standard -- api config)" ]; then \
+		git status --short -- api config; echo "generated files are stale: run make generate and commit"; exit 1; fi
 
 vet:
 	$(GO) vet ./...

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -94,11 +95,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        opts.LeaderElectionID,
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
-		Cache: cache.Options{
-			// Managed fields are never read; dropping them halves the
-			// memory of every cached object.
-			DefaultTransform: cache.TransformStripManagedFields(),
-		},
+		Cache: cache.Options{DefaultTransform: slimTransform},
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secret and ConfigMap contents are read from the API server
 			// when needed and never cached: Watchword caches only their
@@ -139,6 +136,21 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		return nil, err
 	}
 	return &Operator{Manager: mgr, Fetcher: fetcher}, nil
+}
+
+// slimTransform drops what Watchword never reads from cached objects:
+// managed fields everywhere, and for the metadata-only caches of Secrets
+// and ConfigMaps everything but identity (names, UIDs, versions, owners).
+// Annotations in particular can hold a copy of a Secret's data
+// (last-applied-configuration), and Watchword keeps none of it.
+func slimTransform(obj any) (any, error) {
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		m.Annotations = nil
+		m.Labels = nil
+		m.ManagedFields = nil
+		return m, nil
+	}
+	return cache.TransformStripManagedFields()(obj)
 }
 
 // Start runs the operator until ctx ends.

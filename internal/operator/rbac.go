@@ -1,0 +1,13 @@
+package operator
+
+// The permissions Watchword needs; `make generate` turns them into
+// config/rbac/role.yaml.
+//
+// +kubebuilder:rbac:groups=external-secrets.x-k8s.io,resources=externalsecrets;secretstores;clustersecretstores,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=external-secrets.x-k8s.io,resources=externalsecrets/status;secretstores/status;clustersecretstores/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=external-secrets.x-k8s.io,resources=externalsecrets/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps;namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
