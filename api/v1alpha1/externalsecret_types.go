@@ -224,7 +224,7 @@ type ExternalSecretDataFrom struct {
 
 // ExternalSecretSpec declares what to fetch, from where, and where to write
 // it.
-// +kubebuilder:validation:XValidation:rule="(has(self.target) && has(self.target.name) ? self.target.name : ”) == (has(oldSelf.target) && has(oldSelf.target.name) ? oldSelf.target.name : ”)",message="target.name is immutable: create a new ExternalSecret to write another Secret"
+// +kubebuilder:validation:XValidation:rule="(has(self.target) && has(self.target.name)) == (has(oldSelf.target) && has(oldSelf.target.name)) && (!has(self.target) || !has(self.target.name) || self.target.name == oldSelf.target.name)",message="target.name is immutable: create a new ExternalSecret to write another Secret"
 // +kubebuilder:validation:XValidation:rule="(has(self.data) && size(self.data) > 0) || (has(self.dataFrom) && size(self.dataFrom) > 0)",message="set at least one entry in data or dataFrom"
 type ExternalSecretSpec struct {
 	// secretStoreRef names the store to read from.
