@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/watchword-dev/watchword/internal/version.Version=$(VERSION)
 export WATCHWORD_ASSETS ?= $(CURDIR)/.cache/tools/bin
 
-.PHONY: all build tools dev test test-unit generate verify-generate vet fmt-check fuzz clean
+.PHONY: all build tools tools-vault dev test test-unit generate verify-generate vet fmt-check fuzz clean
 
 all: build
 
@@ -14,6 +14,9 @@ build: ## Build bin/watchword.
 
 tools: ## Build kube-apiserver, kube-controller-manager, kubectl and etcd from Go modules (cached).
 	./hack/tools.sh
+
+tools-vault: ## Also build the Vault server from Go modules (cached; about 15 minutes the first time).
+	./hack/tools.sh vault
 
 dev: build tools ## Run the operator and its demo on a local embedded control plane.
 	./bin/watchword dev --log-console $(DEV_ARGS)
@@ -36,7 +39,7 @@ fmt-check:
 test-unit: ## Unit tests only (no control plane).
 	$(GO) test -short ./...
 
-test: tools verify-generate vet fmt-check build ## Everything, against a real kube-apiserver and etcd.
+test: tools-vault verify-generate vet fmt-check build ## Everything, against a real kube-apiserver and etcd.
 	$(GO) test -count=1 -timeout 30m ./...
 	./bin/watchword dev --exit-after-demo --workdir $(CURDIR)/.cache/dev-smoke
 

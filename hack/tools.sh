@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the binaries the tests and `watchword dev` need, from Go modules
 # pinned in hack/tools/*/go.mod: kube-apiserver, kube-controller-manager and
-# kubectl (k8s.io/kubernetes) and etcd (go.etcd.io/etcd/server/v3). Each is
-# cached under .cache/tools, keyed on its pinned version, and linked into
+# kubectl (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3) and, with
+# the argument `vault`, the Vault server (github.com/hashicorp/vault). Each
+# is cached under .cache/tools, keyed on its pinned version, and linked into
 # .cache/tools/bin. Nothing is downloaded but Go modules.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,4 +41,8 @@ build kube "$kube_dir" "$(version_of "$kube_dir" k8s.io/kubernetes)" \
 build etcd "$etcd_dir" "$(version_of "$etcd_dir" go.etcd.io/etcd/server/v3)" go.etcd.io/etcd/server/v3
 # The etcd main package is the module root, so its binary is named v3.
 if [ -e "$bin/v3" ]; then mv -f "$bin/v3" "$bin/etcd"; fi
+if [ "${1:-}" = vault ]; then
+  vault_dir="$root/hack/tools/vault"
+  build vault "$vault_dir" "$(version_of "$vault_dir" github.com/hashicorp/vault)" github.com/hashicorp/vault
+fi
 echo ">> tools ready in $bin"

@@ -22,6 +22,10 @@ type SecretStoreProvider struct {
 	// another cluster.
 	// +optional
 	Kubernetes *KubernetesProvider `json:"kubernetes,omitempty"`
+
+	// vault reads from a KV engine of HashiCorp Vault or OpenBao.
+	// +optional
+	Vault *VaultProvider `json:"vault,omitempty"`
 }
 
 // AWSSMProvider configures AWS Secrets Manager.

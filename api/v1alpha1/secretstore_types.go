@@ -18,7 +18,7 @@ const (
 
 // SecretStoreSpec configures how to reach one backend and how to
 // authenticate against it.
-// +kubebuilder:validation:XValidation:rule="[has(self.awssm), has(self.fake), has(self.kubernetes)].exists_one(x, x)",message="set exactly one provider block in spec (one of: awssm, fake, kubernetes)"
+// +kubebuilder:validation:XValidation:rule="[has(self.awssm), has(self.fake), has(self.kubernetes), has(self.vault)].exists_one(x, x)",message="set exactly one provider block in spec (one of: awssm, fake, kubernetes, vault)"
 type SecretStoreSpec struct {
 	// controller selects the Watchword instance that serves this store: an
 	// instance started with --controller-class=X serves only stores whose
@@ -33,7 +33,7 @@ type SecretStoreSpec struct {
 
 // ClusterSecretStoreSpec is a SecretStoreSpec that any allowed namespace
 // may use.
-// +kubebuilder:validation:XValidation:rule="[has(self.awssm), has(self.fake), has(self.kubernetes)].exists_one(x, x)",message="set exactly one provider block in spec (one of: awssm, fake, kubernetes)"
+// +kubebuilder:validation:XValidation:rule="[has(self.awssm), has(self.fake), has(self.kubernetes), has(self.vault)].exists_one(x, x)",message="set exactly one provider block in spec (one of: awssm, fake, kubernetes, vault)"
 type ClusterSecretStoreSpec struct {
 	// controller selects the Watchword instance that serves this store.
 	// +optional

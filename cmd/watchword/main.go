@@ -21,6 +21,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/fake"
 	"github.com/watchword-dev/watchword/internal/provider/kubernetes"
+	"github.com/watchword-dev/watchword/internal/provider/vault"
 	"github.com/watchword-dev/watchword/internal/version"
 )
 
@@ -30,6 +31,7 @@ func registry() provider.Registry {
 	return provider.Registry{
 		"fake":       fake.Factory{},
 		"kubernetes": kubernetes.Factory{},
+		"vault":      vault.Factory{},
 	}
 }
 

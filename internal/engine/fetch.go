@@ -81,6 +81,11 @@ func (f *Fetcher) Get(ctx context.Context, store string, r Reader, ref Ref, maxA
 		if e := f.lookup(k, f.clock.Now()); e != nil && e.err == nil && maxAge > 0 && f.clock.Now().Sub(e.fetchedAt) < maxAge {
 			return Fetched{Object: e.obj, FetchedAt: e.fetchedAt}, nil
 		}
+		if e := f.lookup(k, f.clock.Now()); maxAge > 0 && e != nil && e.err == nil && ref.Version == "" && e.obj.Version != "" {
+			if got, ok := f.unchanged(ctx, r, ref.Key, e); ok {
+				return got, nil
+			}
+		}
 		if f.calls != nil {
 			f.calls(store, 1)
 		}
@@ -96,6 +101,24 @@ func (f *Fetcher) Get(ctx context.Context, store string, r Reader, ref Ref, maxA
 		return Fetched{}, err
 	}
 	return v.(Fetched), nil
+}
+
+// unchanged asks a provider that can tell versions cheaply whether the
+// cached object is still current; if so the cached read is renewed.
+func (f *Fetcher) unchanged(ctx context.Context, r Reader, key string, e *entry) (Fetched, bool) {
+	vr, ok := r.(VersionReader)
+	if !ok {
+		return Fetched{}, false
+	}
+	v, err := vr.CurrentVersion(ctx, key)
+	if err != nil || v != e.obj.Version {
+		return Fetched{}, false
+	}
+	at := f.clock.Now()
+	f.mu.Lock()
+	e.fetchedAt, e.usedAt = at, at
+	f.mu.Unlock()
+	return Fetched{Object: e.obj, FetchedAt: at}, true
 }
 
 // Peek returns a cached successful read of ref younger than maxAge, if any,

@@ -116,3 +116,44 @@ func TestFetcherSweep(t *testing.T) {
 		t.Fatal("recent entry must survive the sweep")
 	}
 }
+
+type versionedReader struct {
+	countingReader
+	version       string
+	versionChecks atomic.Int64
+}
+
+func (r *versionedReader) GetSecret(ctx context.Context, ref Ref) (Object, error) {
+	r.calls.Add(1)
+	return Object{Version: r.version, Value: []byte("data@" + r.version)}, nil
+}
+
+func (r *versionedReader) CurrentVersion(ctx context.Context, key string) (string, error) {
+	r.versionChecks.Add(1)
+	return r.version, nil
+}
+
+func TestFetcherChecksVersionBeforeReadingAgain(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	f := NewFetcher(clock, nil)
+	r := &versionedReader{version: "3"}
+	ctx := context.Background()
+	_, _ = f.Get(ctx, "s", r, Ref{Key: "k"}, time.Minute)
+	clock.Advance(2 * time.Minute)
+	got, err := f.Get(ctx, "s", r, Ref{Key: "k"}, time.Minute)
+	if err != nil || string(got.Object.Value) != "data@3" {
+		t.Fatalf("got %q, %v", got.Object.Value, err)
+	}
+	if r.calls.Load() != 1 || r.versionChecks.Load() != 1 {
+		t.Fatalf("unchanged version: %d data reads, %d version checks; want 1 and 1", r.calls.Load(), r.versionChecks.Load())
+	}
+	if !got.FetchedAt.Equal(clock.Now()) {
+		t.Fatal("a confirmed version must renew the read's age")
+	}
+	clock.Advance(2 * time.Minute)
+	r.version = "4"
+	got, _ = f.Get(ctx, "s", r, Ref{Key: "k"}, time.Minute)
+	if string(got.Object.Value) != "data@4" || r.calls.Load() != 2 {
+		t.Fatalf("a new version must be read: got %q after %d reads", got.Object.Value, r.calls.Load())
+	}
+}

@@ -47,6 +47,22 @@ type VersionReader interface {
 	CurrentVersion(ctx context.Context, key string) (string, error)
 }
 
+// Owner identifies the object that writes a remote secret. Providers store
+// it with the secret (an ownership marker) and refuse to write over or
+// delete a secret that another owner's marker, or no marker, protects.
+type Owner struct {
+	// ID is stable and unique, such as "PushSecret/ns/name".
+	ID string
+	// Adopt allows taking over a remote secret that carries no marker.
+	Adopt bool
+}
+
+// Writer writes and deletes remote secrets, for publishing.
+type Writer interface {
+	PutSecret(ctx context.Context, key string, fields map[string][]byte, owner Owner) error
+	DeleteSecret(ctx context.Context, key string, owner Owner) error
+}
+
 // Closer releases what a provider client holds.
 type Closer interface {
 	Close() error
@@ -66,6 +82,11 @@ var (
 	// ErrInvalidConfig: the store's configuration is wrong; the user must
 	// fix it.
 	ErrInvalidConfig = errors.New("invalid store configuration")
+	// ErrNotSupported: the provider cannot do this operation; callers fall
+	// back to another way.
+	ErrNotSupported = errors.New("not supported by this provider")
+	// ErrNotOwned: a remote secret belongs to someone else.
+	ErrNotOwned = errors.New("not owned by this object")
 	// ErrNotImplemented: the provider exists in the API but not in this
 	// build.
 	ErrNotImplemented = errors.New("provider not implemented")
@@ -85,6 +106,7 @@ const (
 	ReasonProperty         Reason = "PropertyError"
 	ReasonTemplate         Reason = "TemplateError"
 	ReasonProviderError    Reason = "ProviderError"
+	ReasonNotOwned         Reason = "NotOwned"
 )
 
 // Classify maps an error to its reason and tells whether retrying later
@@ -102,6 +124,8 @@ func Classify(err error) (reason Reason, retry bool) {
 		return ReasonNotImplemented, false
 	case errors.Is(err, ErrInvalidConfig):
 		return ReasonInvalidConfig, false
+	case errors.Is(err, ErrNotOwned):
+		return ReasonNotOwned, false
 	case errors.Is(err, ErrNotFound):
 		return ReasonNotFound, true
 	case errors.Is(err, ErrPermissionDenied):

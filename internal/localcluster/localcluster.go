@@ -166,3 +166,15 @@ func checkDir(dir, probe string) (string, error) {
 	}
 	return filepath.Abs(dir)
 }
+
+// ServiceAccountIssuer is the issuer of the cluster's service-account
+// tokens.
+func (c *Cluster) ServiceAccountIssuer() string {
+	return c.env.ControlPlane.APIServer.SecureServing.URL("https", "/").String()
+}
+
+// ServiceAccountPublicKey is the PEM public key that verifies the cluster's
+// service-account tokens.
+func (c *Cluster) ServiceAccountPublicKey() ([]byte, error) {
+	return os.ReadFile(filepath.Join(c.env.ControlPlane.APIServer.CertDir, "sa-signer.crt"))
+}

@@ -86,6 +86,42 @@ func (i *instrumented) GetSecret(ctx context.Context, ref engine.Ref) (engine.Ob
 	return obj, err
 }
 
+// CurrentVersion forwards to the inner reader, if it can tell versions.
+func (i *instrumented) CurrentVersion(ctx context.Context, key string) (string, error) {
+	vr, ok := i.inner.(engine.VersionReader)
+	if !ok {
+		return "", engine.ErrNotSupported
+	}
+	start := time.Now()
+	v, err := vr.CurrentVersion(ctx, key)
+	i.observe("version", start, err)
+	return v, err
+}
+
+// PutSecret forwards to the inner reader, if it can write.
+func (i *instrumented) PutSecret(ctx context.Context, key string, fields map[string][]byte, owner engine.Owner) error {
+	w, ok := i.inner.(engine.Writer)
+	if !ok {
+		return engine.ErrNotSupported
+	}
+	start := time.Now()
+	err := w.PutSecret(ctx, key, fields, owner)
+	i.observe("put", start, err)
+	return err
+}
+
+// DeleteSecret forwards to the inner reader, if it can write.
+func (i *instrumented) DeleteSecret(ctx context.Context, key string, owner engine.Owner) error {
+	w, ok := i.inner.(engine.Writer)
+	if !ok {
+		return engine.ErrNotSupported
+	}
+	start := time.Now()
+	err := w.DeleteSecret(ctx, key, owner)
+	i.observe("delete", start, err)
+	return err
+}
+
 // Check forwards to the inner reader's Check, if it has one.
 func (i *instrumented) Check(ctx context.Context) error {
 	c, ok := i.inner.(interface{ Check(context.Context) error })

@@ -33,6 +33,9 @@ func (s Store) Cluster() bool { return s.Kind == v1alpha1.ClusterSecretStoreKind
 type Deps interface {
 	// SecretValue returns one key of a Secret.
 	SecretValue(ctx context.Context, sel v1alpha1.SecretKeySelector) ([]byte, error)
+	// ConfigMapValue returns one key of a ConfigMap (namespace may be
+	// empty for a SecretStore: its own).
+	ConfigMapValue(ctx context.Context, namespace, name, key string) ([]byte, error)
 	// ServiceAccountToken requests a short-lived token for a service
 	// account and returns it with its lifetime in seconds.
 	ServiceAccountToken(ctx context.Context, sel v1alpha1.ServiceAccountSelector) (token string, expiresIn int64, err error)
@@ -134,7 +137,10 @@ type NamespacedName struct{ Namespace, Name string }
 
 func (n NamespacedName) String() string { return n.Namespace + "/" + n.Name }
 
-var selectorType = reflect.TypeOf(v1alpha1.SecretKeySelector{})
+var (
+	selectorType = reflect.TypeOf(v1alpha1.SecretKeySelector{})
+	caType       = reflect.TypeOf(v1alpha1.CAProvider{})
+)
 
 func walk(v reflect.Value, fn func(v1alpha1.SecretKeySelector)) {
 	switch v.Kind() {
@@ -145,6 +151,12 @@ func walk(v reflect.Value, fn func(v1alpha1.SecretKeySelector)) {
 	case reflect.Struct:
 		if v.Type() == selectorType {
 			fn(v.Interface().(v1alpha1.SecretKeySelector))
+			return
+		}
+		if v.Type() == caType {
+			if ca := v.Interface().(v1alpha1.CAProvider); ca.Type == "Secret" {
+				fn(v1alpha1.SecretKeySelector{Name: ca.Name, Key: ca.Key, Namespace: ca.Namespace})
+			}
 			return
 		}
 		for i := 0; i < v.NumField(); i++ {

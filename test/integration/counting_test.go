@@ -50,6 +50,13 @@ func (c *countingReader) GetSecret(ctx context.Context, ref engine.Ref) (engine.
 	return c.inner.GetSecret(ctx, ref)
 }
 
+func (c *countingReader) CurrentVersion(ctx context.Context, key string) (string, error) {
+	if vr, ok := c.inner.(engine.VersionReader); ok {
+		return vr.CurrentVersion(ctx, key)
+	}
+	return "", engine.ErrNotSupported
+}
+
 func (c *countingReader) Check(ctx context.Context) error {
 	if ch, ok := c.inner.(interface{ Check(context.Context) error }); ok {
 		return ch.Check(ctx)

@@ -27,19 +27,27 @@ import (
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/fake"
 	kubeprovider "github.com/watchword-dev/watchword/internal/provider/kubernetes"
+	"github.com/watchword-dev/watchword/internal/provider/vault"
+	"github.com/watchword-dev/watchword/test/vaultserver"
 )
 
 var (
-	k8s     client.Client
-	kube    kubernetes.Interface
-	restCfg *rest.Config
-	nsSeq   atomic.Int64
+	k8s      client.Client
+	kube     kubernetes.Interface
+	restCfg  *rest.Config
+	cluster  *localcluster.Cluster
+	vaultSrv *vaultserver.Server
+	nsSeq    atomic.Int64
 )
 
 // registry is the set of providers main builds; the fake one counts the
 // reads made of each store, so tests can tell when the provider was called.
 func registry() provider.Registry {
-	return provider.Registry{"fake": countingFactory{fake.Factory{}}, "kubernetes": countingFactory{kubeprovider.Factory{}}}
+	return provider.Registry{
+		"fake":       countingFactory{fake.Factory{}},
+		"kubernetes": countingFactory{kubeprovider.Factory{}},
+		"vault":      countingFactory{vault.Factory{}},
+	}
 }
 
 func TestMain(m *testing.M) {
@@ -53,7 +61,8 @@ func TestMain(m *testing.M) {
 		logTo = os.Stderr
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(logTo)))
-	cluster, err := localcluster.Start(localcluster.Options{})
+	var err error
+	cluster, err = localcluster.Start(localcluster.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
 		os.Exit(1)
@@ -81,7 +90,16 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	kube = kubernetes.NewForConfigOrDie(cluster.Config)
+	bin, err := vaultserver.Find()
+	if err == nil {
+		vaultSrv, err = vaultserver.Start(bin)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting Vault:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
+	vaultSrv.Close()
 	cancel()
 	<-done
 	_ = cluster.Stop()

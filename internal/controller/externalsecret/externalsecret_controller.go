@@ -14,8 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/conditions"
@@ -217,7 +219,8 @@ func (r *Reconciler) requeue(s *scope, offset time.Duration) ctrl.Result {
 	if wait < time.Second {
 		wait = time.Second
 	}
-	return ctrl.Result{RequeueAfter: wait}
+	// Periodic refreshes queue behind new and changed objects.
+	return ctrl.Result{RequeueAfter: wait, Priority: ptr.To(handler.LowPriority)}
 }
 
 func keyList(keys []string) string {

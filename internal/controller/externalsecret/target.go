@@ -44,15 +44,18 @@ func conflict(format string, args ...any) error {
 // writeOwner creates or updates a target that this ExternalSecret owns.
 func (r *Reconciler) writeOwner(ctx context.Context, es *v1alpha1.ExternalSecret, res *engine.Result) (*writeResult, error) {
 	name := targetName(es)
+	if !r.targetKnown(ctx, es.Namespace, name) {
+		// The metadata cache has no such Secret: create it without a read
+		// first. Should it exist after all, the read below handles it.
+		w, err := r.createOwned(ctx, es, name, res)
+		if !apierrors.IsAlreadyExists(err) {
+			return w, err
+		}
+	}
 	var cur corev1.Secret
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: name}, &cur)
 	if apierrors.IsNotFound(err) {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: es.Namespace}}
-		applyOwned(s, es, res)
-		if err := r.Client.Create(ctx, s); err != nil {
-			return nil, fmt.Errorf("creating Secret %q: %w", name, err)
-		}
-		return &writeResult{action: "Created", changedKeys: sortedKeys(res.Data), resourceVersion: s.ResourceVersion, keys: sortedKeys(res.Data)}, nil
+		return r.createOwned(ctx, es, name, res)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading Secret %q: %w", name, err)
@@ -67,12 +70,12 @@ func (r *Reconciler) writeOwner(ctx context.Context, es *v1alpha1.ExternalSecret
 		if err := r.Client.Delete(ctx, &cur, client.Preconditions{UID: &cur.UID, ResourceVersion: &cur.ResourceVersion}); err != nil {
 			return nil, fmt.Errorf("replacing Secret %q to change its type: %w", name, err)
 		}
-		fresh := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: es.Namespace}}
-		applyOwned(fresh, es, res)
-		if err := r.Client.Create(ctx, fresh); err != nil {
+		w, err := r.createOwned(ctx, es, name, res)
+		if err != nil {
 			return nil, fmt.Errorf("re-creating Secret %q with its new type: %w", name, err)
 		}
-		return &writeResult{action: "Updated", changedKeys: sortedKeys(res.Data), resourceVersion: fresh.ResourceVersion, keys: sortedKeys(res.Data)}, nil
+		w.action = "Updated"
+		return w, nil
 	}
 	changed := diffKeys(cur.Data, desired.Data)
 	if len(changed) == 0 && maps.Equal(cur.Labels, desired.Labels) && maps.Equal(cur.Annotations, desired.Annotations) &&
@@ -87,6 +90,26 @@ func (r *Reconciler) writeOwner(ctx context.Context, es *v1alpha1.ExternalSecret
 		return nil, fmt.Errorf("updating Secret %q: %w", name, err)
 	}
 	return &writeResult{action: "Updated", changedKeys: changed, resourceVersion: desired.ResourceVersion, keys: sortedKeys(res.Data)}, nil
+}
+
+func (r *Reconciler) createOwned(ctx context.Context, es *v1alpha1.ExternalSecret, name string, res *engine.Result) (*writeResult, error) {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: es.Namespace}}
+	applyOwned(s, es, res)
+	if err := r.Client.Create(ctx, s); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("creating Secret %q: %w", name, err)
+	}
+	keys := sortedKeys(res.Data)
+	return &writeResult{action: "Created", changedKeys: keys, resourceVersion: s.ResourceVersion, keys: keys}, nil
+}
+
+// targetKnown tells from the metadata cache whether a Secret exists.
+func (r *Reconciler) targetKnown(ctx context.Context, ns, name string) bool {
+	var m metav1.PartialObjectMetadata
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	return r.Meta.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &m) == nil
 }
 
 // checkOwnable refuses a Secret that someone else owns.

@@ -179,6 +179,33 @@ func (d *deps) SecretValue(ctx context.Context, sel v1alpha1.SecretKeySelector) 
 	return v, nil
 }
 
+func (d *deps) ConfigMapValue(ctx context.Context, namespace, name, key string) ([]byte, error) {
+	ns := namespace
+	if !d.store.Cluster() {
+		if ns != "" && ns != d.store.Namespace {
+			return nil, fmt.Errorf("%w: a SecretStore may only reference ConfigMaps in its own namespace %q", engine.ErrInvalidConfig, d.store.Namespace)
+		}
+		ns = d.store.Namespace
+	}
+	if ns == "" {
+		return nil, fmt.Errorf("%w: a ClusterSecretStore must give the namespace of ConfigMap %q", engine.ErrInvalidConfig, name)
+	}
+	var cm corev1.ConfigMap
+	if err := d.direct.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: ConfigMap %q does not exist", engine.ErrInvalidConfig, ns+"/"+name)
+		}
+		return nil, fmt.Errorf("reading ConfigMap %q: %w", ns+"/"+name, err)
+	}
+	if v, ok := cm.Data[key]; ok {
+		return []byte(v), nil
+	}
+	if v, ok := cm.BinaryData[key]; ok {
+		return v, nil
+	}
+	return nil, fmt.Errorf("%w: ConfigMap %q has no key %q", engine.ErrInvalidConfig, ns+"/"+name, key)
+}
+
 func (d *deps) ServiceAccountToken(ctx context.Context, sel v1alpha1.ServiceAccountSelector) (string, int64, error) {
 	ns := sel.Namespace
 	if !d.store.Cluster() {

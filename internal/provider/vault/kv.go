@@ -1,0 +1,266 @@
+package vault
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/watchword-dev/watchword/internal/engine"
+)
+
+// Custom metadata keys that mark a KV v2 secret as written by Watchword.
+const (
+	markerManagedBy = "managed-by"
+	markerOwner     = "watchword-owner"
+	managedByValue  = "watchword"
+)
+
+// Client reads and writes one KV mount of one Vault server.
+type Client struct {
+	t       transport
+	session *session
+	mount   string
+	version string // "1" or "2"
+}
+
+// call sends a request with the session's token; a 403 makes it log in
+// once more and try again, for tokens that expired or were revoked early.
+func (c *Client) call(ctx context.Context, method, path string, q url.Values, body, out any) error {
+	tok, err := c.session.get(ctx)
+	if err != nil {
+		return err
+	}
+	err = c.t.do(ctx, method, path, q, tok, body, out)
+	if isStatus(err, http.StatusForbidden) && c.session.relogin(tok) {
+		if tok, err = c.session.get(ctx); err != nil {
+			return err
+		}
+		err = c.t.do(ctx, method, path, q, tok, body, out)
+	}
+	return err
+}
+
+func (c *Client) dataPath(key string) string {
+	if c.version == "1" {
+		return c.mount + "/" + key
+	}
+	return c.mount + "/data/" + key
+}
+
+func (c *Client) where(key string) string {
+	return fmt.Sprintf("Vault secret %q (KV v%s mount %q)", key, c.version, c.mount)
+}
+
+type kvMetadata struct {
+	Version        int               `json:"version"`
+	DeletionTime   string            `json:"deletion_time"`
+	Destroyed      bool              `json:"destroyed"`
+	CustomMetadata map[string]string `json:"custom_metadata"`
+}
+
+// GetSecret reads the current or the pinned version of a secret.
+func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, error) {
+	key := strings.Trim(ref.Key, "/")
+	if c.version == "1" {
+		if ref.Version != "" {
+			return engine.Object{}, fmt.Errorf("%s: version %q was asked for, but a KV v1 mount keeps no versions: %w", c.where(key), ref.Version, engine.ErrNotFound)
+		}
+		var out struct {
+			Data map[string]any `json:"data"`
+		}
+		if err := c.call(ctx, http.MethodGet, c.dataPath(key), nil, nil, &out); err != nil {
+			return engine.Object{}, classify(c.where(key), err)
+		}
+		return objectOf(out.Data, "")
+	}
+	var q url.Values
+	if ref.Version != "" {
+		if _, err := strconv.Atoi(ref.Version); err != nil {
+			return engine.Object{}, fmt.Errorf("%s: version %q is not a KV v2 version number: %w", c.where(key), ref.Version, engine.ErrNotFound)
+		}
+		q = url.Values{"version": {ref.Version}}
+	}
+	var out struct {
+		Data struct {
+			Data     map[string]any `json:"data"`
+			Metadata kvMetadata     `json:"metadata"`
+		} `json:"data"`
+	}
+	err := c.call(ctx, http.MethodGet, c.dataPath(key), q, nil, &out)
+	if err != nil {
+		return engine.Object{}, c.explainMissing(key, ref.Version, err)
+	}
+	if out.Data.Data == nil {
+		return engine.Object{}, deletedError(c.where(key), out.Data.Metadata)
+	}
+	return objectOf(out.Data.Data, strconv.Itoa(out.Data.Metadata.Version))
+}
+
+// explainMissing tells a deleted or destroyed version from a missing path:
+// Vault answers 404 for all three, with the version's metadata for the
+// first two.
+func (c *Client) explainMissing(key, version string, err error) error {
+	var ae *apiError
+	if errors.As(err, &ae) && ae.status == http.StatusNotFound && len(ae.raw) > 0 {
+		var out struct {
+			Data struct {
+				Metadata *kvMetadata `json:"metadata"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(ae.raw, &out) == nil && out.Data.Metadata != nil && out.Data.Metadata.Version > 0 {
+			return deletedError(c.where(key), *out.Data.Metadata)
+		}
+		if version != "" {
+			return fmt.Errorf("%s has no version %s: %w", c.where(key), version, engine.ErrNotFound)
+		}
+	}
+	return classify(c.where(key), err)
+}
+
+func deletedError(where string, m kvMetadata) error {
+	switch {
+	case m.Destroyed:
+		return fmt.Errorf("%s: version %d was destroyed; pin another version or write a new one: %w", where, m.Version, engine.ErrNotFound)
+	case m.DeletionTime != "":
+		return fmt.Errorf("%s: version %d was deleted (undelete it, or pin another version): %w", where, m.Version, engine.ErrNotFound)
+	default:
+		return fmt.Errorf("%s: version %d holds no data: %w", where, m.Version, engine.ErrNotFound)
+	}
+}
+
+// objectOf turns Vault's data map into fields: strings as they are, other
+// JSON values as JSON.
+func objectOf(data map[string]any, version string) (engine.Object, error) {
+	fields := make(map[string][]byte, len(data))
+	for k, v := range data {
+		if s, ok := v.(string); ok {
+			fields[k] = []byte(s)
+			continue
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return engine.Object{}, fmt.Errorf("field %q cannot be rendered", k)
+		}
+		fields[k] = b
+	}
+	return engine.Object{Version: version, Fields: fields}, nil
+}
+
+// CurrentVersion reads a KV v2 secret's metadata only, so that a refresh
+// can skip reading the data again when nothing changed.
+func (c *Client) CurrentVersion(ctx context.Context, key string) (string, error) {
+	if c.version == "1" {
+		return "", fmt.Errorf("KV v1 has no versions: %w", engine.ErrNotFound)
+	}
+	m, err := c.metadata(ctx, strings.Trim(key, "/"))
+	if err != nil {
+		return "", err
+	}
+	return strconv.Itoa(m.CurrentVersion), nil
+}
+
+type fullMetadata struct {
+	CurrentVersion int               `json:"current_version"`
+	CustomMetadata map[string]string `json:"custom_metadata"`
+}
+
+func (c *Client) metadata(ctx context.Context, key string) (*fullMetadata, error) {
+	var out struct {
+		Data fullMetadata `json:"data"`
+	}
+	if err := c.call(ctx, http.MethodGet, c.mount+"/metadata/"+key, nil, nil, &out); err != nil {
+		return nil, classify(c.where(key)+" metadata", err)
+	}
+	return &out.Data, nil
+}
+
+// Check verifies that the token is valid by looking it up.
+func (c *Client) Check(ctx context.Context) error {
+	if err := c.call(ctx, http.MethodGet, "auth/token/lookup-self", nil, nil, nil); err != nil {
+		return classify("checking the Vault token", err)
+	}
+	return nil
+}
+
+// PutSecret writes a KV v2 secret that owner owns. It refuses a secret that
+// exists without Watchword's marker (unless adopt) or with another owner's,
+// and writes with check-and-set so that a concurrent writer is not
+// overwritten blindly.
+func (c *Client) PutSecret(ctx context.Context, key string, fields map[string][]byte, owner engine.Owner) error {
+	if c.version != "2" {
+		return fmt.Errorf("writing needs a KV v2 mount (it keeps the ownership marker in custom metadata); %q is KV v1: %w", c.mount, engine.ErrInvalidConfig)
+	}
+	key = strings.Trim(key, "/")
+	cas := 0
+	m, err := c.metadata(ctx, key)
+	switch {
+	case errors.Is(err, engine.ErrNotFound):
+	case err != nil:
+		return err
+	default:
+		if err := checkOwner(c.where(key), m, owner); err != nil {
+			return err
+		}
+		cas = m.CurrentVersion
+	}
+	if m == nil || m.CustomMetadata[markerOwner] != owner.ID {
+		custom := map[string]string{markerManagedBy: managedByValue, markerOwner: owner.ID}
+		if err := c.call(ctx, http.MethodPost, c.mount+"/metadata/"+key, nil, map[string]any{"custom_metadata": custom}, nil); err != nil {
+			return classify("marking "+c.where(key)+" as owned", err)
+		}
+	}
+	data := make(map[string]string, len(fields))
+	for k, v := range fields {
+		data[k] = string(v)
+	}
+	body := map[string]any{"data": data, "options": map[string]any{"cas": cas}}
+	if err := c.call(ctx, http.MethodPost, c.dataPath(key), nil, body, nil); err != nil {
+		if isStatus(err, http.StatusBadRequest) {
+			return fmt.Errorf("%s changed while it was being written (check-and-set failed); retrying: %w", c.where(key), engine.ErrUnavailable)
+		}
+		return classify("writing "+c.where(key), err)
+	}
+	return nil
+}
+
+// DeleteSecret deletes every version and the metadata of a secret, only if
+// owner owns it. A secret that does not exist is not an error.
+func (c *Client) DeleteSecret(ctx context.Context, key string, owner engine.Owner) error {
+	if c.version != "2" {
+		return fmt.Errorf("deleting needs a KV v2 mount: %w", engine.ErrInvalidConfig)
+	}
+	key = strings.Trim(key, "/")
+	m, err := c.metadata(ctx, key)
+	if errors.Is(err, engine.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if m.CustomMetadata[markerOwner] != owner.ID {
+		return fmt.Errorf("%s is not owned by %s; leaving it: %w", c.where(key), owner.ID, engine.ErrNotOwned)
+	}
+	if err := c.call(ctx, http.MethodDelete, c.mount+"/metadata/"+key, nil, nil, nil); err != nil {
+		return classify("deleting "+c.where(key), err)
+	}
+	return nil
+}
+
+func checkOwner(where string, m *fullMetadata, owner engine.Owner) error {
+	got := m.CustomMetadata[markerOwner]
+	switch {
+	case got == owner.ID:
+		return nil
+	case got != "":
+		return fmt.Errorf("%s is owned by %s; Watchword will not write over it: %w", where, got, engine.ErrNotOwned)
+	case owner.Adopt:
+		return nil
+	default:
+		return fmt.Errorf("%s exists and carries no Watchword ownership marker; Watchword will not write over it unless told to adopt it: %w", where, engine.ErrNotOwned)
+	}
+}

@@ -1,0 +1,161 @@
+// Package vault is a provider for the KV secrets engines (v1 and v2) of
+// HashiCorp Vault, and of OpenBao, which speaks the same HTTP API. It reads
+// secrets, reports KV v2 versions, reads metadata alone to check for
+// changes, and writes and deletes secrets it owns (for publishing).
+package vault
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/provider"
+)
+
+// Factory builds Vault clients.
+type Factory struct{}
+
+var _ provider.Factory = Factory{}
+
+// Validate checks what needs no I/O.
+func (Factory) Validate(store provider.Store) error {
+	spec := store.Spec.Vault
+	if spec.CAProvider != nil && !store.Cluster() && spec.CAProvider.Namespace != "" && spec.CAProvider.Namespace != store.Namespace {
+		return fmt.Errorf("%w: vault.caProvider may not name another namespace in a SecretStore", engine.ErrInvalidConfig)
+	}
+	return nil
+}
+
+// New builds a client: it reads the CA and credentials, and detects the KV
+// version when the spec does not declare it. It does not log in yet: the
+// first request does.
+func (f Factory) New(ctx context.Context, store provider.Store, deps provider.Deps) (engine.Reader, error) {
+	if err := f.Validate(store); err != nil {
+		return nil, err
+	}
+	spec := store.Spec.Vault
+	ca := spec.CABundle
+	if p := spec.CAProvider; p != nil {
+		var err error
+		if p.Type == "ConfigMap" {
+			ca, err = deps.ConfigMapValue(ctx, p.Namespace, p.Name, p.Key)
+		} else {
+			ca, err = deps.SecretValue(ctx, v1alpha1.SecretKeySelector{Name: p.Name, Key: p.Key, Namespace: p.Namespace})
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	var cert, key []byte
+	if spec.TLS != nil {
+		var err error
+		if cert, err = deps.SecretValue(ctx, spec.TLS.CertSecretRef); err != nil {
+			return nil, err
+		}
+		if key, err = deps.SecretValue(ctx, spec.TLS.KeySecretRef); err != nil {
+			return nil, err
+		}
+	}
+	t, err := newHTTPTransport(spec.Server, spec.Namespace, ca, cert, key)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := newSession(ctx, t, spec.Auth, deps)
+	if err != nil {
+		return nil, err
+	}
+	return newClient(ctx, t, sess, spec.Path, string(spec.Version))
+}
+
+func newClient(ctx context.Context, t transport, sess *session, mount, version string) (*Client, error) {
+	mount = strings.Trim(mount, "/")
+	if mount == "" {
+		mount = "secret"
+	}
+	c := &Client{t: t, session: sess, mount: mount, version: strings.TrimPrefix(version, "v")}
+	if c.version == "" {
+		v, err := c.detectVersion(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.version = v
+	}
+	return c, nil
+}
+
+// detectVersion asks Vault what the mount is.
+func (c *Client) detectVersion(ctx context.Context) (string, error) {
+	var out struct {
+		Data struct {
+			Type    string            `json:"type"`
+			Options map[string]string `json:"options"`
+		} `json:"data"`
+	}
+	if err := c.call(ctx, http.MethodGet, "sys/internal/ui/mounts/"+c.mount, nil, nil, &out); err != nil {
+		return "", fmt.Errorf("detecting the KV version of mount %q (set vault.version to skip this): %w", c.mount, classify("mount "+c.mount, err))
+	}
+	if out.Data.Type != "kv" && out.Data.Type != "generic" {
+		return "", fmt.Errorf("%w: mount %q is a %q engine, not kv", engine.ErrInvalidConfig, c.mount, out.Data.Type)
+	}
+	if out.Data.Options["version"] == "2" {
+		return "2", nil
+	}
+	return "1", nil
+}
+
+func newSession(ctx context.Context, t transport, auth v1alpha1.VaultAuth, deps provider.Deps) (*session, error) {
+	switch {
+	case auth.TokenSecretRef != nil:
+		tok, err := deps.SecretValue(ctx, *auth.TokenSecretRef)
+		if err != nil {
+			return nil, err
+		}
+		return staticSession(t, strings.TrimSpace(string(tok))), nil
+	case auth.AppRole != nil:
+		a := auth.AppRole
+		roleID := a.RoleID
+		if a.RoleRef != nil {
+			b, err := deps.SecretValue(ctx, *a.RoleRef)
+			if err != nil {
+				return nil, err
+			}
+			roleID = strings.TrimSpace(string(b))
+		}
+		secretID, err := deps.SecretValue(ctx, a.SecretRef)
+		if err != nil {
+			return nil, err
+		}
+		return loginSession(t, loginWith("AppRole", orDefault(a.Path, "approle"), func(context.Context) (map[string]any, error) {
+			return map[string]any{"role_id": roleID, "secret_id": strings.TrimSpace(string(secretID))}, nil
+		})), nil
+	case auth.Kubernetes != nil:
+		k := auth.Kubernetes
+		return loginSession(t, loginWith("Kubernetes", orDefault(k.MountPath, "kubernetes"), func(ctx context.Context) (map[string]any, error) {
+			jwt, _, err := deps.ServiceAccountToken(ctx, k.ServiceAccountRef)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"role": k.Role, "jwt": jwt}, nil
+		})), nil
+	case auth.JWT != nil:
+		j := auth.JWT
+		return loginSession(t, loginWith("JWT", orDefault(j.Path, "jwt"), func(ctx context.Context) (map[string]any, error) {
+			jwt, _, err := deps.ServiceAccountToken(ctx, j.ServiceAccountRef)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"role": j.Role, "jwt": jwt}, nil
+		})), nil
+	}
+	return nil, fmt.Errorf("%w: vault.auth must set one of tokenSecretRef, appRole, kubernetes or jwt", engine.ErrInvalidConfig)
+}
+
+func orDefault(s, def string) string {
+	if s = strings.Trim(s, "/"); s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,225 @@
+// Package vaultserver runs a real Vault server for tests: the binary that
+// hack/tools.sh builds from the github.com/hashicorp/vault module, on
+// loopback, with file storage so that it can be sealed, stopped and started
+// again with its data.
+package vaultserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+)
+
+// Server is a running (or stopped) Vault server.
+type Server struct {
+	bin       string
+	dir       string
+	addr      string
+	cmd       *exec.Cmd
+	unsealKey string
+	// RootToken is the initial root token.
+	RootToken string
+}
+
+// Find returns the vault binary: $WATCHWORD_ASSETS/vault, or
+// .cache/tools/bin/vault above the working directory.
+func Find() (string, error) {
+	if d := os.Getenv("WATCHWORD_ASSETS"); d != "" {
+		p := filepath.Join(d, "vault")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	wd, _ := os.Getwd()
+	for d := wd; ; d = filepath.Dir(d) {
+		p := filepath.Join(d, ".cache", "tools", "bin", "vault")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", errors.New("no vault binary: run `make tools-vault`")
+		}
+	}
+}
+
+// Start starts a new server, initialises and unseals it, and mounts a KV
+// v2 engine at secret/.
+func Start(bin string) (*Server, error) {
+	dir, err := os.MkdirTemp("", "watchword-vault-")
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cfg := fmt.Sprintf(`storage "file" { path = %q }
+listener "tcp" {
+  address = %q
+  tls_disable = true
+}
+disable_mlock = true
+api_addr = "http://%s"
+`, filepath.Join(dir, "data"), addr, addr)
+	if err := os.WriteFile(filepath.Join(dir, "config.hcl"), []byte(cfg), 0o600); err != nil {
+		return nil, err
+	}
+	s := &Server{bin: bin, dir: dir, addr: addr}
+	if err := s.Restart(); err != nil {
+		return nil, err
+	}
+	var init struct {
+		Keys      []string `json:"keys"`
+		RootToken string   `json:"root_token"`
+	}
+	if err := s.call(http.MethodPut, "sys/init", "", map[string]any{"secret_shares": 1, "secret_threshold": 1}, &init); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("initialising vault: %w", err)
+	}
+	s.unsealKey, s.RootToken = init.Keys[0], init.RootToken
+	if err := s.Unseal(); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	if err := s.Do(http.MethodPost, "sys/mounts/secret", map[string]any{"type": "kv", "options": map[string]string{"version": "2"}}, nil); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Addr is the server's URL.
+func (s *Server) Addr() string { return "http://" + s.addr }
+
+// Restart starts the process again (after Stop) and waits until it
+// answers; the server is sealed until Unseal.
+func (s *Server) Restart() error {
+	cmd := exec.Command(s.bin, "server", "-config", filepath.Join(s.dir, "config.hcl"))
+	logf, err := os.Create(filepath.Join(s.dir, "server.log"))
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting vault: %w", err)
+	}
+	s.cmd = cmd
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(s.Addr() + "/v1/sys/seal-status")
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.Stop()
+	log, _ := os.ReadFile(filepath.Join(s.dir, "server.log"))
+	return fmt.Errorf("vault did not answer within 60s: %s", log)
+}
+
+// Unseal unseals the server and waits until it is active.
+func (s *Server) Unseal() error {
+	if err := s.call(http.MethodPut, "sys/unseal", "", map[string]any{"key": s.unsealKey}, nil); err != nil {
+		return fmt.Errorf("unsealing vault: %w", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(s.Addr() + "/v1/sys/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return errors.New("vault did not become active after unsealing")
+}
+
+// Seal seals the server.
+func (s *Server) Seal() error { return s.Do(http.MethodPut, "sys/seal", nil, nil) }
+
+// Stop ends the process; its data stays for Restart.
+func (s *Server) Stop() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+		s.cmd = nil
+	}
+}
+
+// Close stops the server and removes its data.
+func (s *Server) Close() {
+	s.Stop()
+	_ = os.RemoveAll(s.dir)
+}
+
+// Do sends one request with the root token.
+func (s *Server) Do(method, path string, body, out any) error {
+	return s.call(method, path, s.RootToken, body, out)
+}
+
+// Token creates a token with the given policies.
+func (s *Server) Token(policies ...string) (string, error) {
+	var out struct {
+		Auth struct {
+			ClientToken string `json:"client_token"`
+		} `json:"auth"`
+	}
+	if err := s.Do(http.MethodPost, "auth/token/create", map[string]any{"policies": policies, "ttl": "1h"}, &out); err != nil {
+		return "", err
+	}
+	return out.Auth.ClientToken, nil
+}
+
+// Policy writes an ACL policy.
+func (s *Server) Policy(name, hcl string) error {
+	return s.Do(http.MethodPut, "sys/policies/acl/"+name, map[string]any{"policy": hcl}, nil)
+}
+
+// PutKV2 writes a KV v2 secret at mount/path.
+func (s *Server) PutKV2(mount, path string, data map[string]any) error {
+	return s.Do(http.MethodPost, mount+"/data/"+path, map[string]any{"data": data}, nil)
+}
+
+func (s *Server) call(method, path, token string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, s.Addr()+"/v1/"+path, rd)
+	if err != nil {
+		return err
+	}
+	if token != "" {
+		req.Header.Set("X-Vault-Token", token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, raw)
+	}
+	if out != nil && len(raw) > 0 {
+		return json.Unmarshal(raw, out)
+	}
+	return nil
+}
