@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/watchword-dev/watchword/internal/version.Version=$(VERSION)
 export WATCHWORD_ASSETS ?= $(CURDIR)/.cache/tools/bin
 
-.PHONY: all build tools tools-vault dev test test-unit generate verify-generate vet fmt-check fuzz clean
+.PHONY: all build tools tools-vault dev bench bench-smoke test test-unit generate verify-generate vet fmt-check fuzz clean
 
 all: build
 
@@ -42,6 +42,13 @@ test-unit: ## Unit tests only (no control plane).
 test: tools-vault verify-generate vet fmt-check build ## Everything, against a real kube-apiserver and etcd.
 	$(GO) test -count=1 -timeout 30m ./...
 	./bin/watchword dev --exit-after-demo --workdir $(CURDIR)/.cache/dev-smoke
+	$(MAKE) --no-print-directory bench-smoke
+
+bench: build tools ## The scale benchmark against the raw limit (BENCH_ARGS to change sizes; see docs/benchmark.md).
+	$(GO) run ./test/bench $(BENCH_ARGS)
+
+bench-smoke: build tools ## A small run of the benchmark, as CI does.
+	$(GO) run ./test/bench -n 300 -keys 30 -unrelated 2000 -refresh 10s -cycles 1 -restart-window 5s -out .cache/bench-smoke.json
 
 fuzz: ## Run each fuzz target for a short while.
 	$(GO) test ./internal/engine -run '^$$' -fuzz FuzzParsePath -fuzztime 20s

@@ -347,7 +347,9 @@ type ExternalSecretStatus struct {
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []ExternalSecretCondition `json:"conditions,omitempty"`
 
-	// refreshTime is when the remote data was last read successfully.
+	// refreshTime is when the data was last refreshed successfully. The
+	// read itself may be shared with other ExternalSecrets and up to one
+	// refresh interval older.
 	// +optional
 	RefreshTime *metav1.Time `json:"refreshTime,omitempty"`
 

@@ -112,13 +112,21 @@ func (r *Reconciler) sync(ctx context.Context, s *scope) (ctrl.Result, error) {
 	forced := force != "" && force != es.Status.ForceSyncedValue
 	offset := phaseOffset(es, s.store.ID(), max(s.interval, time.Second))
 	due := forced || es.Status.RefreshTime == nil || inputs != es.Status.InputsVersion
+	// A timer may fire a hair early; that still counts as due, and the
+	// read of one interval ago is then too old to serve.
+	slack := min(s.interval/100, time.Second)
 	if !due && s.interval > 0 {
-		due = !s.now.Time.Before(nextRefresh(es.Status.RefreshTime.Time, s.interval, offset))
+		due = !s.now.Time.Add(slack).Before(nextRefresh(es.Status.RefreshTime.Time, s.interval, offset))
 	}
-	if !due && !r.targetDrifted(ctx, es) && !failing(es) {
+	drifted := !due && r.targetDrifted(ctx, es)
+	if !due && !drifted && !failing(es) {
 		return r.requeue(s, offset), nil
 	}
+	ctrl.LoggerFrom(ctx).V(1).Info("syncing", "due", due, "forced", forced, "drifted", drifted, "inputsChanged", inputs != es.Status.InputsVersion)
 	maxAge := readMaxAge(es, s.interval, forced)
+	if due && maxAge > slack {
+		maxAge -= slack
+	}
 	result, err := r.Fetcher.Sync(ctx, engine.Input{Spec: &es.Spec, Store: s.store.ID(), Reader: reader, TemplateSources: sources, MaxAge: maxAge})
 	if err != nil {
 		return r.fail(s, fmt.Errorf("%s: %w", s.store.Describe(), err))
@@ -131,7 +139,7 @@ func (r *Reconciler) sync(ctx context.Context, s *scope) (ctrl.Result, error) {
 		r.Recorder.Eventf(es, corev1.EventTypeNormal, written.action, "Secret %q %s; keys changed: %s",
 			targetName(es), strings.ToLower(written.action), keyList(written.changedKeys))
 	}
-	r.succeed(s, result, written, inputs, force)
+	r.succeed(s, result, written, inputs, force, due)
 	return r.requeue(s, offset), nil
 }
 

@@ -81,20 +81,31 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Named("externalsecret").
 		For(&v1alpha1.ExternalSecret{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionStarted))).
-		Watches(&v1alpha1.SecretStore{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		Watches(&v1alpha1.SecretStore{}, fanOut(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return byIndex(ctx, c, IndexStore, StoreKey(v1alpha1.SecretStoreKind, o.GetNamespace(), o.GetName()), o.GetNamespace())
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&v1alpha1.ClusterSecretStore{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		Watches(&v1alpha1.ClusterSecretStore{}, fanOut(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return byIndex(ctx, c, IndexStore, StoreKey(v1alpha1.ClusterSecretStoreKind, "", o.GetName()), "")
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			reqs := byIndex(ctx, c, IndexTarget, o.GetName(), o.GetNamespace())
-			return append(reqs, r.usersOfCredential(ctx, o)...)
-		}), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
-		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		WatchesMetadata(&corev1.Secret{}, handler.Funcs{
+			// A changed target is repaired at once; a changed credential
+			// fans out to every user of its stores at low priority.
+			CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				r.secretChanged(ctx, e.Object, q)
+			},
+			UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				if e.ObjectOld.GetResourceVersion() != e.ObjectNew.GetResourceVersion() {
+					r.secretChanged(ctx, e.ObjectNew, q)
+				}
+			},
+			DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				r.secretChanged(ctx, e.Object, q)
+			},
+		}).
+		WatchesMetadata(&corev1.ConfigMap{}, fanOut(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return byIndex(ctx, c, IndexTemplate, o.GetName(), o.GetNamespace())
 		}), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.usersOfClusterStores),
+		Watches(&corev1.Namespace{}, fanOut(r.usersOfClusterStores),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers, RateLimiter: opts.RateLimiter}).
 		Complete(r)
@@ -123,6 +134,15 @@ func indexStoreSecrets(ctx context.Context, mgr ctrl.Manager) error {
 	return idx.IndexField(ctx, &v1alpha1.ClusterSecretStore{}, IndexStoreSecret, func(o client.Object) []string {
 		return refs(storeaccess.FromClusterSecretStore(o.(*v1alpha1.ClusterSecretStore)).Store)
 	})
+}
+
+// secretChanged queues the ExternalSecrets whose target is the Secret, and
+// at low priority those whose store uses it as a credential.
+func (r *Reconciler) secretChanged(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	for _, req := range byIndex(ctx, r.Client, IndexTarget, o.GetName(), o.GetNamespace()) {
+		q.Add(req)
+	}
+	fanOut(r.usersOfCredential).Create(ctx, event.CreateEvent{Object: o}, q)
 }
 
 // usersOfCredential finds the ExternalSecrets of every store that uses the

@@ -19,13 +19,14 @@ import (
 )
 
 // succeed records a successful sync.
-func (r *Reconciler) succeed(s *scope, res *engine.Result, w *writeResult, inputs, force string) {
+// A due refresh moves refreshTime to now, which schedules the next one; a
+// drift repair or re-render between refreshes leaves it.
+func (r *Reconciler) succeed(s *scope, res *engine.Result, w *writeResult, inputs, force string, refreshed bool) {
 	st := &s.es.Status
-	read := metav1.NewTime(res.OldestRead)
-	if res.OldestRead.IsZero() {
-		read = s.now
+	if refreshed || st.RefreshTime == nil {
+		st.RefreshTime = &s.now
 	}
-	st.RefreshTime = &read
+	read := *st.RefreshTime
 	st.Versions = res.Versions
 	st.InputsVersion = inputs
 	st.ForceSyncedValue = force

@@ -34,7 +34,7 @@ func phaseOffset(es *v1alpha1.ExternalSecret, store string, interval time.Durati
 		h.Write([]byte(ref.Version))
 	}
 	shared := time.Duration(h.Sum64() % uint64(interval))
-	spread := interval / 50
+	spread := interval / 10
 	if spread <= 0 {
 		return shared
 	}

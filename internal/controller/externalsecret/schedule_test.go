@@ -35,7 +35,7 @@ func TestPhaseOffsetSpreadsEvenly(t *testing.T) {
 		es := &v1alpha1.ExternalSecret{ObjectMeta: metav1.ObjectMeta{UID: types.UID(time.Duration(i).String())},
 			Spec: v1alpha1.ExternalSecretSpec{Data: []v1alpha1.ExternalSecretData{{SecretKey: "k", RemoteRef: v1alpha1.RemoteReference{Key: time.Duration(i).String()}}}}}
 		off := phaseOffset(es, "store", interval)
-		if off < 0 || off >= interval+interval/50 {
+		if off < 0 || off >= interval+interval/10 {
 			t.Fatalf("offset %v outside the interval", off)
 		}
 		buckets[int(off/time.Second)%60]++
@@ -61,7 +61,7 @@ func TestSameObjectsShareAPhase(t *testing.T) {
 	if diff < 0 {
 		diff = -diff
 	}
-	if diff > interval/50 {
-		t.Fatalf("ExternalSecrets reading the same object are %v apart, want within %v so that one read serves both", diff, interval/50)
+	if diff > interval/10 {
+		t.Fatalf("ExternalSecrets reading the same object are %v apart, want within %v so that one read serves both", diff, interval/10)
 	}
 }

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// controller is a `watchword controller` process.
+type controller struct {
+	cmd     *exec.Cmd
+	metrics string
+}
+
+// logFile receives the controllers' logs.
+var logFile = os.Stderr
+
+// controllerLogLevel is the controllers' --log-level.
+var controllerLogLevel = "error"
+
+func startController(bin, kubeconfig string) (*controller, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(bin, "controller", "--kubeconfig", kubeconfig, "--metrics-bind-address", addr,
+		"--health-probe-bind-address", "0", "--log-level", controllerLogLevel)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	c := &controller{cmd: cmd, metrics: "http://" + addr + "/metrics"}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := c.scrape(); err == nil {
+			return c, nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	c.stop()
+	return nil, fmt.Errorf("the controller's metrics endpoint did not answer")
+}
+
+func (c *controller) stop() {
+	_ = c.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = c.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// peakRSS is the process's high-water resident set size, in MiB.
+func (c *controller) peakRSS() float64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if strings.HasPrefix(s.Text(), "VmHWM:") {
+			kb, _ := strconv.ParseFloat(strings.Fields(s.Text())[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// scrape returns the controller's metrics.
+func (c *controller) scrape() (metrics, error) {
+	resp, err := http.Get(c.metrics)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return parseMetrics(resp.Body)
+}
+
+// metrics maps a sample's name and labels (as printed) to its value.
+type metrics map[string]float64
+
+func parseMetrics(r io.Reader) (metrics, error) {
+	out := metrics{}
+	s := bufio.NewScanner(r)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		line := s.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		out[line[:i]] = v
+	}
+	return out, s.Err()
+}
+
+// sum adds every sample whose name is name and whose labels contain every
+// fragment.
+func (m metrics) sum(name string, fragments ...string) float64 {
+	total := 0.0
+outer:
+	for k, v := range m {
+		if k != name && !strings.HasPrefix(k, name+"{") {
+			continue
+		}
+		for _, f := range fragments {
+			if !strings.Contains(k, f) {
+				continue outer
+			}
+		}
+		total += v
+	}
+	return total
+}

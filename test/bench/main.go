@@ -1,0 +1,71 @@
+// Command bench measures Watchword against the physical limit of a real
+// kube-apiserver and etcd on this machine, in one run: the raw Secret
+// create rate of a plain parallel client, then how fast the controller
+// (a separate process, so that its memory is its own) syncs N
+// ExternalSecrets over K remote keys of a fake store with a simulated
+// latency, with M unrelated Secrets in the cluster; then the steady-state
+// refresh load, and a restart with a new ExternalSecret created during it.
+// It prints a table and writes the figures as JSON.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+type config struct {
+	N, Keys, Unrelated, Namespaces, Parallel int
+	Latency, Refresh, RestartWindow          time.Duration
+	Cycles                                   int
+	Out, Binary                              string
+}
+
+func main() {
+	var c config
+	flag.IntVar(&c.N, "n", 10000, "ExternalSecrets to create")
+	flag.IntVar(&c.Keys, "keys", 1000, "unique remote keys of the fake store")
+	flag.IntVar(&c.Unrelated, "unrelated", 50000, "unrelated Secrets in other namespaces (created first; their rate is the raw limit)")
+	flag.IntVar(&c.Namespaces, "namespaces", 10, "namespaces the ExternalSecrets are spread over")
+	flag.IntVar(&c.Parallel, "parallel", 64, "parallel client requests")
+	flag.DurationVar(&c.Latency, "latency", 5*time.Millisecond, "simulated latency of every provider call")
+	flag.DurationVar(&c.Refresh, "refresh", time.Minute, "refreshInterval of the ExternalSecrets")
+	flag.IntVar(&c.Cycles, "cycles", 2, "refresh cycles observed in steady state")
+	flag.DurationVar(&c.RestartWindow, "restart-window", time.Minute, "how long the load after a controller restart is observed")
+	flag.StringVar(&c.Out, "out", "bench-results/bench.json", "JSON result file")
+	flag.StringVar(&c.Binary, "controller", "bin/watchword", "the watchword binary to run")
+	flag.StringVar(&controllerLogLevel, "controller-log-level", "error", "--log-level of the controller")
+	flag.Parse()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := os.MkdirAll(filepath.Dir(c.Out), 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	logPath := strings.TrimSuffix(c.Out, filepath.Ext(c.Out)) + "-controller.log"
+	if f, err := os.Create(logPath); err == nil {
+		logFile = f
+		defer f.Close()
+		fmt.Fprintln(os.Stderr, "controller logs:", logPath)
+	}
+	res, err := run(ctx, c)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	res.print(os.Stdout)
+	b, _ := json.MarshalIndent(res, "", "  ")
+	if err := os.WriteFile(c.Out, b, 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println("wrote", c.Out)
+	if !res.AllSynced {
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+type result struct {
+	Machine            string             `json:"machine"`
+	Config             config             `json:"config"`
+	RawCreatesPerSec   float64            `json:"raw_secret_creates_per_sec"`
+	SyncSeconds        float64            `json:"sync_seconds"`
+	SyncedPerSec       float64            `json:"externalsecrets_synced_per_sec"`
+	FractionOfLimit    float64            `json:"fraction_of_limit"`
+	AllSynced          bool               `json:"all_synced"`
+	WrongData          int                `json:"wrong_data"`
+	ProviderCallsSync  float64            `json:"provider_calls_during_sync"`
+	PeakRSSMiB         float64            `json:"controller_peak_rss_mib"`
+	APIRequestsByVerb  map[string]float64 `json:"apiserver_requests_by_verb_during_sync"`
+	CallsPerCycle      float64            `json:"provider_calls_per_refresh_cycle"`
+	RefreshMeanPerSec  float64            `json:"refresh_syncs_mean_per_sec"`
+	RefreshBusiestSec  float64            `json:"refresh_syncs_busiest_sec"`
+	BusiestOverMean    float64            `json:"busiest_over_mean"`
+	NewESSecondsFanOut float64            `json:"new_externalsecret_sync_seconds_while_all_due"`
+	NewESSecondsDuring float64            `json:"new_externalsecret_sync_seconds_during_restart"`
+	RestartCalls       float64            `json:"provider_calls_in_restart_window"`
+	RestartWrites      float64            `json:"target_writes_in_restart_window"`
+	RestartPeakRSSMiB  float64            `json:"restarted_controller_peak_rss_mib"`
+}
+
+func (r *result) print(w io.Writer) {
+	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	c := r.Config
+	fmt.Fprintf(t, "machine\t%s\n", r.Machine)
+	fmt.Fprintf(t, "setup\t%d ExternalSecrets, %d keys, %d unrelated Secrets, %s provider latency, refresh %s\n", c.N, c.Keys, c.Unrelated, c.Latency, c.Refresh)
+	fmt.Fprintf(t, "raw limit R (Secret creates/s, %d parallel)\t%.0f\n", c.Parallel, r.RawCreatesPerSec)
+	fmt.Fprintf(t, "time until every target has the right data\t%.1f s\n", r.SyncSeconds)
+	fmt.Fprintf(t, "ExternalSecrets synced per second\t%.0f (%.2f of R/3; target >= 0.67)\n", r.SyncedPerSec, r.FractionOfLimit)
+	fmt.Fprintf(t, "targets with wrong data\t%d\n", r.WrongData)
+	fmt.Fprintf(t, "provider calls during the sync\t%.0f\n", r.ProviderCallsSync)
+	fmt.Fprintf(t, "controller peak RSS\t%.0f MiB (target <= 150)\n", r.PeakRSSMiB)
+	verbs := make([]string, 0, len(r.APIRequestsByVerb))
+	for v := range r.APIRequestsByVerb {
+		verbs = append(verbs, v)
+	}
+	sort.Strings(verbs)
+	var parts []string
+	for _, v := range verbs {
+		parts = append(parts, fmt.Sprintf("%s %.0f", v, r.APIRequestsByVerb[v]))
+	}
+	fmt.Fprintf(t, "apiserver requests during the sync\t%s\n", strings.Join(parts, ", "))
+	fmt.Fprintf(t, "provider calls per refresh cycle\t%.0f (unique keys: %d)\n", r.CallsPerCycle, c.Keys)
+	fmt.Fprintf(t, "refresh syncs per second: mean, busiest\t%.1f, %.0f (busiest/mean %.2f; target <= 2)\n", r.RefreshMeanPerSec, r.RefreshBusiestSec, r.BusiestOverMean)
+	fmt.Fprintf(t, "new ExternalSecret synced while all %d are due\t%.2f s (target <= 2)\n", c.N, r.NewESSecondsFanOut)
+	fmt.Fprintf(t, "new ExternalSecret synced as the controller restarts\t%.2f s (includes the cache sync)\n", r.NewESSecondsDuring)
+	fmt.Fprintf(t, "after restart, in %s: provider calls, target writes\t%.0f, %.0f\n", c.RestartWindow, r.RestartCalls, r.RestartWrites)
+	fmt.Fprintf(t, "restarted controller peak RSS\t%.0f MiB\n", r.RestartPeakRSSMiB)
+	t.Flush()
+}

@@ -1,0 +1,423 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/localcluster"
+	"github.com/watchword-dev/watchword/internal/operator"
+)
+
+const storeName = "bench-store"
+
+type bench struct {
+	c     config
+	k8s   client.Client
+	kube  kubernetes.Interface
+	kc    string
+	esNS  []string
+	start time.Time
+}
+
+func run(ctx context.Context, c config) (*result, error) {
+	res := &result{Config: c, Machine: fmt.Sprintf("%s/%s, %d cores", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())}
+	fmt.Fprintln(os.Stderr, "starting etcd and kube-apiserver…")
+	cluster, err := localcluster.Start(localcluster.Options{NoControllerManager: true})
+	if err != nil {
+		return nil, err
+	}
+	defer cluster.Stop()
+	cfg := rest.CopyConfig(cluster.Config)
+	cfg.QPS, cfg.Burst = 100000, 100000
+	b := &bench{c: c}
+	if b.k8s, err = client.New(cfg, client.Options{Scheme: operator.Scheme()}); err != nil {
+		return nil, err
+	}
+	b.kube = kubernetes.NewForConfigOrDie(cfg)
+	kc, err := cluster.Kubeconfig()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "watchword-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	b.kc = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(b.kc, kc, 0o600); err != nil {
+		return nil, err
+	}
+
+	// 1. The raw limit, measured while creating the unrelated Secrets.
+	fmt.Fprintf(os.Stderr, "creating %d unrelated Secrets (the raw limit)…\n", c.Unrelated)
+	if res.RawCreatesPerSec, err = b.createUnrelated(ctx); err != nil {
+		return nil, err
+	}
+
+	// 2. The controller, as its own process.
+	ctrl, err := startController(c.Binary, b.kc)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { ctrl.stop() }()
+	if err := b.createStore(ctx); err != nil {
+		return nil, err
+	}
+	if err := b.waitStoreReady(ctx); err != nil {
+		return nil, err
+	}
+
+	// 3. N ExternalSecrets, timed until every target has the right data.
+	apiBefore, err := b.apiserverMetrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	mBefore, _ := ctrl.scrape()
+	fmt.Fprintf(os.Stderr, "creating %d ExternalSecrets…\n", c.N)
+	synced, err := b.createAndWait(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.SyncSeconds = synced.Seconds()
+	res.SyncedPerSec = float64(c.N) / res.SyncSeconds
+	res.FractionOfLimit = res.SyncedPerSec / (res.RawCreatesPerSec / 3)
+	res.WrongData, err = b.verify(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.AllSynced = res.WrongData == 0
+	mAfter, _ := ctrl.scrape()
+	res.ProviderCallsSync = mAfter.sum("watchword_provider_calls_total", `operation="get"`) - mBefore.sum("watchword_provider_calls_total", `operation="get"`)
+	apiAfter, err := b.apiserverMetrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.APIRequestsByVerb = map[string]float64{}
+	for _, verb := range []string{"GET", "LIST", "WATCH", "POST", "PUT", "PATCH", "DELETE"} {
+		d := apiAfter.sum("apiserver_request_total", `verb="`+verb+`"`) - apiBefore.sum("apiserver_request_total", `verb="`+verb+`"`)
+		res.APIRequestsByVerb[verb] = d
+	}
+
+	// 4. Steady state: provider calls per cycle and how refreshes spread.
+	if c.Cycles > 0 {
+		fmt.Fprintf(os.Stderr, "observing %d refresh cycles of %s…\n", c.Cycles, c.Refresh)
+		if err := b.steady(ctx, ctrl, res); err != nil {
+			return nil, err
+		}
+	}
+	res.PeakRSSMiB = ctrl.peakRSS()
+
+	// 5. New work ahead of fan-out work: a store edit makes every
+	// ExternalSecret due at once; a new one created right after must not
+	// wait behind them.
+	fmt.Fprintf(os.Stderr, "editing the store (every ExternalSecret becomes due) and creating a new one…\n")
+	if res.NewESSecondsFanOut, err = b.newDuringFanOut(ctx, ctrl); err != nil {
+		return nil, err
+	}
+
+	// 6. A restart must not cause a refresh storm; a new ExternalSecret
+	// created as the controller starts waits only for its caches.
+	fmt.Fprintln(os.Stderr, "restarting the controller…")
+	ctrl.stop()
+	apiBefore, err = b.apiserverMetrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctrl, err = startController(c.Binary, b.kc)
+	if err != nil {
+		return nil, err
+	}
+	restartStart := time.Now()
+	if res.NewESSecondsDuring, err = b.newDuringRestart(ctx); err != nil {
+		return nil, err
+	}
+	time.Sleep(time.Until(restartStart.Add(c.RestartWindow)))
+	end, err := ctrl.scrape()
+	if err != nil {
+		return nil, err
+	}
+	// The new process counts from zero; one read is the new ExternalSecret's.
+	res.RestartCalls = end.sum("watchword_provider_calls_total", `operation="get"`)
+	apiAfter, err = b.apiserverMetrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, verb := range []string{"POST", "PUT", "PATCH"} {
+		res.RestartWrites += apiAfter.sum("apiserver_request_total", `resource="secrets"`, `verb="`+verb+`"`) - apiBefore.sum("apiserver_request_total", `resource="secrets"`, `verb="`+verb+`"`)
+	}
+	res.RestartWrites-- // the new ExternalSecret's own target
+	res.RestartPeakRSSMiB = ctrl.peakRSS()
+	return res, nil
+}
+
+// parallel runs fn for 0..n-1 on c.Parallel workers.
+func (b *bench) parallel(ctx context.Context, n int, fn func(i int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var first error
+	var once sync.Once
+	for w := 0; w < b.c.Parallel; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := fn(i); err != nil {
+					once.Do(func() { first = err })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+func (b *bench) ensureNamespace(ctx context.Context, name string) error {
+	err := b.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	return client.IgnoreAlreadyExists(err)
+}
+
+func (b *bench) createUnrelated(ctx context.Context) (float64, error) {
+	const spaces = 20
+	for i := 0; i < spaces; i++ {
+		if err := b.ensureNamespace(ctx, fmt.Sprintf("unrelated-%d", i)); err != nil {
+			return 0, err
+		}
+	}
+	start := time.Now()
+	err := b.parallel(ctx, b.c.Unrelated, func(i int) error {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("unrelated-%d", i%spaces), Name: fmt.Sprintf("s-%d", i)},
+			Data: map[string][]byte{"k": bytes.Repeat([]byte{'x'}, 32)}}
+		return b.k8s.Create(ctx, s)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return float64(b.c.Unrelated) / time.Since(start).Seconds(), nil
+}
+
+func (b *bench) createStore(ctx context.Context) error {
+	data := make([]v1alpha1.FakeProviderData, b.c.Keys)
+	for i := range data {
+		data[i] = v1alpha1.FakeProviderData{Key: fmt.Sprintf("key-%d", i), Value: fmt.Sprintf(`{"password":"value-%d"}`, i)}
+	}
+	s := &v1alpha1.ClusterSecretStore{ObjectMeta: metav1.ObjectMeta{Name: storeName},
+		Spec: v1alpha1.ClusterSecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{
+			Fake: &v1alpha1.FakeProvider{Data: data, Latency: &metav1.Duration{Duration: b.c.Latency}}}}}
+	return b.k8s.Create(ctx, s)
+}
+
+func (b *bench) waitStoreReady(ctx context.Context) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		var s v1alpha1.ClusterSecretStore
+		if err := b.k8s.Get(ctx, client.ObjectKey{Name: storeName}, &s); err != nil {
+			return err
+		}
+		if s.Status.Phase == v1alpha1.StorePhaseRunning {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("the store did not become ready")
+}
+
+func (b *bench) newES(ns, name string, key int) *v1alpha1.ExternalSecret {
+	return &v1alpha1.ExternalSecret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.ExternalSecretSpec{
+			SecretStoreRef:  v1alpha1.StoreRef{Name: storeName, Kind: v1alpha1.ClusterSecretStoreKind},
+			RefreshInterval: &metav1.Duration{Duration: b.c.Refresh},
+			Data: []v1alpha1.ExternalSecretData{{SecretKey: "password",
+				RemoteRef: v1alpha1.RemoteReference{Key: fmt.Sprintf("key-%d", key), Property: "password"}}},
+		}}
+}
+
+// createAndWait creates the ExternalSecrets and returns the time from the
+// first create until every target exists.
+func (b *bench) createAndWait(ctx context.Context) (time.Duration, error) {
+	for i := 0; i < b.c.Namespaces; i++ {
+		ns := fmt.Sprintf("bench-%d", i)
+		b.esNS = append(b.esNS, ns)
+		if err := b.ensureNamespace(ctx, ns); err != nil {
+			return 0, err
+		}
+	}
+	start := time.Now()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- b.parallel(ctx, b.c.N, func(i int) error {
+			return b.k8s.Create(ctx, b.newES(b.esNS[i%len(b.esNS)], fmt.Sprintf("es-%d", i), i%b.c.Keys))
+		})
+	}()
+	deadline := start.Add(30 * time.Minute)
+	for time.Now().Before(deadline) {
+		time.Sleep(250 * time.Millisecond)
+		select {
+		case err := <-errc:
+			if err != nil {
+				return 0, err
+			}
+		default:
+		}
+		n, err := b.countTargets(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if n >= b.c.N {
+			return time.Since(start), nil
+		}
+	}
+	return 0, fmt.Errorf("not every target was created within 30 minutes")
+}
+
+func (b *bench) countTargets(ctx context.Context) (int, error) {
+	var list metav1.PartialObjectMetadataList
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	total := 0
+	for _, ns := range b.esNS {
+		if err := b.k8s.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/managed-by": "watchword"}); err != nil {
+			return 0, err
+		}
+		total += len(list.Items)
+	}
+	return total, nil
+}
+
+// verify checks every target's data.
+func (b *bench) verify(ctx context.Context) (int, error) {
+	wrong := 0
+	seen := 0
+	for _, ns := range b.esNS {
+		var list corev1.SecretList
+		if err := b.k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return 0, err
+		}
+		for _, s := range list.Items {
+			var i int
+			if _, err := fmt.Sscanf(s.Name, "es-%d", &i); err != nil {
+				continue
+			}
+			seen++
+			if string(s.Data["password"]) != fmt.Sprintf("value-%d", i%b.c.Keys) {
+				wrong++
+			}
+		}
+	}
+	return wrong + (b.c.N - seen), nil
+}
+
+// steady watches c.Cycles refresh cycles after letting one pass, scraping
+// the controller every second.
+func (b *bench) steady(ctx context.Context, ctrl *controller, res *result) error {
+	time.Sleep(b.c.Refresh) // the first cycle after creation is irregular by design
+	var perSec []float64
+	first, err := ctrl.scrape()
+	if err != nil {
+		return err
+	}
+	prev := first
+	end := time.Now().Add(time.Duration(b.c.Cycles) * b.c.Refresh)
+	for time.Now().Before(end) {
+		time.Sleep(time.Second)
+		m, err := ctrl.scrape()
+		if err != nil {
+			return err
+		}
+		perSec = append(perSec, m.sum("watchword_sync_duration_seconds_count")-prev.sum("watchword_sync_duration_seconds_count"))
+		prev = m
+	}
+	calls := prev.sum("watchword_provider_calls_total", `operation="get"`) - first.sum("watchword_provider_calls_total", `operation="get"`)
+	res.CallsPerCycle = calls / float64(b.c.Cycles)
+	total, busiest := 0.0, 0.0
+	for _, v := range perSec {
+		total += v
+		busiest = max(busiest, v)
+	}
+	if len(perSec) > 0 {
+		res.RefreshMeanPerSec = total / float64(len(perSec))
+	}
+	res.RefreshBusiestSec = busiest
+	if res.RefreshMeanPerSec > 0 {
+		res.BusiestOverMean = busiest / res.RefreshMeanPerSec
+	}
+	return nil
+}
+
+// newDuringFanOut edits the store so that every ExternalSecret is queued
+// again, creates a new one at once and times its sync; then it waits for the
+// queue to drain.
+func (b *bench) newDuringFanOut(ctx context.Context, ctrl *controller) (float64, error) {
+	var s v1alpha1.ClusterSecretStore
+	if err := b.k8s.Get(ctx, client.ObjectKey{Name: storeName}, &s); err != nil {
+		return 0, err
+	}
+	s.Spec.Fake.Data = append(s.Spec.Fake.Data, v1alpha1.FakeProviderData{Key: "unused", Value: "x"})
+	if err := b.k8s.Update(ctx, &s); err != nil {
+		return 0, err
+	}
+	time.Sleep(200 * time.Millisecond) // let the store event fan out first
+	took, err := b.timeNewES(ctx, "es-new-during-fanout")
+	if err != nil {
+		return 0, err
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for time.Now().Before(deadline) {
+		m, err := ctrl.scrape()
+		if err == nil && m.sum("workqueue_depth", `name="externalsecret"`) == 0 {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	return took, nil
+}
+
+func (b *bench) timeNewES(ctx context.Context, name string) (float64, error) {
+	es := b.newES(b.esNS[0], name, 0)
+	start := time.Now()
+	if err := b.k8s.Create(ctx, es); err != nil {
+		return 0, err
+	}
+	for time.Since(start) < 5*time.Minute {
+		var s corev1.Secret
+		if err := b.k8s.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: es.Name}, &s); err == nil {
+			return time.Since(start).Seconds(), nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("the new ExternalSecret %s was not synced within 5 minutes", name)
+}
+
+// newDuringRestart creates one ExternalSecret right after the controller
+// started and times its sync, while the controller works through the
+// resync of every other ExternalSecret.
+func (b *bench) newDuringRestart(ctx context.Context) (float64, error) {
+	return b.timeNewES(ctx, "es-new-during-restart")
+}
+
+// apiserverMetrics scrapes the API server's own metrics.
+func (b *bench) apiserverMetrics(ctx context.Context) (metrics, error) {
+	raw, err := b.kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return parseMetrics(strings.NewReader(string(raw)))
+}
