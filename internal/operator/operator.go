@@ -95,7 +95,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        opts.LeaderElectionID,
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
-		Cache: cache.Options{DefaultTransform: slimTransform},
+		Cache:                   cache.Options{DefaultTransform: slimTransform},
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secret and ConfigMap contents are read from the API server
 			// when needed and never cached: Watchword caches only their
