@@ -178,3 +178,13 @@ func (c *Cluster) ServiceAccountIssuer() string {
 func (c *Cluster) ServiceAccountPublicKey() ([]byte, error) {
 	return os.ReadFile(filepath.Join(c.env.ControlPlane.APIServer.CertDir, "sa-signer.crt"))
 }
+
+// UserConfig returns a client configuration that authenticates with a
+// client certificate as the named user.
+func (c *Cluster) UserConfig(name string, groups ...string) (*rest.Config, error) {
+	u, err := c.env.ControlPlane.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return u.Config(), nil
+}

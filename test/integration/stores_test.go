@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -130,4 +131,41 @@ func TestSecretStoreMayNotReachOtherNamespaces(t *testing.T) {
 	must(t, k8s.Create(context.Background(), s))
 	newES(t, ns, "es", "sneaky", withData("v", "anything", "v"))
 	waitCondition(t, ns, "es", "InvalidStoreConfig", "may only reference Secrets in its own namespace")
+}
+
+func TestKubernetesProviderRemoteServerWithClientCertificate(t *testing.T) {
+	// The store names the API server by URL and CA, as it would another
+	// cluster, and authenticates with a client certificate kept in Secrets.
+	ns := newNamespace(t, nil)
+	src := newNamespace(t, nil)
+	user, err := cluster.UserConfig("remote-reader-" + src)
+	must(t, err)
+	ctx := context.Background()
+	must(t, k8s.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "read"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}}))
+	must(t, k8s.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "read"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "read"},
+		Subjects: []rbacv1.Subject{{Kind: "User", Name: "remote-reader-" + src}}}))
+	createSecret(t, src, "upstream", map[string]string{"v": "from-afar"})
+	createSecret(t, ns, "client-cert", map[string]string{"tls.crt": string(user.CertData), "tls.key": string(user.KeyData)})
+	s := &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "remote"},
+		Spec: v1alpha1.SecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{Kubernetes: &v1alpha1.KubernetesProvider{
+			RemoteNamespace: src,
+			Server:          &v1alpha1.KubernetesServer{URL: restCfg.Host, CABundle: restCfg.CAData},
+			Auth: v1alpha1.KubernetesAuth{Cert: &v1alpha1.KubernetesCertAuth{
+				ClientCert: v1alpha1.SecretKeySelector{Name: "client-cert", Key: "tls.crt"},
+				ClientKey:  v1alpha1.SecretKeySelector{Name: "client-cert", Key: "tls.key"}}},
+		}}}}
+	must(t, k8s.Create(ctx, s))
+	newES(t, ns, "es", "remote", withData("v", "upstream", "v"))
+	waitSecretData(t, ns, "es", map[string]string{"v": "from-afar"})
+
+	// Without the CA, the server's certificate is not trusted: a clear
+	// error, not a crash.
+	s2 := s.DeepCopy()
+	s2.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: "no-ca"}
+	s2.Spec.Kubernetes.Server.CABundle = nil
+	must(t, k8s.Create(ctx, s2))
+	newES(t, ns, "es2", "no-ca", withData("v", "upstream", "v"))
+	waitCondition(t, ns, "es2", "StoreUnavailable", "certificate")
 }
