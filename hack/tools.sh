@@ -15,12 +15,21 @@ version_of() { # module dir, module path
   awk -v m="$2" '$1 == m || ($1 == "require" && $2 == m) { print ($1 == "require" ? $3 : $2); exit }' "$1/go.mod"
 }
 
-build() { # name, tools module dir, module version, package...
+# binname prints the file name `go build -o DIR/` gives a main package: its
+# last path element, or the one before a major-version suffix (v3).
+binname() {
+  local base; base=$(basename "$1")
+  if [[ "$base" =~ ^v[0-9]+$ ]]; then base=$(basename "$(dirname "$1")"); fi
+  echo "$base"
+}
+
+build() { # name, tools module dir, module version, package[=link name]...
   local name=$1 dir=$2 ver=$3; shift 3
   local out="$cache/$name-$ver"
   local missing=()
-  for pkg in "$@"; do
-    [ -x "$out/$(basename "$pkg")" ] || missing+=("$pkg")
+  for spec in "$@"; do
+    local pkg=${spec%%=*}
+    [ -x "$out/$(binname "$pkg")" ] || missing+=("$pkg")
   done
   if [ ${#missing[@]} -gt 0 ]; then
     echo ">> building ${missing[*]} at $ver (first build takes a few minutes)…"
@@ -29,8 +38,11 @@ build() { # name, tools module dir, module version, package...
     (cd "$dir" && GOFLAGS=-mod=mod go build -trimpath -ldflags='-s -w' -o "$out/" "${missing[@]}")
     echo ">> built in $((SECONDS - start))s"
   fi
-  for pkg in "$@"; do
-    ln -sf "$out/$(basename "$pkg")" "$bin/$(basename "$pkg")"
+  for spec in "$@"; do
+    local pkg=${spec%%=*} link=${spec#*=}
+    [ "$link" = "$spec" ] && link=$(binname "$pkg")
+    [ -x "$out/$(binname "$pkg")" ] || { echo "!! $out/$(binname "$pkg") is missing after the build" >&2; exit 1; }
+    ln -sfn "$out/$(binname "$pkg")" "$bin/$link"
   done
 }
 
@@ -38,9 +50,7 @@ kube_dir="$root/hack/tools/kube"
 etcd_dir="$root/hack/tools/etcd"
 build kube "$kube_dir" "$(version_of "$kube_dir" k8s.io/kubernetes)" \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
-build etcd "$etcd_dir" "$(version_of "$etcd_dir" go.etcd.io/etcd/server/v3)" go.etcd.io/etcd/server/v3
-# The etcd main package is the module root, so its binary is named v3.
-if [ -e "$bin/v3" ]; then mv -f "$bin/v3" "$bin/etcd"; fi
+build etcd "$etcd_dir" "$(version_of "$etcd_dir" go.etcd.io/etcd/server/v3)" go.etcd.io/etcd/server/v3=etcd
 if [ "${1:-}" = vault ]; then
   vault_dir="$root/hack/tools/vault"
   build vault "$vault_dir" "$(version_of "$vault_dir" github.com/hashicorp/vault)" github.com/hashicorp/vault

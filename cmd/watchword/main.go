@@ -97,6 +97,7 @@ func operatorFlags(fs *flag.FlagSet) *operator.Options {
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "burst of requests to the API server")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address of the Prometheus metrics endpoint (0 disables)")
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of the /healthz and /readyz endpoints (0 disables)")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address of the Go profiling endpoints (empty disables)")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader among replicas")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease")
 	return &o

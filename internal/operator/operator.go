@@ -43,9 +43,11 @@ type Options struct {
 	// QPS and Burst bound requests to the API server.
 	QPS   float32
 	Burst int
-	// MetricsAddr and HealthAddr are listen addresses; "0" disables.
+	// MetricsAddr, HealthAddr and PprofAddr are listen addresses; "0" or
+	// empty disables.
 	MetricsAddr string
 	HealthAddr  string
+	PprofAddr   string
 	// LeaderElection, with its namespace and ID.
 	LeaderElection          bool
 	LeaderElectionNamespace string
@@ -92,6 +94,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		Scheme:                  Scheme(),
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.HealthAddr,
+		PprofBindAddress:        opts.PprofAddr,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        opts.LeaderElectionID,
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,

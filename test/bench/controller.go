@@ -22,6 +22,9 @@ type controller struct {
 // logFile receives the controllers' logs.
 var logFile = os.Stderr
 
+// pprofAddr, if set, is where the controller serves its profiles.
+var pprofAddr string
+
 // controllerLogLevel is the controllers' --log-level.
 var controllerLogLevel = "error"
 
@@ -32,8 +35,12 @@ func startController(bin, kubeconfig string) (*controller, error) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	cmd := exec.Command(bin, "controller", "--kubeconfig", kubeconfig, "--metrics-bind-address", addr,
-		"--health-probe-bind-address", "0", "--log-level", controllerLogLevel)
+	args := []string{"controller", "--kubeconfig", kubeconfig, "--metrics-bind-address", addr,
+		"--health-probe-bind-address", "0", "--log-level", controllerLogLevel}
+	if pprofAddr != "" {
+		args = append(args, "--pprof-bind-address", pprofAddr)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
