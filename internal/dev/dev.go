@@ -66,6 +66,14 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	}
 	opDone := make(chan error, 1)
 	go func() { opDone <- op.Start(opCtx) }()
+	// Stop the operator before the control plane under it.
+	defer func() {
+		stopOp()
+		select {
+		case <-opDone:
+		case <-time.After(30 * time.Second):
+		}
+	}()
 
 	c, err := client.New(cluster.Config, client.Options{Scheme: operator.Scheme()})
 	if err != nil {
@@ -106,6 +114,7 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	case <-ctx.Done():
 		return nil
 	case err := <-opDone:
+		opDone <- err // let the deferred wait see it
 		return err
 	}
 }

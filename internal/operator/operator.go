@@ -143,15 +143,15 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 
 // slimTransform drops what Watchword never reads from cached objects:
 // managed fields everywhere, and for the metadata-only caches of Secrets
-// and ConfigMaps everything but identity (names, UIDs, versions, owners).
+// and ConfigMaps everything but their name, namespace and resourceVersion.
 // Annotations in particular can hold a copy of a Secret's data
 // (last-applied-configuration), and Watchword keeps none of it.
 func slimTransform(obj any) (any, error) {
 	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
-		m.Annotations = nil
-		m.Labels = nil
-		m.ManagedFields = nil
-		return m, nil
+		slim := &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta}
+		slim.Name, slim.Namespace, slim.ResourceVersion = m.Name, m.Namespace, m.ResourceVersion
+		slim.DeletionTimestamp = m.DeletionTimestamp
+		return slim, nil
 	}
 	return cache.TransformStripManagedFields()(obj)
 }

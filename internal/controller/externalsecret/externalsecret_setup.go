@@ -169,7 +169,7 @@ func (r *Reconciler) usersOfCredential(ctx context.Context, o client.Object) []r
 // ClusterSecretStore: a namespace's labels decide whether they may.
 func (r *Reconciler) usersOfClusterStores(ctx context.Context, o client.Object) []reconcile.Request {
 	var list v1alpha1.ExternalSecretList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetName())); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetName()), client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var out []reconcile.Request
@@ -183,7 +183,8 @@ func (r *Reconciler) usersOfClusterStores(ctx context.Context, o client.Object) 
 
 func byIndex(ctx context.Context, c client.Reader, field, value, ns string) []reconcile.Request {
 	var list v1alpha1.ExternalSecretList
-	opts := []client.ListOption{client.MatchingFields{field: value}}
+	// The list is read for names only: no deep copies.
+	opts := []client.ListOption{client.MatchingFields{field: value}, client.UnsafeDisableDeepCopy}
 	if ns != "" {
 		opts = append(opts, client.InNamespace(ns))
 	}

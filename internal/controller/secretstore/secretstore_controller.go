@@ -55,13 +55,12 @@ func (r *Reconciler) newObject() client.Object {
 
 // Reconcile validates one store.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	obj := r.newObject()
-	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
-		if client.IgnoreNotFound(err) == nil {
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, err
+	cached := r.newObject()
+	if err := r.Client.Get(ctx, req.NamespacedName, cached); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	// The cache hands out shared objects of the store kinds: copy first.
+	obj := cached.DeepCopyObject().(client.Object)
 	var resolved *storeaccess.Resolved
 	var status *v1alpha1.SecretStoreStatus
 	switch s := obj.(type) {
