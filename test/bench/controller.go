@@ -22,6 +22,9 @@ type controller struct {
 // logFile receives the controllers' logs.
 var logFile = os.Stderr
 
+// workers, if set, is the controller's --workers.
+var workers int
+
 // pprofAddr, if set, is where the controller serves its profiles.
 var pprofAddr string
 
@@ -37,6 +40,9 @@ func startController(bin, kubeconfig string) (*controller, error) {
 	l.Close()
 	args := []string{"controller", "--kubeconfig", kubeconfig, "--metrics-bind-address", addr,
 		"--health-probe-bind-address", "0", "--log-level", controllerLogLevel}
+	if workers > 0 {
+		args = append(args, "--workers", fmt.Sprint(workers))
+	}
 	if pprofAddr != "" {
 		args = append(args, "--pprof-bind-address", pprofAddr)
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,11 @@ type Reconciler struct {
 	Clock engine.Clock
 	// Metrics, if set, is told about each sync.
 	Metrics Observer
+
+	// written remembers the resourceVersion of each target this instance
+	// wrote last ("ns/name" to resourceVersion), so that the watch event of
+	// its own write does not queue the ExternalSecret again.
+	written sync.Map
 }
 
 // Observer receives sync outcomes for metrics.
@@ -134,6 +140,9 @@ func (r *Reconciler) sync(ctx context.Context, s *scope) (ctrl.Result, error) {
 	written, err := r.write(ctx, es, result)
 	if err != nil {
 		return r.fail(s, err)
+	}
+	if written.resourceVersion != "" {
+		r.written.Store(es.Namespace+"/"+targetName(es), written.resourceVersion)
 	}
 	if written.action != "" {
 		r.Recorder.Eventf(es, corev1.EventTypeNormal, written.action, "Secret %q %s; keys changed: %s",

@@ -91,15 +91,15 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			// A changed target is repaired at once; a changed credential
 			// fans out to every user of its stores at low priority.
 			CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				r.secretChanged(ctx, e.Object, q)
+				r.secretChanged(ctx, e.Object, q, false)
 			},
 			UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				if e.ObjectOld.GetResourceVersion() != e.ObjectNew.GetResourceVersion() {
-					r.secretChanged(ctx, e.ObjectNew, q)
+					r.secretChanged(ctx, e.ObjectNew, q, false)
 				}
 			},
 			DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				r.secretChanged(ctx, e.Object, q)
+				r.secretChanged(ctx, e.Object, q, true)
 			},
 		}).
 		WatchesMetadata(&corev1.ConfigMap{}, fanOut(func(ctx context.Context, o client.Object) []reconcile.Request {
@@ -138,9 +138,12 @@ func indexStoreSecrets(ctx context.Context, mgr ctrl.Manager) error {
 
 // secretChanged queues the ExternalSecrets whose target is the Secret, and
 // at low priority those whose store uses it as a credential.
-func (r *Reconciler) secretChanged(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	for _, req := range byIndex(ctx, r.Client, IndexTarget, o.GetName(), o.GetNamespace()) {
-		q.Add(req)
+func (r *Reconciler) secretChanged(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], deleted bool) {
+	if rv, ok := r.written.Load(o.GetNamespace() + "/" + o.GetName()); deleted || !ok || rv != o.GetResourceVersion() {
+		// Not the echo of our own last write: someone else changed it.
+		for _, req := range byIndex(ctx, r.Client, IndexTarget, o.GetName(), o.GetNamespace()) {
+			q.Add(req)
+		}
 	}
 	fanOut(r.usersOfCredential).Create(ctx, event.CreateEvent{Object: o}, q)
 }

@@ -38,6 +38,9 @@ type Clients struct {
 }
 
 type cached struct {
+	generation int64
+	// refs are the store's credential Secrets, found once per generation.
+	refs    []provider.NamespacedName
 	key     string
 	reader  engine.Reader
 	expires time.Time
@@ -52,8 +55,25 @@ func NewClients(reg provider.Registry, meta, direct client.Reader, kube kubernet
 func (c *Clients) Registry() provider.Registry { return c.registry }
 
 // Get returns a reader for the store, building one when the store's
-// generation or any credential Secret changed since the last one.
+// generation or any credential Secret changed since the last one. The fast
+// path reads only the metadata cache.
 func (c *Clients) Get(ctx context.Context, r *Resolved) (engine.Reader, error) {
+	c.mu.Lock()
+	hit := c.clients[r.UID]
+	c.mu.Unlock()
+	if hit != nil && hit.generation == r.Generation && (hit.expires.IsZero() || time.Now().Before(hit.expires)) {
+		key, err := c.credentialKey(ctx, r.Store, hit.refs)
+		if err != nil {
+			return nil, err
+		}
+		if key == hit.key {
+			return hit.reader, nil
+		}
+	}
+	return c.build(ctx, r)
+}
+
+func (c *Clients) build(ctx context.Context, r *Resolved) (engine.Reader, error) {
 	name, factory, err := c.registry.Lookup(r.Store.Spec)
 	if err != nil {
 		return nil, err
@@ -64,15 +84,10 @@ func (c *Clients) Get(ctx context.Context, r *Resolved) (engine.Reader, error) {
 	if err := factory.Validate(r.Store); err != nil {
 		return nil, err
 	}
-	key, err := c.versionKey(ctx, r)
+	refs := provider.SecretRefs(r.Store)
+	key, err := c.credentialKey(ctx, r.Store, refs)
 	if err != nil {
 		return nil, err
-	}
-	c.mu.Lock()
-	hit := c.clients[r.UID]
-	c.mu.Unlock()
-	if hit != nil && hit.key == key && (hit.expires.IsZero() || time.Now().Before(hit.expires)) {
-		return hit.reader, nil
 	}
 	deps := &deps{store: r.Store, direct: c.direct, kube: c.kube, local: c.local}
 	reader, err := factory.New(ctx, r.Store, deps)
@@ -80,7 +95,7 @@ func (c *Clients) Get(ctx context.Context, r *Resolved) (engine.Reader, error) {
 		return nil, err
 	}
 	reader = metrics.Instrument(reader, name, r.Store.Kind)
-	entry := &cached{key: key, reader: reader}
+	entry := &cached{generation: r.Generation, refs: refs, key: key, reader: reader}
 	if deps.tokenExpiry > 0 {
 		// Rebuild well before a requested token expires.
 		entry.expires = time.Now().Add(time.Duration(deps.tokenExpiry) * time.Second * 4 / 5)
@@ -110,20 +125,16 @@ func (c *Clients) Drop(uid types.UID) {
 	}
 }
 
-// versionKey is the store generation and the resourceVersion of every
-// credential Secret, read from the metadata cache.
-func (c *Clients) versionKey(ctx context.Context, r *Resolved) (string, error) {
+// credentialKey is the resourceVersion of every credential Secret, read
+// from the metadata cache.
+func (c *Clients) credentialKey(ctx context.Context, store provider.Store, refs []provider.NamespacedName) (string, error) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d", r.Generation)
-	for _, ref := range provider.SecretRefs(r.Store) {
-		if err := checkNamespace(r.Store, ref.Namespace); err != nil {
-			return "", err
-		}
+	for _, ref := range refs {
 		var m metav1.PartialObjectMetadata
 		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 		if err := c.meta.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &m); err != nil {
 			if apierrors.IsNotFound(err) {
-				return "", missingSecret(r.Store, ref.Namespace, ref.Name)
+				return "", missingSecret(store, ref.Namespace, ref.Name)
 			}
 			return "", err
 		}
