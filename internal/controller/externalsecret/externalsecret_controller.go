@@ -46,6 +46,11 @@ type Reconciler struct {
 	// wrote last ("ns/name" to resourceVersion), so that the watch event of
 	// its own write does not queue the ExternalSecret again.
 	written sync.Map
+
+	// pending holds the status of a successful sync until the cache shows
+	// it ("ns/name" to *v1alpha1.ExternalSecretStatus), so that a reconcile
+	// that reads a stale ExternalSecret does not sync it again.
+	pending sync.Map
 }
 
 // Observer receives sync outcomes for metrics.
@@ -67,6 +72,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	start := r.Clock.Now()
 	var es v1alpha1.ExternalSecret
 	if err := r.Client.Get(ctx, req.NamespacedName, &es); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.pending.Delete(req.String())
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !es.DeletionTimestamp.IsZero() {
@@ -76,6 +84,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if !r.ours(store) {
 		return ctrl.Result{}, nil
 	}
+	r.catchUp(&es)
 	s := &scope{es: &es, before: es.DeepCopy(), now: metav1.NewTime(r.Clock.Now()), store: store, interval: refreshInterval(&es)}
 	defer func() {
 		if perr := r.patchStatus(ctx, s); perr != nil && err == nil {
@@ -89,6 +98,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return r.fail(s, storeErr)
 	}
 	return r.sync(ctx, s)
+}
+
+// catchUp replaces a cached status that is older than the one this
+// instance last wrote, and forgets the written one once the cache has it.
+func (r *Reconciler) catchUp(es *v1alpha1.ExternalSecret) {
+	key := es.Namespace + "/" + es.Name
+	v, ok := r.pending.Load(key)
+	if !ok {
+		return
+	}
+	wrote := v.(*v1alpha1.ExternalSecretStatus)
+	cached := es.Status.RefreshTime
+	switch {
+	case wrote.ObservedGeneration != es.Generation:
+		r.pending.Delete(key)
+	case cached != nil && !cached.Before(wrote.RefreshTime):
+		r.pending.Delete(key) // the cache has caught up
+	default:
+		es.Status = *wrote.DeepCopy()
+	}
 }
 
 // ours tells whether this instance serves the store. A missing store is

@@ -111,6 +111,14 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		return nil
 	}
 	err := r.Client.Status().Patch(ctx, s.es, client.MergeFrom(s.before))
+	key := s.es.Namespace + "/" + s.es.Name
+	switch {
+	case err != nil:
+	case s.es.Status.RefreshTime != nil && !failing(s.es):
+		r.pending.Store(key, s.es.Status.DeepCopy())
+	default:
+		r.pending.Delete(key)
+	}
 	return client.IgnoreNotFound(err)
 }
 
