@@ -22,6 +22,9 @@ type controller struct {
 // logFile receives the controllers' logs.
 var logFile = os.Stderr
 
+// goMemLimit, if set, is the controller's GOMEMLIMIT (only its own).
+var goMemLimit string
+
 // workers, if set, is the controller's --workers.
 var workers int
 
@@ -47,6 +50,9 @@ func startController(bin, kubeconfig string) (*controller, error) {
 		args = append(args, "--pprof-bind-address", pprofAddr)
 	}
 	cmd := exec.Command(bin, args...)
+	if goMemLimit != "" {
+		cmd.Env = append(os.Environ(), "GOMEMLIMIT="+goMemLimit)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", bin, err)

@@ -39,6 +39,7 @@ func main() {
 	flag.DurationVar(&c.RestartWindow, "restart-window", time.Minute, "how long the load after a controller restart is observed")
 	flag.StringVar(&c.Out, "out", "bench-results/bench.json", "JSON result file")
 	flag.StringVar(&c.Binary, "controller", "bin/watchword", "the watchword binary to run")
+	flag.StringVar(&goMemLimit, "controller-gomemlimit", "", "GOMEMLIMIT of the controller process only, such as 120MiB")
 	flag.IntVar(&workers, "workers", 0, "the controller's --workers (0: its default)")
 	flag.StringVar(&pprofAddr, "controller-pprof", "", "address for the controller's pprof endpoints, such as 127.0.0.1:6060")
 	flag.StringVar(&controllerLogLevel, "controller-log-level", "error", "--log-level of the controller")

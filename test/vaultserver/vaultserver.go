@@ -28,6 +28,17 @@ type Server struct {
 	unsealKey string
 	// RootToken is the initial root token.
 	RootToken string
+	// TLS, when set, is what the server presents and requires.
+	TLS    *TLSFiles
+	client *http.Client
+}
+
+// TLSFiles configure a TLS listener that requires client certificates
+// signed by ClientCA.
+type TLSFiles struct {
+	CertFile, KeyFile, ClientCAFile string
+	// Client is how the harness itself talks to the server.
+	Client *http.Client
 }
 
 // Find returns the vault binary: $WATCHWORD_ASSETS/vault, or
@@ -53,7 +64,10 @@ func Find() (string, error) {
 
 // Start starts a new server, initialises and unseals it, and mounts a KV
 // v2 engine at secret/.
-func Start(bin string) (*Server, error) {
+func Start(bin string) (*Server, error) { return StartTLS(bin, nil) }
+
+// StartTLS is Start with a TLS listener when tlsFiles is not nil.
+func StartTLS(bin string, tlsFiles *TLSFiles) (*Server, error) {
 	dir, err := os.MkdirTemp("", "watchword-vault-")
 	if err != nil {
 		return nil, err
@@ -64,18 +78,27 @@ func Start(bin string) (*Server, error) {
 	}
 	addr := l.Addr().String()
 	l.Close()
+	listener := "tls_disable = true"
+	scheme := "http"
+	client := http.DefaultClient
+	if tlsFiles != nil {
+		listener = fmt.Sprintf("tls_cert_file = %q\n  tls_key_file = %q\n  tls_client_ca_file = %q\n  tls_require_and_verify_client_cert = true",
+			tlsFiles.CertFile, tlsFiles.KeyFile, tlsFiles.ClientCAFile)
+		scheme = "https"
+		client = tlsFiles.Client
+	}
 	cfg := fmt.Sprintf(`storage "file" { path = %q }
 listener "tcp" {
   address = %q
-  tls_disable = true
+  %s
 }
 disable_mlock = true
-api_addr = "http://%s"
-`, filepath.Join(dir, "data"), addr, addr)
+api_addr = "%s://%s"
+`, filepath.Join(dir, "data"), addr, listener, scheme, addr)
 	if err := os.WriteFile(filepath.Join(dir, "config.hcl"), []byte(cfg), 0o600); err != nil {
 		return nil, err
 	}
-	s := &Server{bin: bin, dir: dir, addr: addr}
+	s := &Server{bin: bin, dir: dir, addr: addr, TLS: tlsFiles, client: client}
 	if err := s.Restart(); err != nil {
 		return nil, err
 	}
@@ -100,7 +123,12 @@ api_addr = "http://%s"
 }
 
 // Addr is the server's URL.
-func (s *Server) Addr() string { return "http://" + s.addr }
+func (s *Server) Addr() string {
+	if s.TLS != nil {
+		return "https://" + s.addr
+	}
+	return "http://" + s.addr
+}
 
 // Restart starts the process again (after Stop) and waits until it
 // answers; the server is sealed until Unseal.
@@ -117,7 +145,7 @@ func (s *Server) Restart() error {
 	s.cmd = cmd
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		resp, err := http.Get(s.Addr() + "/v1/sys/seal-status")
+		resp, err := s.client.Get(s.Addr() + "/v1/sys/seal-status")
 		if err == nil {
 			resp.Body.Close()
 			return nil
@@ -136,7 +164,7 @@ func (s *Server) Unseal() error {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		resp, err := http.Get(s.Addr() + "/v1/sys/health")
+		resp, err := s.client.Get(s.Addr() + "/v1/sys/health")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -209,7 +237,7 @@ func (s *Server) call(method, path, token string, body, out any) error {
 	if token != "" {
 		req.Header.Set("X-Vault-Token", token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		return err
 	}
