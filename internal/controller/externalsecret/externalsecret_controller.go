@@ -51,6 +51,11 @@ type Reconciler struct {
 	// it ("ns/name" to *v1alpha1.ExternalSecretStatus), so that a reconcile
 	// that reads a stale ExternalSecret does not sync it again.
 	pending sync.Map
+
+	// sums remembers a digest of what this instance last wrote to each
+	// Owner target ("ns/name" to writtenSum), so that a refresh that
+	// brings nothing new neither reads nor writes the target.
+	sums sync.Map
 }
 
 // Observer receives sync outcomes for metrics.
@@ -172,6 +177,9 @@ func (r *Reconciler) sync(ctx context.Context, s *scope) (ctrl.Result, error) {
 	}
 	if written.resourceVersion != "" {
 		r.written.Store(es.Namespace+"/"+targetName(es), written.resourceVersion)
+		if es.Spec.Target.CreationPolicy != v1alpha1.CreationPolicyMerge && es.Spec.Target.CreationPolicy != v1alpha1.CreationPolicyNone {
+			r.sums.Store(es.Namespace+"/"+targetName(es), writtenSum{resourceVersion: written.resourceVersion, sum: resultSum(result)})
+		}
 	}
 	if written.action != "" {
 		r.Recorder.Eventf(es, corev1.EventTypeNormal, written.action, "Secret %q %s; keys changed: %s",

@@ -3,6 +3,7 @@ package externalsecret
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -51,6 +52,12 @@ func (r *Reconciler) writeOwner(ctx context.Context, es *v1alpha1.ExternalSecret
 		if !apierrors.IsAlreadyExists(err) {
 			return w, err
 		}
+	}
+	sum := resultSum(res)
+	if r.unchangedSinceWrite(ctx, es, name, sum) {
+		// Neither our data nor the Secret changed since we wrote it: no
+		// read, no write.
+		return &writeResult{resourceVersion: es.Status.TargetResourceVersion, keys: sortedKeys(res.Data)}, nil
 	}
 	var cur corev1.Secret
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: name}, &cur)
@@ -103,6 +110,56 @@ func (r *Reconciler) createOwned(ctx context.Context, es *v1alpha1.ExternalSecre
 	}
 	keys := sortedKeys(res.Data)
 	return &writeResult{action: "Created", changedKeys: keys, resourceVersion: s.ResourceVersion, keys: keys}, nil
+}
+
+// resultSum digests a target's content. It stays in memory only.
+func resultSum(res *engine.Result) [32]byte {
+	h := sha256.New()
+	write := func(parts ...string) {
+		for _, p := range parts {
+			h.Write([]byte(p))
+			h.Write([]byte{0})
+		}
+	}
+	write("type", res.Type)
+	for _, k := range sortedKeys(res.Data) {
+		write("data", k, string(res.Data[k]))
+	}
+	for _, k := range sortedKeys(res.Labels) {
+		write("label", k, res.Labels[k])
+	}
+	for _, k := range sortedKeys(res.Annotations) {
+		write("annotation", k, res.Annotations[k])
+	}
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+// writtenSum is what this instance last wrote to a target.
+type writtenSum struct {
+	resourceVersion string
+	sum             [32]byte
+}
+
+// unchangedSinceWrite tells, from memory and the metadata cache alone,
+// whether the target still holds exactly what this instance wrote and the
+// new content is the same.
+func (r *Reconciler) unchangedSinceWrite(ctx context.Context, es *v1alpha1.ExternalSecret, name string, sum [32]byte) bool {
+	v, ok := r.sums.Load(es.Namespace + "/" + name)
+	if !ok {
+		return false
+	}
+	w := v.(writtenSum)
+	if w.sum != sum || w.resourceVersion == "" || w.resourceVersion != es.Status.TargetResourceVersion {
+		return false
+	}
+	var m metav1.PartialObjectMetadata
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	if err := r.Meta.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: name}, &m); err != nil {
+		return false
+	}
+	return m.ResourceVersion == w.resourceVersion
 }
 
 // targetKnown tells from the metadata cache whether a Secret exists.
