@@ -143,16 +143,26 @@ func (c *Clients) credentialKey(ctx context.Context, store provider.Store, refs 
 	return b.String(), nil
 }
 
-func checkNamespace(store provider.Store, ns string) error {
-	if store.Cluster() && ns == "" {
-		return fmt.Errorf("%w: a ClusterSecretStore must give the namespace of every Secret it references", engine.ErrInvalidConfig)
-	}
-	return nil
-}
-
 func missingSecret(store provider.Store, ns, name string) error {
 	return fmt.Errorf("%w: %s references Secret %q, which does not exist", engine.ErrInvalidConfig,
 		Describe(store.Kind, store.Namespace, store.Name), ns+"/"+name)
+}
+
+// namespaceFor applies the namespace rules to an object a store names: a
+// SecretStore uses its own namespace and may name no other; a
+// ClusterSecretStore must name one. what names the object for messages.
+func (d *deps) namespaceFor(ns, what string) (string, error) {
+	if !d.store.Cluster() {
+		if ns != "" && ns != d.store.Namespace {
+			return "", fmt.Errorf("%w: a SecretStore may only reference %s in its own namespace %q, not %q; use a ClusterSecretStore",
+				engine.ErrInvalidConfig, what, d.store.Namespace, ns)
+		}
+		return d.store.Namespace, nil
+	}
+	if ns == "" {
+		return "", fmt.Errorf("%w: a ClusterSecretStore must give the namespace of every %s it references", engine.ErrInvalidConfig, what)
+	}
+	return ns, nil
 }
 
 // deps implements provider.Deps for one store.
@@ -165,15 +175,8 @@ type deps struct {
 }
 
 func (d *deps) SecretValue(ctx context.Context, sel v1alpha1.SecretKeySelector) ([]byte, error) {
-	ns := sel.Namespace
-	if !d.store.Cluster() {
-		if ns != "" && ns != d.store.Namespace {
-			return nil, fmt.Errorf("%w: a SecretStore may only reference Secrets in its own namespace %q, not %q; use a ClusterSecretStore",
-				engine.ErrInvalidConfig, d.store.Namespace, ns)
-		}
-		ns = d.store.Namespace
-	}
-	if err := checkNamespace(d.store, ns); err != nil {
+	ns, err := d.namespaceFor(sel.Namespace, "Secrets")
+	if err != nil {
 		return nil, err
 	}
 	var s corev1.Secret
@@ -191,15 +194,9 @@ func (d *deps) SecretValue(ctx context.Context, sel v1alpha1.SecretKeySelector) 
 }
 
 func (d *deps) ConfigMapValue(ctx context.Context, namespace, name, key string) ([]byte, error) {
-	ns := namespace
-	if !d.store.Cluster() {
-		if ns != "" && ns != d.store.Namespace {
-			return nil, fmt.Errorf("%w: a SecretStore may only reference ConfigMaps in its own namespace %q", engine.ErrInvalidConfig, d.store.Namespace)
-		}
-		ns = d.store.Namespace
-	}
-	if ns == "" {
-		return nil, fmt.Errorf("%w: a ClusterSecretStore must give the namespace of ConfigMap %q", engine.ErrInvalidConfig, name)
+	ns, err := d.namespaceFor(namespace, "ConfigMaps")
+	if err != nil {
+		return nil, err
 	}
 	var cm corev1.ConfigMap
 	if err := d.direct.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cm); err != nil {
@@ -218,15 +215,9 @@ func (d *deps) ConfigMapValue(ctx context.Context, namespace, name, key string) 
 }
 
 func (d *deps) ServiceAccountToken(ctx context.Context, sel v1alpha1.ServiceAccountSelector) (string, int64, error) {
-	ns := sel.Namespace
-	if !d.store.Cluster() {
-		if ns != "" && ns != d.store.Namespace {
-			return "", 0, fmt.Errorf("%w: a SecretStore may only use service accounts of its own namespace %q", engine.ErrInvalidConfig, d.store.Namespace)
-		}
-		ns = d.store.Namespace
-	}
-	if ns == "" {
-		return "", 0, fmt.Errorf("%w: a ClusterSecretStore must give the namespace of its service account", engine.ErrInvalidConfig)
+	ns, err := d.namespaceFor(sel.Namespace, "service accounts")
+	if err != nil {
+		return "", 0, err
 	}
 	expiry := int64(3600)
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: sel.Audiences, ExpirationSeconds: &expiry}}
