@@ -42,20 +42,16 @@ type Reconciler struct {
 	// Metrics, if set, is told about each sync.
 	Metrics Observer
 
-	// written remembers the resourceVersion of each target this instance
-	// wrote last ("ns/name" to resourceVersion), so that the watch event of
-	// its own write does not queue the ExternalSecret again.
+	// written remembers what this instance last wrote to each target
+	// ("ns/name" to written): the watch event of its own write does not
+	// queue the ExternalSecret again, and a refresh that brings nothing new
+	// neither reads nor writes the target.
 	written sync.Map
 
 	// pending holds the status of a successful sync until the cache shows
 	// it ("ns/name" to *v1alpha1.ExternalSecretStatus), so that a reconcile
 	// that reads a stale ExternalSecret does not sync it again.
 	pending sync.Map
-
-	// sums remembers a digest of what this instance last wrote to each
-	// Owner target ("ns/name" to writtenSum), so that a refresh that
-	// brings nothing new neither reads nor writes the target.
-	sums sync.Map
 }
 
 // Observer receives sync outcomes for metrics.
@@ -171,21 +167,22 @@ func (r *Reconciler) sync(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if err != nil {
 		return r.fail(s, fmt.Errorf("%s: %w", s.store.Describe(), err))
 	}
-	written, err := r.write(ctx, es, result)
+	out, err := r.write(ctx, es, result)
 	if err != nil {
 		return r.fail(s, err)
 	}
-	if written.resourceVersion != "" {
-		r.written.Store(es.Namespace+"/"+targetName(es), written.resourceVersion)
-		if es.Spec.Target.CreationPolicy != v1alpha1.CreationPolicyMerge && es.Spec.Target.CreationPolicy != v1alpha1.CreationPolicyNone {
-			r.sums.Store(es.Namespace+"/"+targetName(es), writtenSum{resourceVersion: written.resourceVersion, sum: resultSum(result)})
+	if out.resourceVersion != "" {
+		rec := written{resourceVersion: out.resourceVersion}
+		if es.Spec.Target.CreationPolicy != v1alpha1.CreationPolicyMerge {
+			rec.sum, rec.hasSum = resultSum(result), true
 		}
+		r.written.Store(es.Namespace+"/"+targetName(es), rec)
 	}
-	if written.action != "" {
-		r.Recorder.Eventf(es, corev1.EventTypeNormal, written.action, "Secret %q %s; keys changed: %s",
-			targetName(es), strings.ToLower(written.action), keyList(written.changedKeys))
+	if out.action != "" {
+		r.Recorder.Eventf(es, corev1.EventTypeNormal, out.action, "Secret %q %s; keys changed: %s",
+			targetName(es), strings.ToLower(out.action), keyList(out.changedKeys))
 	}
-	r.succeed(s, result, written, inputs, force, due)
+	r.succeed(s, result, out, inputs, force, due)
 	return r.requeue(s, offset), nil
 }
 
@@ -223,12 +220,8 @@ func (r *Reconciler) targetDrifted(ctx context.Context, es *v1alpha1.ExternalSec
 	if es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyNone {
 		return false
 	}
-	var m metav1.PartialObjectMetadata
-	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	if err := r.Meta.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: targetName(es)}, &m); err != nil {
-		return true
-	}
-	return m.ResourceVersion != es.Status.TargetResourceVersion
+	rv, ok := r.targetVersion(ctx, es.Namespace, targetName(es))
+	return !ok || rv != es.Status.TargetResourceVersion
 }
 
 func failing(es *v1alpha1.ExternalSecret) bool {

@@ -139,7 +139,7 @@ func indexStoreSecrets(ctx context.Context, mgr ctrl.Manager) error {
 // secretChanged queues the ExternalSecrets whose target is the Secret, and
 // at low priority those whose store uses it as a credential.
 func (r *Reconciler) secretChanged(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], deleted bool) {
-	if rv, ok := r.written.Load(o.GetNamespace() + "/" + o.GetName()); deleted || !ok || rv != o.GetResourceVersion() {
+	if w, ok := r.written.Load(o.GetNamespace() + "/" + o.GetName()); deleted || !ok || w.(written).resourceVersion != o.GetResourceVersion() {
 		// Not the echo of our own last write: someone else changed it.
 		for _, req := range byIndex(ctx, r.Client, IndexTarget, o.GetName(), o.GetNamespace()) {
 			q.Add(req)

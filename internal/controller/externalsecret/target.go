@@ -45,7 +45,7 @@ func conflict(format string, args ...any) error {
 // writeOwner creates or updates a target that this ExternalSecret owns.
 func (r *Reconciler) writeOwner(ctx context.Context, es *v1alpha1.ExternalSecret, res *engine.Result) (*writeResult, error) {
 	name := targetName(es)
-	if !r.targetKnown(ctx, es.Namespace, name) {
+	if _, known := r.targetVersion(ctx, es.Namespace, name); !known {
 		// The metadata cache has no such Secret: create it without a read
 		// first. Should it exist after all, the read below handles it.
 		w, err := r.createOwned(ctx, es, name, res)
@@ -136,37 +136,39 @@ func resultSum(res *engine.Result) [32]byte {
 	return out
 }
 
-// writtenSum is what this instance last wrote to a target.
-type writtenSum struct {
+// written is what this instance last wrote to a target: its
+// resourceVersion, and for an Owner target a digest of its content.
+type written struct {
 	resourceVersion string
 	sum             [32]byte
+	hasSum          bool
 }
 
 // unchangedSinceWrite tells, from memory and the metadata cache alone,
 // whether the target still holds exactly what this instance wrote and the
 // new content is the same.
 func (r *Reconciler) unchangedSinceWrite(ctx context.Context, es *v1alpha1.ExternalSecret, name string, sum [32]byte) bool {
-	v, ok := r.sums.Load(es.Namespace + "/" + name)
+	v, ok := r.written.Load(es.Namespace + "/" + name)
 	if !ok {
 		return false
 	}
-	w := v.(writtenSum)
-	if w.sum != sum || w.resourceVersion == "" || w.resourceVersion != es.Status.TargetResourceVersion {
+	w := v.(written)
+	if !w.hasSum || w.sum != sum || w.resourceVersion == "" || w.resourceVersion != es.Status.TargetResourceVersion {
 		return false
 	}
-	var m metav1.PartialObjectMetadata
-	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	if err := r.Meta.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: name}, &m); err != nil {
-		return false
-	}
-	return m.ResourceVersion == w.resourceVersion
+	rv, ok := r.targetVersion(ctx, es.Namespace, name)
+	return ok && rv == w.resourceVersion
 }
 
-// targetKnown tells from the metadata cache whether a Secret exists.
-func (r *Reconciler) targetKnown(ctx context.Context, ns, name string) bool {
+// targetVersion reads a Secret's resourceVersion from the metadata cache;
+// ok is false when the cache has no such Secret.
+func (r *Reconciler) targetVersion(ctx context.Context, ns, name string) (string, bool) {
 	var m metav1.PartialObjectMetadata
 	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	return r.Meta.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &m) == nil
+	if err := r.Meta.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &m); err != nil {
+		return "", false
+	}
+	return m.ResourceVersion, true
 }
 
 // checkOwnable refuses a Secret that someone else owns.
