@@ -31,17 +31,26 @@ func tokenAuth(secret string) v1alpha1.VaultAuth {
 	return v1alpha1.VaultAuth{TokenSecretRef: &v1alpha1.SecretKeySelector{Name: secret, Key: "token"}}
 }
 
+// tokenVaultStore makes a namespace with a SecretStore "vault" that logs
+// in with the root token, and writes data at NS/name; it returns the
+// namespace and the path.
+func tokenVaultStore(t *testing.T, name string, data map[string]any, version v1alpha1.VaultKVVersion) (string, string) {
+	t.Helper()
+	ns := newNamespace(t, nil)
+	path := ns + "/" + name
+	vaultPut(t, path, data)
+	createSecret(t, ns, "vault-token", map[string]string{"token": vaultSrv.RootToken})
+	vaultStore(t, ns, "vault", tokenAuth("vault-token"), version)
+	return ns, path
+}
+
 func vaultPut(t *testing.T, path string, data map[string]any) {
 	t.Helper()
 	must(t, vaultSrv.PutKV2("secret", path, data))
 }
 
 func TestVaultTokenAuthReadsAndFollowsRotation(t *testing.T) {
-	ns := newNamespace(t, nil)
-	path := ns + "/db"
-	vaultPut(t, path, map[string]any{"user": "app", "password": "first", "conn": map[string]any{"host": "db.internal", "port": 5432}})
-	createSecret(t, ns, "vault-token", map[string]string{"token": vaultSrv.RootToken})
-	vaultStore(t, ns, "vault", tokenAuth("vault-token"), "")
+	ns, path := tokenVaultStore(t, "db", map[string]any{"user": "app", "password": "first", "conn": map[string]any{"host": "db.internal", "port": 5432}}, "")
 	newES(t, ns, "db", "vault", withRefresh(2*time.Second),
 		withData("password", path, "password"),
 		withData("host", path, "conn.host"),
@@ -67,11 +76,7 @@ func TestVaultTokenAuthReadsAndFollowsRotation(t *testing.T) {
 }
 
 func TestVaultSharedReadsAndMetadataChecks(t *testing.T) {
-	ns := newNamespace(t, nil)
-	path := ns + "/shared"
-	vaultPut(t, path, map[string]any{"v": "same"})
-	createSecret(t, ns, "vault-token", map[string]string{"token": vaultSrv.RootToken})
-	vaultStore(t, ns, "vault", tokenAuth("vault-token"), "v2")
+	ns, path := tokenVaultStore(t, "shared", map[string]any{"v": "same"}, "v2")
 	for i := 0; i < 5; i++ {
 		newES(t, ns, fmt.Sprintf("es-%d", i), "vault", withData("v", path, "v"))
 	}
@@ -84,11 +89,7 @@ func TestVaultSharedReadsAndMetadataChecks(t *testing.T) {
 }
 
 func TestVaultDeletedVersionIsReported(t *testing.T) {
-	ns := newNamespace(t, nil)
-	path := ns + "/gone"
-	vaultPut(t, path, map[string]any{"v": "1"})
-	createSecret(t, ns, "vault-token", map[string]string{"token": vaultSrv.RootToken})
-	vaultStore(t, ns, "vault", tokenAuth("vault-token"), "v2")
+	ns, path := tokenVaultStore(t, "gone", map[string]any{"v": "1"}, "v2")
 	newES(t, ns, "es", "vault", withData("v", path, "v"))
 	waitSecretData(t, ns, "es", map[string]string{"v": "1"})
 	must(t, vaultSrv.Do(http.MethodPost, "secret/delete/"+path, map[string]any{"versions": []int{1}}, nil))
@@ -98,11 +99,7 @@ func TestVaultDeletedVersionIsReported(t *testing.T) {
 }
 
 func TestVaultOutageKeepsTargetsAndRecovers(t *testing.T) {
-	ns := newNamespace(t, nil)
-	path := ns + "/outage"
-	vaultPut(t, path, map[string]any{"v": "kept"})
-	createSecret(t, ns, "vault-token", map[string]string{"token": vaultSrv.RootToken})
-	vaultStore(t, ns, "vault", tokenAuth("vault-token"), "v2")
+	ns, path := tokenVaultStore(t, "outage", map[string]any{"v": "kept"}, "v2")
 	newES(t, ns, "es", "vault", withData("v", path, "v"))
 	waitSecretData(t, ns, "es", map[string]string{"v": "kept"})
 
