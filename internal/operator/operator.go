@@ -11,9 +11,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,8 +26,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/controller/conditions"
 	"github.com/watchword-dev/watchword/internal/controller/externalsecret"
 	"github.com/watchword-dev/watchword/internal/controller/secretstore"
+	"github.com/watchword-dev/watchword/internal/controller/secretwatch"
 	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/metrics"
@@ -98,7 +102,12 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        opts.LeaderElectionID,
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
-		Cache:                   cache.Options{DefaultTransform: slimTransform},
+		Cache: cache.Options{DefaultTransform: slimTransform, ByObject: map[client.Object]cache.ByObject{
+			// Of Secrets, only the targets Watchword owns are watched (their
+			// metadata, by label); credentials and Merge targets are watched
+			// by name (secretwatch). Nothing else is listed or held.
+			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{conditions.ManagedByLabel: conditions.ManagedByValue})},
+		}},
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secret and ConfigMap contents are read from the API server
 			// when needed and never cached: Watchword caches only their
@@ -113,18 +122,31 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if err != nil {
 		return nil, err
 	}
-	clients := storeaccess.NewClients(opts.Registry, mgr.GetCache(), mgr.GetAPIReader(), kube, cfg)
+	metaClient, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	named := secretwatch.New(metaClient, externalsecret.NamedSecrets(mgr.GetCache()), time.Minute)
+	esChanges, storeChanges, clusterStoreChanges := named.Subscribe(), named.Subscribe(), named.Subscribe()
+	if err := mgr.Add(named); err != nil {
+		return nil, err
+	}
+	clients := storeaccess.NewClients(opts.Registry, named, mgr.GetAPIReader(), kube, cfg)
 	fetcher := engine.NewFetcher(clock, nil)
 	es := &externalsecret.Reconciler{
-		Client: mgr.GetClient(), Meta: mgr.GetCache(), Clients: clients, Fetcher: fetcher,
+		Client: mgr.GetClient(), Meta: mgr.GetCache(), Named: named, Clients: clients, Fetcher: fetcher,
 		Recorder: mgr.GetEventRecorderFor("watchword"), Class: opts.ControllerClass, Clock: clock, Metrics: metrics.SyncObserver{},
 	}
-	if err := es.SetupWithManager(ctx, mgr, externalsecret.Options{Workers: opts.Workers, RateLimiter: rateLimiter()}); err != nil {
+	if err := es.SetupWithManager(ctx, mgr, externalsecret.Options{Workers: opts.Workers, RateLimiter: rateLimiter(), SecretChanges: esChanges}); err != nil {
 		return nil, fmt.Errorf("setting up the ExternalSecret controller: %w", err)
 	}
 	for _, cluster := range []bool{false, true} {
+		changes := storeChanges
+		if cluster {
+			changes = clusterStoreChanges
+		}
 		ss := &secretstore.Reconciler{Client: mgr.GetClient(), Clients: clients, Recorder: mgr.GetEventRecorderFor("watchword"),
-			Class: opts.ControllerClass, Cluster: cluster, CredentialIndex: externalsecret.IndexStoreSecret}
+			Class: opts.ControllerClass, Cluster: cluster, CredentialIndex: externalsecret.IndexStoreSecret, CredentialChanges: changes}
 		if err := ss.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the store controller: %w", err)
 		}

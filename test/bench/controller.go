@@ -82,7 +82,13 @@ func (c *controller) stop() {
 }
 
 // peakRSS is the process's high-water resident set size, in MiB.
-func (c *controller) peakRSS() float64 {
+func (c *controller) peakRSS() float64 { return c.status("VmHWM:") }
+
+// rss is the process's resident set size now, in MiB.
+func (c *controller) rss() float64 { return c.status("VmRSS:") }
+
+// status reads a size in kB from /proc/PID/status, in MiB.
+func (c *controller) status(field string) float64 {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
 	if err != nil {
 		return 0
@@ -90,7 +96,7 @@ func (c *controller) peakRSS() float64 {
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if strings.HasPrefix(s.Text(), "VmHWM:") {
+		if strings.HasPrefix(s.Text(), field) {
 			kb, _ := strconv.ParseFloat(strings.Fields(s.Text())[1], 64)
 			return kb / 1024
 		}

@@ -19,6 +19,8 @@ type result struct {
 	WrongData          int                `json:"wrong_data"`
 	ProviderCallsSync  float64            `json:"provider_calls_during_sync"`
 	PeakRSSMiB         float64            `json:"controller_peak_rss_mib"`
+	IdleRSSMiB         float64            `json:"controller_rss_mib_before_sync"`
+	CPUSecondsSync     map[string]float64 `json:"cpu_seconds_during_sync"`
 	APIRequestsByVerb  map[string]float64 `json:"apiserver_requests_by_verb_during_sync"`
 	CallsPerCycle      float64            `json:"provider_calls_per_refresh_cycle"`
 	RefreshMeanPerSec  float64            `json:"refresh_syncs_mean_per_sec"`
@@ -41,17 +43,9 @@ func (r *result) print(w io.Writer) {
 	fmt.Fprintf(t, "ExternalSecrets synced per second\t%.0f (%.2f of R/3; target >= 0.67)\n", r.SyncedPerSec, r.FractionOfLimit)
 	fmt.Fprintf(t, "targets with wrong data\t%d\n", r.WrongData)
 	fmt.Fprintf(t, "provider calls during the sync\t%.0f\n", r.ProviderCallsSync)
-	fmt.Fprintf(t, "controller peak RSS\t%.0f MiB (target <= 150)\n", r.PeakRSSMiB)
-	verbs := make([]string, 0, len(r.APIRequestsByVerb))
-	for v := range r.APIRequestsByVerb {
-		verbs = append(verbs, v)
-	}
-	sort.Strings(verbs)
-	var parts []string
-	for _, v := range verbs {
-		parts = append(parts, fmt.Sprintf("%s %.0f", v, r.APIRequestsByVerb[v]))
-	}
-	fmt.Fprintf(t, "apiserver requests during the sync\t%s\n", strings.Join(parts, ", "))
+	fmt.Fprintf(t, "controller peak RSS\t%.0f MiB (target <= 150); %.0f MiB before the sync\n", r.PeakRSSMiB, r.IdleRSSMiB)
+	fmt.Fprintf(t, "CPU seconds during the sync\t%s\n", joinSorted(r.CPUSecondsSync, "%s %.1f"))
+	fmt.Fprintf(t, "apiserver requests during the sync\t%s\n", joinSorted(r.APIRequestsByVerb, "%s %.0f"))
 	fmt.Fprintf(t, "provider calls per refresh cycle\t%.0f (unique keys: %d)\n", r.CallsPerCycle, c.Keys)
 	fmt.Fprintf(t, "refresh syncs per second: mean, busiest\t%.1f, %.0f (busiest/mean %.2f; target <= 2)\n", r.RefreshMeanPerSec, r.RefreshBusiestSec, r.BusiestOverMean)
 	fmt.Fprintf(t, "new ExternalSecret synced while all %d are due\t%.2f s (target <= 2)\n", c.N, r.NewESSecondsFanOut)
@@ -59,4 +53,18 @@ func (r *result) print(w io.Writer) {
 	fmt.Fprintf(t, "after restart, in %s: provider calls, target writes\t%.0f, %.0f\n", c.RestartWindow, r.RestartCalls, r.RestartWrites)
 	fmt.Fprintf(t, "restarted controller peak RSS\t%.0f MiB\n", r.RestartPeakRSSMiB)
 	t.Flush()
+}
+
+// joinSorted prints a map's entries in key order.
+func joinSorted(m map[string]float64, format string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf(format, k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }

@@ -88,11 +88,14 @@ func run(ctx context.Context, c config) (*result, error) {
 		return nil, err
 	}
 	mBefore, _ := ctrl.scrape()
+	res.IdleRSSMiB = ctrl.rss()
+	cpuBefore := b.cpu(ctrl)
 	fmt.Fprintf(os.Stderr, "creating %d ExternalSecrets…\n", c.N)
 	synced, err := b.createAndWait(ctx)
 	if err != nil {
 		return nil, err
 	}
+	res.CPUSecondsSync = b.cpu(ctrl).since(cpuBefore)
 	res.SyncSeconds = synced.Seconds()
 	res.SyncedPerSec = float64(c.N) / res.SyncSeconds
 	res.FractionOfLimit = res.SyncedPerSec / (res.RawCreatesPerSec / 3)
@@ -263,12 +266,18 @@ func (b *bench) createAndWait(ctx context.Context) (time.Duration, error) {
 	}
 	start := time.Now()
 	errc := make(chan error, 1)
+	var created atomic.Int64
 	go func() {
 		errc <- b.parallel(ctx, b.c.N, func(i int) error {
-			return b.k8s.Create(ctx, b.newES(b.esNS[i%len(b.esNS)], fmt.Sprintf("es-%d", i), i%b.c.Keys))
+			err := b.k8s.Create(ctx, b.newES(b.esNS[i%len(b.esNS)], fmt.Sprintf("es-%d", i), i%b.c.Keys))
+			if err == nil && created.Add(1) == int64(b.c.N) {
+				fmt.Fprintf(os.Stderr, "  all %d ExternalSecrets created after %.1f s\n", b.c.N, time.Since(start).Seconds())
+			}
+			return err
 		})
 	}()
 	deadline := start.Add(30 * time.Minute)
+	lastReport := start
 	for time.Now().Before(deadline) {
 		time.Sleep(250 * time.Millisecond)
 		select {
@@ -284,6 +293,10 @@ func (b *bench) createAndWait(ctx context.Context) (time.Duration, error) {
 		}
 		if n >= b.c.N {
 			return time.Since(start), nil
+		}
+		if time.Since(lastReport) >= 5*time.Second {
+			lastReport = time.Now()
+			fmt.Fprintf(os.Stderr, "  %4.0f s: %d ExternalSecrets created, %d targets\n", time.Since(start).Seconds(), created.Load(), n)
 		}
 	}
 	return 0, fmt.Errorf("not every target was created within 30 minutes")

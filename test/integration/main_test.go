@@ -38,6 +38,8 @@ var (
 	cluster  *localcluster.Cluster
 	vaultSrv *vaultserver.Server
 	nsSeq    atomic.Int64
+	// opCache is the operator's informer cache, for tests of what it holds.
+	opCache client.Reader
 )
 
 // registry is the set of providers main builds; the fake one counts the
@@ -77,6 +79,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building the operator:", err)
 		os.Exit(1)
 	}
+	opCache = op.Manager.GetCache()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -31,8 +31,12 @@ type Reconciler struct {
 	// Client reads ExternalSecrets and stores from the cache, and Secrets
 	// and ConfigMaps from the API server.
 	Client client.Client
-	// Meta reads object metadata from the cache.
-	Meta     client.Reader
+	// Meta reads object metadata from the cache; of Secrets it holds only
+	// those that carry Watchword's label (the targets it owns).
+	Meta client.Reader
+	// Named tells the resourceVersion of a Secret watched by name: the
+	// targets of creationPolicy Merge.
+	Named    storeaccess.CredentialVersions
 	Clients  *storeaccess.Clients
 	Fetcher  *engine.Fetcher
 	Recorder record.EventRecorder
@@ -220,7 +224,7 @@ func (r *Reconciler) targetDrifted(ctx context.Context, es *v1alpha1.ExternalSec
 	if es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyNone {
 		return false
 	}
-	rv, ok := r.targetVersion(ctx, es.Namespace, targetName(es))
+	rv, ok := r.targetVersion(ctx, es)
 	return !ok || rv != es.Status.TargetResourceVersion
 }
 

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
@@ -30,6 +31,8 @@ const (
 	// IndexStoreSecret, on stores, holds "NS/NAME" of every credential
 	// Secret.
 	IndexStoreSecret = "watchword.credentialSecret"
+	// IndexPolicy holds the target's creationPolicy.
+	IndexPolicy = "watchword.creationPolicy"
 )
 
 // StoreKey is the IndexStore value of a store.
@@ -44,6 +47,9 @@ func StoreKey(kind, ns, name string) string {
 type Options struct {
 	Workers     int
 	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
+	// SecretChanges receives the changes of Secrets watched by name
+	// (credentials and Merge targets).
+	SecretChanges <-chan event.GenericEvent
 }
 
 // SetupWithManager registers indexes, watches and the controller.
@@ -73,6 +79,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}); err != nil {
 		return err
 	}
+	if err := idx.IndexField(ctx, &v1alpha1.ExternalSecret{}, IndexPolicy, func(o client.Object) []string {
+		return []string{string(o.(*v1alpha1.ExternalSecret).Spec.Target.CreationPolicy)}
+	}); err != nil {
+		return err
+	}
 	if err := indexStoreSecrets(ctx, mgr); err != nil {
 		return err
 	}
@@ -87,21 +98,30 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Watches(&v1alpha1.ClusterSecretStore{}, fanOut(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return byIndex(ctx, c, IndexStore, StoreKey(v1alpha1.ClusterSecretStoreKind, "", o.GetName()), "")
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// The metadata cache holds only Secrets with Watchword's label: a
+		// changed owned target is repaired at once.
 		WatchesMetadata(&corev1.Secret{}, handler.Funcs{
-			// A changed target is repaired at once; a changed credential
-			// fans out to every user of its stores at low priority.
 			CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				r.secretChanged(ctx, e.Object, q, false)
+				r.targetChanged(ctx, e.Object, q, false)
 			},
 			UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				if e.ObjectOld.GetResourceVersion() != e.ObjectNew.GetResourceVersion() {
-					r.secretChanged(ctx, e.ObjectNew, q, false)
+					r.targetChanged(ctx, e.ObjectNew, q, false)
 				}
 			},
 			DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				r.secretChanged(ctx, e.Object, q, true)
+				r.targetChanged(ctx, e.Object, q, true)
 			},
 		}).
+		// Secrets watched by name: a changed Merge target is repaired at
+		// once; a changed credential fans out to every user of its stores
+		// at low priority.
+		WatchesRawSource(source.Channel(opts.SecretChanges, handler.Funcs{
+			GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				r.targetChanged(ctx, e.Object, q, e.Object.GetResourceVersion() == "")
+				fanOut(r.usersOfCredential).Generic(ctx, e, q)
+			},
+		})).
 		WatchesMetadata(&corev1.ConfigMap{}, fanOut(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return byIndex(ctx, c, IndexTemplate, o.GetName(), o.GetNamespace())
 		}), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
@@ -136,16 +156,33 @@ func indexStoreSecrets(ctx context.Context, mgr ctrl.Manager) error {
 	})
 }
 
-// secretChanged queues the ExternalSecrets whose target is the Secret, and
-// at low priority those whose store uses it as a credential.
-func (r *Reconciler) secretChanged(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], deleted bool) {
+// targetChanged queues the ExternalSecrets whose target is the Secret,
+// unless the change is the echo of this instance's own last write.
+func (r *Reconciler) targetChanged(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], deleted bool) {
 	if w, ok := r.written.Load(o.GetNamespace() + "/" + o.GetName()); deleted || !ok || w.(written).resourceVersion != o.GetResourceVersion() {
-		// Not the echo of our own last write: someone else changed it.
 		for _, req := range byIndex(ctx, r.Client, IndexTarget, o.GetName(), o.GetNamespace()) {
 			q.Add(req)
 		}
 	}
-	fanOut(r.usersOfCredential).Create(ctx, event.CreateEvent{Object: o}, q)
+}
+
+// NamedSecrets lists the Secrets to watch by name: every credential of a
+// store in the cache, and every target of creationPolicy Merge.
+func NamedSecrets(c client.Reader) func(ctx context.Context) (map[provider.NamespacedName]bool, error) {
+	return func(ctx context.Context) (map[provider.NamespacedName]bool, error) {
+		out, err := storeaccess.CredentialSecrets(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		var list v1alpha1.ExternalSecretList
+		if err := c.List(ctx, &list, client.MatchingFields{IndexPolicy: string(v1alpha1.CreationPolicyMerge)}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			out[provider.NamespacedName{Namespace: list.Items[i].Namespace, Name: targetName(&list.Items[i])}] = true
+		}
+		return out, nil
+	}
 }
 
 // usersOfCredential finds the ExternalSecrets of every store that uses the

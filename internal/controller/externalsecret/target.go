@@ -21,6 +21,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/controller/conditions"
 	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/provider"
 )
 
 // writeResult says what a write did.
@@ -45,7 +46,7 @@ func conflict(format string, args ...any) error {
 // writeOwner creates or updates a target that this ExternalSecret owns.
 func (r *Reconciler) writeOwner(ctx context.Context, es *v1alpha1.ExternalSecret, res *engine.Result) (*writeResult, error) {
 	name := targetName(es)
-	if _, known := r.targetVersion(ctx, es.Namespace, name); !known {
+	if _, known := r.targetVersion(ctx, es); !known {
 		// The metadata cache has no such Secret: create it without a read
 		// first. Should it exist after all, the read below handles it.
 		w, err := r.createOwned(ctx, es, name, res)
@@ -156,16 +157,23 @@ func (r *Reconciler) unchangedSinceWrite(ctx context.Context, es *v1alpha1.Exter
 	if !w.hasSum || w.sum != sum || w.resourceVersion == "" || w.resourceVersion != es.Status.TargetResourceVersion {
 		return false
 	}
-	rv, ok := r.targetVersion(ctx, es.Namespace, name)
+	rv, ok := r.targetVersion(ctx, es)
 	return ok && rv == w.resourceVersion
 }
 
-// targetVersion reads a Secret's resourceVersion from the metadata cache;
-// ok is false when the cache has no such Secret.
-func (r *Reconciler) targetVersion(ctx context.Context, ns, name string) (string, bool) {
+// targetVersion reads the target's resourceVersion without reading the
+// Secret: an owned target from the metadata cache of labelled Secrets, a
+// Merge target from its watch by name. ok is false when the Secret is not
+// known there.
+func (r *Reconciler) targetVersion(ctx context.Context, es *v1alpha1.ExternalSecret) (string, bool) {
+	name := targetName(es)
+	if es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyMerge {
+		rv, found, err := r.Named.ResourceVersion(ctx, provider.NamespacedName{Namespace: es.Namespace, Name: name})
+		return rv, err == nil && found
+	}
 	var m metav1.PartialObjectMetadata
 	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	if err := r.Meta.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &m); err != nil {
+	if err := r.Meta.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: name}, &m); err != nil {
 		return "", false
 	}
 	return m.ResourceVersion, true
@@ -223,6 +231,11 @@ func applyOwned(s *corev1.Secret, es *v1alpha1.ExternalSecret, res *engine.Resul
 // writeMerge merges this ExternalSecret's keys into an existing Secret.
 func (r *Reconciler) writeMerge(ctx context.Context, es *v1alpha1.ExternalSecret, res *engine.Result) (*writeResult, error) {
 	name := targetName(es)
+	// Watch the target by name before reading it, so that a change (or
+	// its creation, when it does not exist yet) queues this ExternalSecret.
+	if _, _, err := r.Named.ResourceVersion(ctx, provider.NamespacedName{Namespace: es.Namespace, Name: name}); err != nil {
+		return nil, err
+	}
 	var cur corev1.Secret
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: name}, &cur); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -15,9 +15,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
@@ -44,6 +46,8 @@ type Reconciler struct {
 	Cluster bool
 	// CredentialIndex is the field index of stores by credential Secret.
 	CredentialIndex string
+	// CredentialChanges receives the changes of credential Secrets.
+	CredentialChanges <-chan event.GenericEvent
 }
 
 func (r *Reconciler) newObject() client.Object {
@@ -122,8 +126,8 @@ func (r *Reconciler) validate(ctx context.Context, s *storeaccess.Resolved) erro
 	return nil
 }
 
-// SetupWithManager registers the controller; it also watches the metadata
-// of Secrets so that a changed credential is validated again at once.
+// SetupWithManager registers the controller; changes of credential Secrets
+// (watched by name) validate their stores again at once.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	name := "secretstore"
 	if r.Cluster {
@@ -133,7 +137,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		For(r.newObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		WatchesRawSource(source.Channel(r.CredentialChanges, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			key := o.GetNamespace() + "/" + o.GetName()
 			var out []reconcile.Request
 			if r.Cluster {
@@ -152,6 +156,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				}
 			}
 			return out
-		}), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+		}))).
 		Complete(r)
 }

@@ -26,8 +26,8 @@ import (
 // its credential Secrets.
 type Clients struct {
 	registry provider.Registry
-	// meta reads Secret metadata from the informer cache.
-	meta client.Reader
+	// creds tells the resourceVersion of a credential Secret.
+	creds CredentialVersions
 	// direct reads Secret contents from the API server (never cached).
 	direct client.Reader
 	kube   kubernetes.Interface
@@ -46,9 +46,15 @@ type cached struct {
 	expires time.Time
 }
 
+// CredentialVersions tells the resourceVersion of a credential Secret,
+// reading only its metadata; found is false when it does not exist.
+type CredentialVersions interface {
+	ResourceVersion(ctx context.Context, ref provider.NamespacedName) (rv string, found bool, err error)
+}
+
 // NewClients returns a client cache.
-func NewClients(reg provider.Registry, meta, direct client.Reader, kube kubernetes.Interface, local *rest.Config) *Clients {
-	return &Clients{registry: reg, meta: meta, direct: direct, kube: kube, local: local, clients: map[types.UID]*cached{}}
+func NewClients(reg provider.Registry, creds CredentialVersions, direct client.Reader, kube kubernetes.Interface, local *rest.Config) *Clients {
+	return &Clients{registry: reg, creds: creds, direct: direct, kube: kube, local: local, clients: map[types.UID]*cached{}}
 }
 
 // Registry returns the provider registry.
@@ -125,22 +131,46 @@ func (c *Clients) Drop(uid types.UID) {
 	}
 }
 
-// credentialKey is the resourceVersion of every credential Secret, read
-// from the metadata cache.
+// credentialKey is the resourceVersion of every credential Secret, as
+// their watches see it.
 func (c *Clients) credentialKey(ctx context.Context, store provider.Store, refs []provider.NamespacedName) (string, error) {
 	var b strings.Builder
 	for _, ref := range refs {
-		var m metav1.PartialObjectMetadata
-		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-		if err := c.meta.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &m); err != nil {
-			if apierrors.IsNotFound(err) {
-				return "", missingSecret(store, ref.Namespace, ref.Name)
-			}
+		rv, found, err := c.creds.ResourceVersion(ctx, ref)
+		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "|%s=%s", ref, m.ResourceVersion)
+		if !found {
+			return "", missingSecret(store, ref.Namespace, ref.Name)
+		}
+		fmt.Fprintf(&b, "|%s=%s", ref, rv)
 	}
 	return b.String(), nil
+}
+
+// CredentialSecrets lists every Secret that a SecretStore or
+// ClusterSecretStore in the cache uses as a credential.
+func CredentialSecrets(ctx context.Context, c client.Reader) (map[provider.NamespacedName]bool, error) {
+	out := map[provider.NamespacedName]bool{}
+	var ss v1alpha1.SecretStoreList
+	if err := c.List(ctx, &ss, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	for i := range ss.Items {
+		for _, ref := range provider.SecretRefs(FromSecretStore(&ss.Items[i]).Store) {
+			out[ref] = true
+		}
+	}
+	var css v1alpha1.ClusterSecretStoreList
+	if err := c.List(ctx, &css, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	for i := range css.Items {
+		for _, ref := range provider.SecretRefs(FromClusterSecretStore(&css.Items[i]).Store) {
+			out[ref] = true
+		}
+	}
+	return out, nil
 }
 
 func missingSecret(store provider.Store, ns, name string) error {

@@ -1,0 +1,211 @@
+// Package secretwatch watches, by name, the Secrets that Watchword depends
+// on but does not label: the credentials of stores (tokens, AppRole secret
+// IDs, CA bundles, client certificates) and the targets of creationPolicy
+// Merge. Each gets one metadata-only watch selected by its name, so
+// Watchword holds neither the contents nor the metadata of any other
+// Secret in the cluster, however many there are, and still notices a
+// rotated credential or a changed target at once. (Targets that Watchword
+// owns carry its label and are watched by that label instead.)
+package secretwatch
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/provider"
+)
+
+var secrets = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+
+// syncTimeout bounds the wait for a new watch's first list.
+const syncTimeout = 30 * time.Second
+
+// Referenced lists every Secret that still needs watching.
+type Referenced func(ctx context.Context) (map[provider.NamespacedName]bool, error)
+
+// Watch keeps the watches. Its zero value is not usable; call New.
+type Watch struct {
+	client     metadata.Interface
+	referenced Referenced
+	sweep      time.Duration
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	watches map[provider.NamespacedName]*watched
+	subs    []chan event.GenericEvent
+}
+
+type watched struct {
+	informer cache.SharedIndexInformer
+	stop     context.CancelFunc
+}
+
+// New returns a Watch. referenced is consulted every sweep interval to stop
+// the watches of Secrets that nothing uses any more.
+func New(c metadata.Interface, referenced Referenced, sweep time.Duration) *Watch {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Watch{client: c, referenced: referenced, sweep: sweep, ctx: ctx, cancel: cancel,
+		watches: map[provider.NamespacedName]*watched{}}
+}
+
+// Subscribe returns a channel that receives an event whenever a watched
+// Secret is created, changed or deleted; the event's object carries the
+// Secret's name, namespace and new resourceVersion (empty once deleted).
+// Subscribe before Start.
+func (w *Watch) Subscribe() <-chan event.GenericEvent {
+	ch := make(chan event.GenericEvent, 256)
+	w.mu.Lock()
+	w.subs = append(w.subs, ch)
+	w.mu.Unlock()
+	return ch
+}
+
+// Start sweeps unused watches until ctx ends, then stops every watch. It
+// implements the manager's Runnable.
+func (w *Watch) Start(ctx context.Context) error {
+	defer w.cancel()
+	t := time.NewTicker(w.sweep)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if refs, err := w.referenced(ctx); err == nil {
+				w.retain(refs)
+			}
+		}
+	}
+}
+
+// retain stops the watches of Secrets not in keep.
+func (w *Watch) retain(keep map[provider.NamespacedName]bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for ref, e := range w.watches {
+		if !keep[ref] {
+			e.stop()
+			delete(w.watches, ref)
+		}
+	}
+}
+
+// Watched reports how many Secrets are watched.
+func (w *Watch) Watched() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.watches)
+}
+
+// ResourceVersion returns the Secret's resourceVersion, starting a watch on
+// it the first time it is asked for and waiting for the watch's first list;
+// found is false when no such Secret exists. Only metadata is read.
+func (w *Watch) ResourceVersion(ctx context.Context, ref provider.NamespacedName) (rv string, found bool, err error) {
+	e := w.ensure(ref)
+	waitCtx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(waitCtx.Done(), e.informer.HasSynced) {
+		if ctx.Err() != nil {
+			return "", false, ctx.Err()
+		}
+		return "", false, fmt.Errorf("%w: the watch of Secret %q did not start within %s", engine.ErrUnavailable, ref.String(), syncTimeout)
+	}
+	obj, exists, err := e.informer.GetStore().GetByKey(ref.Namespace + "/" + ref.Name)
+	if err != nil || !exists {
+		return "", false, err
+	}
+	return obj.(*metav1.PartialObjectMetadata).ResourceVersion, true, nil
+}
+
+func (w *Watch) ensure(ref provider.NamespacedName) *watched {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e := w.watches[ref]; e != nil {
+		return e
+	}
+	ctx, stop := context.WithCancel(w.ctx)
+	res := w.client.Resource(secrets).Namespace(ref.Namespace)
+	byName := fields.OneTermEqualSelector("metadata.name", ref.Name).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = byName
+			return res.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = byName
+			return res.Watch(ctx, o)
+		},
+	}
+	inf := cache.NewSharedIndexInformer(lw, &metav1.PartialObjectMetadata{}, 0, cache.Indexers{})
+	_ = inf.SetTransform(slim)
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			if !initial {
+				w.notify(ctx, obj)
+			}
+		},
+		UpdateFunc: func(old, obj any) {
+			if old.(*metav1.PartialObjectMetadata).ResourceVersion != obj.(*metav1.PartialObjectMetadata).ResourceVersion {
+				w.notify(ctx, obj)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+				gone := *m
+				gone.ResourceVersion = ""
+				w.notify(ctx, &gone)
+			}
+		},
+	})
+	go inf.RunWithContext(ctx)
+	e := &watched{informer: inf, stop: stop}
+	w.watches[ref] = e
+	return e
+}
+
+// notify tells every subscriber which Secret changed.
+func (w *Watch) notify(ctx context.Context, obj any) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return
+	}
+	changed := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, ResourceVersion: m.ResourceVersion}}
+	w.mu.Lock()
+	subs := w.subs
+	w.mu.Unlock()
+	for _, ch := range subs {
+		select {
+		case ch <- event.GenericEvent{Object: changed}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// slim keeps a watched Secret's name, namespace and resourceVersion only.
+func slim(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	out := &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta}
+	out.Name, out.Namespace, out.ResourceVersion = m.Name, m.Namespace, m.ResourceVersion
+	return out, nil
+}
