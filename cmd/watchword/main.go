@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/watchword-dev/watchword/internal/dev"
+	"github.com/watchword-dev/watchword/internal/memlimit"
 	"github.com/watchword-dev/watchword/internal/operator"
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/fake"
@@ -116,6 +117,9 @@ func runController(ctx context.Context, args []string) error {
 	fmt.Sscan(qps.Value.String(), &q)
 	opts.QPS = float32(q)
 	ctrl.SetLogger(mkLog())
+	if soft := memlimit.Apply(0.9); soft > 0 {
+		ctrl.Log.Info("soft memory limit set to 90% of the container's", "bytes", soft)
+	}
 	if *kubeconfig != "" {
 		os.Setenv("KUBECONFIG", *kubeconfig)
 	}

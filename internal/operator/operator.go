@@ -6,6 +6,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"time"
 
@@ -164,8 +165,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 }
 
 // slimTransform drops what Watchword never reads from cached objects:
-// managed fields everywhere, and for the metadata-only caches of Secrets
-// and ConfigMaps everything but their name, namespace and resourceVersion.
+// managed fields and kubectl's last-applied copy everywhere, and for the
+// metadata-only caches of Secrets and ConfigMaps everything but their name,
+// namespace and resourceVersion.
 // Annotations in particular can hold a copy of a Secret's data
 // (last-applied-configuration), and Watchword keeps none of it.
 func slimTransform(obj any) (any, error) {
@@ -175,8 +177,18 @@ func slimTransform(obj any) (any, error) {
 		slim.DeletionTimestamp = m.DeletionTimestamp
 		return slim, nil
 	}
+	if o, ok := obj.(client.Object); ok {
+		if a := o.GetAnnotations(); a[lastApplied] != "" {
+			// kubectl apply keeps a copy of the whole object here.
+			a = maps.Clone(a)
+			delete(a, lastApplied)
+			o.SetAnnotations(a)
+		}
+	}
 	return cache.TransformStripManagedFields()(obj)
 }
+
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // Start runs the operator until ctx ends.
 func (o *Operator) Start(ctx context.Context) error { return o.Manager.Start(ctx) }

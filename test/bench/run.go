@@ -14,8 +14,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
@@ -30,6 +34,7 @@ type bench struct {
 	k8s   client.Client
 	kube  kubernetes.Interface
 	kc    string
+	cfg   *rest.Config
 	esNS  []string
 	start time.Time
 }
@@ -44,7 +49,7 @@ func run(ctx context.Context, c config) (*result, error) {
 	defer cluster.Stop()
 	cfg := rest.CopyConfig(cluster.Config)
 	cfg.QPS, cfg.Burst = 100000, 100000
-	b := &bench{c: c}
+	b := &bench{c: c, cfg: cfg}
 	if b.k8s, err = client.New(cfg, client.Options{Scheme: operator.Scheme()}); err != nil {
 		return nil, err
 	}
@@ -91,7 +96,7 @@ func run(ctx context.Context, c config) (*result, error) {
 	res.IdleRSSMiB = ctrl.rss()
 	cpuBefore := b.cpu(ctrl)
 	fmt.Fprintf(os.Stderr, "creating %d ExternalSecrets…\n", c.N)
-	synced, err := b.createAndWait(ctx)
+	synced, err := b.createAndWait(ctx, ctrl)
 	if err != nil {
 		return nil, err
 	}
@@ -255,8 +260,10 @@ func (b *bench) newES(ns, name string, key int) *v1alpha1.ExternalSecret {
 }
 
 // createAndWait creates the ExternalSecrets and returns the time from the
-// first create until every target exists.
-func (b *bench) createAndWait(ctx context.Context) (time.Duration, error) {
+// first create until every target exists. Targets are counted from a watch
+// (of metadata, by label), which costs the API server one event per target;
+// polling with lists would cost it a list of every target so far, each time.
+func (b *bench) createAndWait(ctx context.Context, ctrl *controller) (time.Duration, error) {
 	for i := 0; i < b.c.Namespaces; i++ {
 		ns := fmt.Sprintf("bench-%d", i)
 		b.esNS = append(b.esNS, ns)
@@ -264,6 +271,11 @@ func (b *bench) createAndWait(ctx context.Context) (time.Duration, error) {
 			return 0, err
 		}
 	}
+	targets, stop, err := b.watchTargets(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer stop()
 	start := time.Now()
 	errc := make(chan error, 1)
 	var created atomic.Int64
@@ -279,7 +291,7 @@ func (b *bench) createAndWait(ctx context.Context) (time.Duration, error) {
 	deadline := start.Add(30 * time.Minute)
 	lastReport := start
 	for time.Now().Before(deadline) {
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 		select {
 		case err := <-errc:
 			if err != nil {
@@ -287,32 +299,58 @@ func (b *bench) createAndWait(ctx context.Context) (time.Duration, error) {
 			}
 		default:
 		}
-		n, err := b.countTargets(ctx)
-		if err != nil {
-			return 0, err
-		}
+		n := targets()
 		if n >= b.c.N {
 			return time.Since(start), nil
 		}
 		if time.Since(lastReport) >= 5*time.Second {
 			lastReport = time.Now()
-			fmt.Fprintf(os.Stderr, "  %4.0f s: %d ExternalSecrets created, %d targets\n", time.Since(start).Seconds(), created.Load(), n)
+			depth := -1.0
+			if m, err := ctrl.scrape(); err == nil {
+				depth = m.sum("workqueue_depth", `name="externalsecret"`)
+			}
+			fmt.Fprintf(os.Stderr, "  %4.0f s: %d ExternalSecrets created, %d targets, %.0f queued in the controller\n",
+				time.Since(start).Seconds(), created.Load(), n, depth)
 		}
 	}
 	return 0, fmt.Errorf("not every target was created within 30 minutes")
 }
 
-func (b *bench) countTargets(ctx context.Context) (int, error) {
-	var list metav1.PartialObjectMetadataList
-	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
-	total := 0
-	for _, ns := range b.esNS {
-		if err := b.k8s.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/managed-by": "watchword"}); err != nil {
-			return 0, err
-		}
-		total += len(list.Items)
+// watchTargets counts the Secrets labelled as Watchword's in the
+// benchmark's namespaces, from a metadata watch.
+func (b *bench) watchTargets(ctx context.Context) (count func() int, stop func(), err error) {
+	mc, err := metadata.NewForConfig(b.cfg)
+	if err != nil {
+		return nil, nil, err
 	}
-	return total, nil
+	res := mc.Resource(corev1.SchemeGroupVersion.WithResource("secrets"))
+	sel := "app.kubernetes.io/managed-by=watchword"
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) {
+			o.LabelSelector = sel
+			return res.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = sel
+			return res.Watch(ctx, o)
+		},
+	}
+	inf := toolscache.NewSharedIndexInformer(lw, &metav1.PartialObjectMetadata{}, 0, toolscache.Indexers{})
+	var n atomic.Int64
+	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if m, ok := obj.(*metav1.PartialObjectMetadata); ok && strings.HasPrefix(m.Namespace, "bench-") && strings.HasPrefix(m.Name, "es-") {
+				n.Add(1)
+			}
+		},
+	})
+	wctx, cancel := context.WithCancel(ctx)
+	go inf.RunWithContext(wctx)
+	if !toolscache.WaitForCacheSync(wctx.Done(), inf.HasSynced) {
+		cancel()
+		return nil, nil, fmt.Errorf("the target watch did not start")
+	}
+	return func() int { return int(n.Load()) }, cancel, nil
 }
 
 // verify checks every target's data.

@@ -92,8 +92,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	r.catchUp(&es)
 	s := &scope{es: &es, before: es.DeepCopy(), now: metav1.NewTime(r.Clock.Now()), store: store, interval: refreshInterval(&es)}
 	defer func() {
-		if perr := r.patchStatus(ctx, s); perr != nil && err == nil {
-			err = perr
+		switch perr := r.writeStatus(ctx, s); {
+		case perr == nil || err != nil:
+		case apierrors.IsConflict(perr):
+			// The ExternalSecret changed meanwhile: sync it again as it
+			// is now (its target write, if any, is remembered).
+			res = ctrl.Result{Requeue: true}
+		default:
+			res, err = ctrl.Result{}, perr
 		}
 		if r.Metrics != nil {
 			r.Metrics.ObserveSync(r.Clock.Now().Sub(start), string(outcomeReason(err, s)))

@@ -31,8 +31,9 @@ const (
 	// IndexStoreSecret, on stores, holds "NS/NAME" of every credential
 	// Secret.
 	IndexStoreSecret = "watchword.credentialSecret"
-	// IndexPolicy holds the target's creationPolicy.
-	IndexPolicy = "watchword.creationPolicy"
+	// IndexMerge holds "true" for ExternalSecrets of creationPolicy Merge
+	// and nothing for the others.
+	IndexMerge = "watchword.merge"
 )
 
 // StoreKey is the IndexStore value of a store.
@@ -79,8 +80,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}); err != nil {
 		return err
 	}
-	if err := idx.IndexField(ctx, &v1alpha1.ExternalSecret{}, IndexPolicy, func(o client.Object) []string {
-		return []string{string(o.(*v1alpha1.ExternalSecret).Spec.Target.CreationPolicy)}
+	if err := idx.IndexField(ctx, &v1alpha1.ExternalSecret{}, IndexMerge, func(o client.Object) []string {
+		if o.(*v1alpha1.ExternalSecret).Spec.Target.CreationPolicy == v1alpha1.CreationPolicyMerge {
+			return []string{"true"}
+		}
+		return nil
 	}); err != nil {
 		return err
 	}
@@ -175,7 +179,7 @@ func NamedSecrets(c client.Reader) func(ctx context.Context) (map[provider.Names
 			return nil, err
 		}
 		var list v1alpha1.ExternalSecretList
-		if err := c.List(ctx, &list, client.MatchingFields{IndexPolicy: string(v1alpha1.CreationPolicyMerge)}, client.UnsafeDisableDeepCopy); err != nil {
+		if err := c.List(ctx, &list, client.MatchingFields{IndexMerge: "true"}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
 		for i := range list.Items {

@@ -105,12 +105,17 @@ func (r *Reconciler) setConds(s *scope, status metav1.ConditionStatus, reason, m
 	}
 }
 
-// patchStatus writes the status once, if it changed.
-func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+// writeStatus writes the status once, if it changed. It is a whole update
+// of the status subresource carrying the resourceVersion that was read:
+// cheaper for the API server than a patch (which it must apply to the
+// stored object first), and a concurrent change of the ExternalSecret
+// makes it fail with a conflict instead of recording the outcome of a
+// stale spec.
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	if apiequality.Semantic.DeepEqual(s.before.Status, s.es.Status) {
 		return nil
 	}
-	err := r.Client.Status().Patch(ctx, s.es, client.MergeFrom(s.before))
+	err := r.Client.Status().Update(ctx, s.es)
 	key := s.es.Namespace + "/" + s.es.Name
 	switch {
 	case err != nil:

@@ -73,12 +73,14 @@ func FromClusterSecretStore(s *v1alpha1.ClusterSecretStore) *Resolved {
 }
 
 // Resolve loads the store an ExternalSecret in namespace ns names and checks
-// that the namespace may use it.
+// that the namespace may use it. The store is shared with the cache, not
+// copied (every sync of every ExternalSecret resolves its store, and a store
+// can be large): the caller must not modify it.
 func Resolve(ctx context.Context, c client.Reader, ns string, ref v1alpha1.StoreRef) (*Resolved, error) {
 	switch ref.Kind {
 	case "", v1alpha1.SecretStoreKind:
 		var s v1alpha1.SecretStore
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &s); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &s, client.UnsafeDisableDeepCopy); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, &UserError{Reason: "StoreNotFound", Msg: fmt.Sprintf("SecretStore %q not found in namespace %q; create it or fix spec.secretStoreRef", ref.Name, ns)}
 			}
@@ -87,7 +89,7 @@ func Resolve(ctx context.Context, c client.Reader, ns string, ref v1alpha1.Store
 		return FromSecretStore(&s), nil
 	case v1alpha1.ClusterSecretStoreKind:
 		var s v1alpha1.ClusterSecretStore
-		if err := c.Get(ctx, client.ObjectKey{Name: ref.Name}, &s); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Name: ref.Name}, &s, client.UnsafeDisableDeepCopy); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, &UserError{Reason: "StoreNotFound", Msg: fmt.Sprintf("ClusterSecretStore %q not found; create it or fix spec.secretStoreRef", ref.Name)}
 			}
