@@ -9,28 +9,32 @@ import (
 )
 
 type result struct {
-	Machine            string             `json:"machine"`
-	Config             config             `json:"config"`
-	RawCreatesPerSec   float64            `json:"raw_secret_creates_per_sec"`
-	SyncSeconds        float64            `json:"sync_seconds"`
-	SyncedPerSec       float64            `json:"externalsecrets_synced_per_sec"`
-	FractionOfLimit    float64            `json:"fraction_of_limit"`
-	AllSynced          bool               `json:"all_synced"`
-	WrongData          int                `json:"wrong_data"`
-	ProviderCallsSync  float64            `json:"provider_calls_during_sync"`
-	PeakRSSMiB         float64            `json:"controller_peak_rss_mib"`
-	IdleRSSMiB         float64            `json:"controller_rss_mib_before_sync"`
-	CPUSecondsSync     map[string]float64 `json:"cpu_seconds_during_sync"`
-	APIRequestsByVerb  map[string]float64 `json:"apiserver_requests_by_verb_during_sync"`
-	CallsPerCycle      float64            `json:"provider_calls_per_refresh_cycle"`
-	RefreshMeanPerSec  float64            `json:"refresh_syncs_mean_per_sec"`
-	RefreshBusiestSec  float64            `json:"refresh_syncs_busiest_sec"`
-	BusiestOverMean    float64            `json:"busiest_over_mean"`
-	NewESSecondsFanOut float64            `json:"new_externalsecret_sync_seconds_while_all_due"`
-	NewESSecondsDuring float64            `json:"new_externalsecret_sync_seconds_during_restart"`
-	RestartCalls       float64            `json:"provider_calls_in_restart_window"`
-	RestartWrites      float64            `json:"target_writes_in_restart_window"`
-	RestartPeakRSSMiB  float64            `json:"restarted_controller_peak_rss_mib"`
+	Machine             string             `json:"machine"`
+	Config              config             `json:"config"`
+	RawCreatesPerSec    float64            `json:"raw_secret_creates_per_sec"`
+	ESCreatesPerSec     float64            `json:"externalsecret_creates_per_sec_alone"`
+	StatusUpdatesPerSec float64            `json:"externalsecret_status_updates_per_sec_alone"`
+	Bound               float64            `json:"three_write_bound_per_sec"`
+	FractionOfBound     float64            `json:"fraction_of_three_write_bound"`
+	SyncSeconds         float64            `json:"sync_seconds"`
+	SyncedPerSec        float64            `json:"externalsecrets_synced_per_sec"`
+	FractionOfLimit     float64            `json:"fraction_of_limit"`
+	AllSynced           bool               `json:"all_synced"`
+	WrongData           int                `json:"wrong_data"`
+	ProviderCallsSync   float64            `json:"provider_calls_during_sync"`
+	PeakRSSMiB          float64            `json:"controller_peak_rss_mib"`
+	IdleRSSMiB          float64            `json:"controller_rss_mib_before_sync"`
+	CPUSecondsSync      map[string]float64 `json:"cpu_seconds_during_sync"`
+	APIRequestsByVerb   map[string]float64 `json:"apiserver_requests_by_verb_during_sync"`
+	CallsPerCycle       float64            `json:"provider_calls_per_refresh_cycle"`
+	RefreshMeanPerSec   float64            `json:"refresh_syncs_mean_per_sec"`
+	RefreshBusiestSec   float64            `json:"refresh_syncs_busiest_sec"`
+	BusiestOverMean     float64            `json:"busiest_over_mean"`
+	NewESSecondsFanOut  float64            `json:"new_externalsecret_sync_seconds_while_all_due"`
+	NewESSecondsDuring  float64            `json:"new_externalsecret_sync_seconds_during_restart"`
+	RestartCalls        float64            `json:"provider_calls_in_restart_window"`
+	RestartWrites       float64            `json:"target_writes_in_restart_window"`
+	RestartPeakRSSMiB   float64            `json:"restarted_controller_peak_rss_mib"`
 }
 
 func (r *result) print(w io.Writer) {
@@ -40,7 +44,9 @@ func (r *result) print(w io.Writer) {
 	fmt.Fprintf(t, "setup\t%d ExternalSecrets, %d keys, %d unrelated Secrets, %s provider latency, refresh %s\n", c.N, c.Keys, c.Unrelated, c.Latency, c.Refresh)
 	fmt.Fprintf(t, "raw limit R (Secret creates/s, %d parallel)\t%.0f\n", c.Parallel, r.RawCreatesPerSec)
 	fmt.Fprintf(t, "time until every target has the right data\t%.1f s\n", r.SyncSeconds)
-	fmt.Fprintf(t, "ExternalSecrets synced per second\t%.0f (%.2f of R/3; target >= 0.67)\n", r.SyncedPerSec, r.FractionOfLimit)
+	fmt.Fprintf(t, "ExternalSecret creates/s alone (E), status updates/s alone (U)\t%.0f, %.0f\n", r.ESCreatesPerSec, r.StatusUpdatesPerSec)
+	fmt.Fprintf(t, "three-write bound 1/(1/E + 1/R + 1/U)\t%.0f ExternalSecrets/s (R/3 = %.0f)\n", r.Bound, r.RawCreatesPerSec/3)
+	fmt.Fprintf(t, "ExternalSecrets synced per second\t%.0f (%.2f of R/3, target >= 0.67; %.2f of the three-write bound)\n", r.SyncedPerSec, r.FractionOfLimit, r.FractionOfBound)
 	fmt.Fprintf(t, "targets with wrong data\t%d\n", r.WrongData)
 	fmt.Fprintf(t, "provider calls during the sync\t%.0f\n", r.ProviderCallsSync)
 	fmt.Fprintf(t, "controller peak RSS\t%.0f MiB (target <= 150); %.0f MiB before the sync\n", r.PeakRSSMiB, r.IdleRSSMiB)

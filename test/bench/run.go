@@ -74,6 +74,13 @@ func run(ctx context.Context, c config) (*result, error) {
 		return nil, err
 	}
 
+	// The custom-resource writes of a sync, alone.
+	fmt.Fprintln(os.Stderr, "measuring ExternalSecret creates and status updates alone…")
+	if res.ESCreatesPerSec, res.StatusUpdatesPerSec, err = b.customLimits(ctx); err != nil {
+		return nil, err
+	}
+	res.Bound = 1 / (1/res.ESCreatesPerSec + 1/res.RawCreatesPerSec + 1/res.StatusUpdatesPerSec)
+
 	// 2. The controller, as its own process.
 	ctrl, err := startController(c.Binary, b.kc)
 	if err != nil {
@@ -104,6 +111,7 @@ func run(ctx context.Context, c config) (*result, error) {
 	res.SyncSeconds = synced.Seconds()
 	res.SyncedPerSec = float64(c.N) / res.SyncSeconds
 	res.FractionOfLimit = res.SyncedPerSec / (res.RawCreatesPerSec / 3)
+	res.FractionOfBound = res.SyncedPerSec / res.Bound
 	res.WrongData, err = b.verify(ctx)
 	if err != nil {
 		return nil, err

@@ -120,14 +120,33 @@ func (r *Reconciler) catchUp(es *v1alpha1.ExternalSecret) {
 		return
 	}
 	wrote := v.(*v1alpha1.ExternalSecretStatus)
-	cached := es.Status.RefreshTime
-	switch {
-	case wrote.ObservedGeneration != es.Generation:
+	if caughtUp(es, wrote) {
 		r.pending.Delete(key)
-	case cached != nil && !cached.Before(wrote.RefreshTime):
-		r.pending.Delete(key) // the cache has caught up
-	default:
-		es.Status = *wrote.DeepCopy()
+		return
+	}
+	es.Status = *wrote.DeepCopy()
+}
+
+// caughtUp tells whether a cached ExternalSecret shows the status this
+// instance wrote, or has changed since, so that the written one is no
+// longer needed.
+func caughtUp(es *v1alpha1.ExternalSecret, wrote *v1alpha1.ExternalSecretStatus) bool {
+	cached := es.Status.RefreshTime
+	return wrote.ObservedGeneration != es.Generation || (cached != nil && !cached.Before(wrote.RefreshTime))
+}
+
+// forget drops what this instance remembers of an ExternalSecret once the
+// cache shows it: its written status when the cache has caught up, and
+// everything when it is gone.
+func (r *Reconciler) forget(es *v1alpha1.ExternalSecret, deleted bool) {
+	key := es.Namespace + "/" + es.Name
+	if deleted {
+		r.pending.Delete(key)
+		r.written.Delete(es.Namespace + "/" + targetName(es))
+		return
+	}
+	if v, ok := r.pending.Load(key); ok && caughtUp(es, v.(*v1alpha1.ExternalSecretStatus)) {
+		r.pending.CompareAndDelete(key, v)
 	}
 }
 

@@ -96,6 +96,18 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Named("externalsecret").
 		For(&v1alpha1.ExternalSecret{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionStarted))).
+		// Every update of an ExternalSecret, even of its status only, lets
+		// the controller forget what it no longer needs to remember.
+		Watches(&v1alpha1.ExternalSecret{}, handler.Funcs{
+			UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				r.forget(e.ObjectNew.(*v1alpha1.ExternalSecret), false)
+			},
+			DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				if es, ok := e.Object.(*v1alpha1.ExternalSecret); ok {
+					r.forget(es, true)
+				}
+			},
+		}).
 		Watches(&v1alpha1.SecretStore{}, fanOut(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return byIndex(ctx, c, IndexStore, StoreKey(v1alpha1.SecretStoreKind, o.GetNamespace(), o.GetName()), o.GetNamespace())
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
