@@ -5,10 +5,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -94,7 +96,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	c := mgr.GetClient()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("externalsecret").
-		For(&v1alpha1.ExternalSecret{}, builder.WithPredicates(predicate.Or[client.Object](
+		Watches(&v1alpha1.ExternalSecret{}, newFirst, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionStarted))).
 		// Every update of an ExternalSecret, even of its status only, lets
 		// the controller forget what it no longer needs to remember.
@@ -145,6 +147,30 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers, RateLimiter: opts.RateLimiter}).
 		Complete(r)
+}
+
+// newFirst queues ExternalSecrets. The initial list after a start queues
+// every ExternalSecret, at low priority, since most only need their next
+// refresh scheduled; one that was never synced, or whose spec changed since
+// its last sync, is queued ahead of them, so that a new ExternalSecret
+// does not wait behind ten thousand others after a restart.
+var newFirst = handler.Funcs{
+	CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)}
+		es, ok := e.Object.(*v1alpha1.ExternalSecret)
+		pq, isPQ := q.(priorityqueue.PriorityQueue[reconcile.Request])
+		if ok && isPQ && (es.Status.RefreshTime == nil || es.Status.ObservedGeneration != es.Generation) {
+			pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(0)}, req)
+			return
+		}
+		q.Add(req)
+	},
+	UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)})
+	},
+	DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
+	},
 }
 
 // deletionStarted lets through the update that sets deletionTimestamp.
