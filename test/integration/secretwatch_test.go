@@ -1,0 +1,69 @@
+package integration
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/metadata"
+
+	"github.com/watchword-dev/watchword/internal/controller/secretwatch"
+	"github.com/watchword-dev/watchword/internal/provider"
+)
+
+func TestSecretWatchByName(t *testing.T) {
+	ns := newNamespace(t, nil)
+	ref := provider.NamespacedName{Namespace: ns, Name: "credential"}
+	var mu sync.Mutex
+	wanted := map[provider.NamespacedName]bool{ref: true}
+	w := secretwatch.New(metadata.NewForConfigOrDie(restCfg), func(context.Context) (map[provider.NamespacedName]bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		out := map[provider.NamespacedName]bool{}
+		for k, v := range wanted {
+			out[k] = v
+		}
+		return out, nil
+	}, 200*time.Millisecond)
+	changes := w.Subscribe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = w.Start(ctx) }()
+
+	if _, found, err := w.ResourceVersion(ctx, ref); err != nil || found {
+		t.Fatalf("before it exists: found=%v err=%v", found, err)
+	}
+	createSecret(t, ns, "other", map[string]string{"a": "b"}) // not watched: no event
+	s := createSecret(t, ns, "credential", map[string]string{"token": "one"})
+	select {
+	case e := <-changes:
+		if e.Object.GetName() != "credential" || e.Object.GetNamespace() != ns || e.Object.GetResourceVersion() != s.ResourceVersion {
+			t.Fatalf("event for %s/%s at %q, want %s/credential at %q", e.Object.GetNamespace(), e.Object.GetName(), e.Object.GetResourceVersion(), ns, s.ResourceVersion)
+		}
+	case <-time.After(wait):
+		t.Fatal("no event for the created Secret")
+	}
+	rv, found, err := w.ResourceVersion(ctx, ref)
+	if err != nil || !found || rv != s.ResourceVersion {
+		t.Fatalf("after create: rv=%q found=%v err=%v, want %q", rv, found, err, s.ResourceVersion)
+	}
+	updateSecret(t, ns, "credential", func(s *corev1.Secret) { s.Data["token"] = []byte("two") })
+	select {
+	case e := <-changes:
+		if e.Object.GetResourceVersion() == s.ResourceVersion {
+			t.Fatal("the update event carries the old resourceVersion")
+		}
+	case <-time.After(wait):
+		t.Fatal("no event for the updated Secret")
+	}
+
+	// Once nothing names the Secret, its watch stops.
+	mu.Lock()
+	wanted = map[provider.NamespacedName]bool{}
+	mu.Unlock()
+	eventually(t, wait, func() (bool, string) {
+		return w.Watched() == 0, "the watch of a Secret nobody names is still running"
+	})
+}
