@@ -97,7 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		case apierrors.IsConflict(perr):
 			// The ExternalSecret changed meanwhile: sync it again as it
 			// is now (its target write, if any, is remembered).
-			res = ctrl.Result{Requeue: true}
+			res = ctrl.Result{RequeueAfter: conflictRetry}
 		default:
 			res, err = ctrl.Result{}, perr
 		}

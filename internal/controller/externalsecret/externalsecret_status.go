@@ -18,6 +18,10 @@ import (
 	"github.com/watchword-dev/watchword/internal/engine"
 )
 
+// conflictRetry is how soon a sync that met a concurrent change runs again
+// (by then the cache shows the change).
+const conflictRetry = time.Second
+
 // succeed records a successful sync.
 // A due refresh moves refreshTime to now, which schedules the next one; a
 // drift repair or re-render between refreshes leaves it.
@@ -66,7 +70,7 @@ func (r *Reconciler) fail(s *scope, err error) (ctrl.Result, error) {
 	r.setConds(s, metav1.ConditionFalse, reason, msg, nil)
 	r.Recorder.Event(s.es, corev1.EventTypeWarning, reason, msg)
 	if apierrors.IsConflict(err) {
-		return ctrl.Result{Requeue: true}, nil
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	if retry {
 		// Returned so that the work queue retries with exponential
