@@ -48,7 +48,11 @@ func (b *bench) customLimits(ctx context.Context) (creates, updates float64, err
 		return 0, 0, err
 	}
 	updates = float64(n) / time.Since(start).Seconds()
-	if err := b.k8s.DeleteAllOf(ctx, &v1alpha1.ExternalSecret{}, client.InNamespace(limitNamespace)); err != nil {
+	// One collection delete would remove them one by one on the server.
+	err = b.parallel(ctx, n, func(i int) error {
+		return client.IgnoreNotFound(b.k8s.Delete(ctx, made[i]))
+	})
+	if err != nil {
 		return 0, 0, err
 	}
 	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {

@@ -14,8 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -23,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/controller/secretwatch"
 	"github.com/watchword-dev/watchword/internal/localcluster"
 	"github.com/watchword-dev/watchword/internal/operator"
 )
@@ -331,19 +330,7 @@ func (b *bench) watchTargets(ctx context.Context) (count func() int, stop func()
 	if err != nil {
 		return nil, nil, err
 	}
-	res := mc.Resource(corev1.SchemeGroupVersion.WithResource("secrets"))
-	sel := "app.kubernetes.io/managed-by=watchword"
-	lw := &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) {
-			o.LabelSelector = sel
-			return res.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = sel
-			return res.Watch(ctx, o)
-		},
-	}
-	inf := toolscache.NewSharedIndexInformer(lw, &metav1.PartialObjectMetadata{}, 0, toolscache.Indexers{})
+	inf := secretwatch.Informer(mc, "", func(o *metav1.ListOptions) { o.LabelSelector = "app.kubernetes.io/managed-by=watchword" })
 	var n atomic.Int64
 	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {

@@ -138,19 +138,8 @@ func (w *Watch) ensure(ref provider.NamespacedName) *watched {
 		return e
 	}
 	ctx, stop := context.WithCancel(w.ctx)
-	res := w.client.Resource(secrets).Namespace(ref.Namespace)
 	byName := fields.OneTermEqualSelector("metadata.name", ref.Name).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = byName
-			return res.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = byName
-			return res.Watch(ctx, o)
-		},
-	}
-	inf := cache.NewSharedIndexInformer(lw, &metav1.PartialObjectMetadata{}, 0, cache.Indexers{})
+	inf := Informer(w.client, ref.Namespace, func(o *metav1.ListOptions) { o.FieldSelector = byName })
 	_ = inf.SetTransform(slim)
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
@@ -208,4 +197,22 @@ func slim(obj any) (any, error) {
 	out := &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta}
 	out.Name, out.Namespace, out.ResourceVersion = m.Name, m.Namespace, m.ResourceVersion
 	return out, nil
+}
+
+// Informer returns an informer of the metadata of the Secrets of namespace
+// ns (all namespaces if empty) that select picks, by setting a field or
+// label selector.
+func Informer(c metadata.Interface, ns string, selector func(*metav1.ListOptions)) cache.SharedIndexInformer {
+	res := c.Resource(secrets).Namespace(ns)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			selector(&o)
+			return res.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			selector(&o)
+			return res.Watch(ctx, o)
+		},
+	}
+	return cache.NewSharedIndexInformer(lw, &metav1.PartialObjectMetadata{}, 0, cache.Indexers{})
 }
