@@ -381,7 +381,8 @@ func (b *bench) steady(ctx context.Context, ctrl *controller, res *result) error
 		return err
 	}
 	prev := first
-	end := time.Now().Add(time.Duration(b.c.Cycles) * b.c.Refresh)
+	began := time.Now()
+	end := began.Add(time.Duration(b.c.Cycles) * b.c.Refresh)
 	for time.Now().Before(end) {
 		time.Sleep(time.Second)
 		m, err := ctrl.scrape()
@@ -392,7 +393,9 @@ func (b *bench) steady(ctx context.Context, ctrl *controller, res *result) error
 		prev = m
 	}
 	calls := prev.sum("watchword_provider_calls_total", `operation="get"`) - first.sum("watchword_provider_calls_total", `operation="get"`)
-	res.CallsPerCycle = calls / float64(b.c.Cycles)
+	// The last scrape lands a little after the end: count per cycle of
+	// the time actually observed.
+	res.CallsPerCycle = calls / (time.Since(began).Seconds() / b.c.Refresh.Seconds())
 	total, busiest := 0.0, 0.0
 	for _, v := range perSec {
 		total += v
