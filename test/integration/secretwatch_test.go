@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -66,4 +67,27 @@ func TestSecretWatchByName(t *testing.T) {
 	eventually(t, wait, func() (bool, string) {
 		return w.Watched() == 0, "the watch of a Secret nobody names is still running"
 	})
+}
+
+func TestSecretWatchWithoutPermissionFailsFastWithTheCause(t *testing.T) {
+	ns := newNamespace(t, nil)
+	cfg, err := cluster.UserConfig("no-secret-access")
+	must(t, err)
+	w := secretwatch.New(metadata.NewForConfigOrDie(cfg), func(context.Context) (map[provider.NamespacedName]bool, error) {
+		return nil, nil
+	}, time.Minute)
+	w.SyncTimeout = 2 * time.Second
+	ref := provider.NamespacedName{Namespace: ns, Name: "credential"}
+	_, _, err = w.ResourceVersion(context.Background(), ref)
+	if err == nil || !strings.Contains(err.Error(), "forbidden") || !strings.Contains(err.Error(), ns+"/credential") {
+		t.Fatalf("error = %v, want one that names the Secret and says the list is forbidden", err)
+	}
+	// Later callers do not wait again.
+	start := time.Now()
+	if _, _, err := w.ResourceVersion(context.Background(), ref); err == nil {
+		t.Fatal("no error on the second call")
+	}
+	if took := time.Since(start); took >= w.SyncTimeout {
+		t.Errorf("the second call waited %s: the whole sync timeout again", took)
+	}
 }

@@ -29,14 +29,19 @@ import (
 
 var secrets = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
-// syncTimeout bounds the wait for a new watch's first list.
-const syncTimeout = 30 * time.Second
+// DefaultSyncTimeout bounds the wait for a new watch's first list.
+const DefaultSyncTimeout = 30 * time.Second
 
 // Referenced lists every Secret that still needs watching.
 type Referenced func(ctx context.Context) (map[provider.NamespacedName]bool, error)
 
 // Watch keeps the watches. Its zero value is not usable; call New.
 type Watch struct {
+	// SyncTimeout bounds the wait for a new watch's first list; after it,
+	// asking for that Secret fails at once until the list succeeds (for
+	// example once RBAC allows it). Set it before use.
+	SyncTimeout time.Duration
+
 	client     metadata.Interface
 	referenced Referenced
 	sweep      time.Duration
@@ -52,13 +57,25 @@ type Watch struct {
 type watched struct {
 	informer cache.SharedIndexInformer
 	stop     context.CancelFunc
+	// syncBy is when the first list must have succeeded; callers after
+	// it fail at once instead of each waiting again.
+	syncBy time.Time
+
+	mu      sync.Mutex
+	lastErr error
+}
+
+func (e *watched) err() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lastErr
 }
 
 // New returns a Watch. referenced is consulted every sweep interval to stop
 // the watches of Secrets that nothing uses any more.
 func New(c metadata.Interface, referenced Referenced, sweep time.Duration) *Watch {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Watch{client: c, referenced: referenced, sweep: sweep, ctx: ctx, cancel: cancel,
+	return &Watch{SyncTimeout: DefaultSyncTimeout, client: c, referenced: referenced, sweep: sweep, ctx: ctx, cancel: cancel,
 		watches: map[provider.NamespacedName]*watched{}}
 }
 
@@ -116,13 +133,19 @@ func (w *Watch) Watched() int {
 // found is false when no such Secret exists. Only metadata is read.
 func (w *Watch) ResourceVersion(ctx context.Context, ref provider.NamespacedName) (rv string, found bool, err error) {
 	e := w.ensure(ref)
-	waitCtx, cancel := context.WithTimeout(ctx, syncTimeout)
-	defer cancel()
-	if !cache.WaitForCacheSync(waitCtx.Done(), e.informer.HasSynced) {
-		if ctx.Err() != nil {
-			return "", false, ctx.Err()
+	if !e.informer.HasSynced() {
+		waitCtx, cancel := context.WithDeadline(ctx, e.syncBy)
+		defer cancel()
+		if !cache.WaitForCacheSync(waitCtx.Done(), e.informer.HasSynced) {
+			if ctx.Err() != nil {
+				return "", false, ctx.Err()
+			}
+			cause := "it did not start within " + w.SyncTimeout.String()
+			if err := e.err(); err != nil {
+				cause = err.Error()
+			}
+			return "", false, fmt.Errorf("%w: cannot watch Secret %q: %s", engine.ErrUnavailable, ref.String(), cause)
 		}
-		return "", false, fmt.Errorf("%w: the watch of Secret %q did not start within %s", engine.ErrUnavailable, ref.String(), syncTimeout)
 	}
 	obj, exists, err := e.informer.GetStore().GetByKey(ref.Namespace + "/" + ref.Name)
 	if err != nil || !exists {
@@ -141,6 +164,14 @@ func (w *Watch) ensure(ref provider.NamespacedName) *watched {
 	byName := fields.OneTermEqualSelector("metadata.name", ref.Name).String()
 	inf := Informer(w.client, ref.Namespace, func(o *metav1.ListOptions) { o.FieldSelector = byName })
 	_ = inf.SetTransform(slim)
+	e := &watched{informer: inf, stop: stop, syncBy: time.Now().Add(w.SyncTimeout)}
+	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		// Kept for the message of ResourceVersion; the informer retries
+		// with backoff by itself.
+		e.mu.Lock()
+		e.lastErr = err
+		e.mu.Unlock()
+	})
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
 			if !initial {
@@ -164,7 +195,6 @@ func (w *Watch) ensure(ref provider.NamespacedName) *watched {
 		},
 	})
 	go inf.RunWithContext(ctx)
-	e := &watched{informer: inf, stop: stop}
 	w.watches[ref] = e
 	return e
 }
