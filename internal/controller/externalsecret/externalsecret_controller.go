@@ -36,7 +36,7 @@ type Reconciler struct {
 	Meta client.Reader
 	// Named tells the resourceVersion of a Secret watched by name: the
 	// targets of creationPolicy Merge.
-	Named    storeaccess.CredentialVersions
+	Named    storeaccess.SecretVersions
 	Clients  *storeaccess.Clients
 	Fetcher  *engine.Fetcher
 	Recorder record.EventRecorder

@@ -27,7 +27,7 @@ import (
 type Clients struct {
 	registry provider.Registry
 	// creds tells the resourceVersion of a credential Secret.
-	creds CredentialVersions
+	creds SecretVersions
 	// direct reads Secret contents from the API server (never cached).
 	direct client.Reader
 	kube   kubernetes.Interface
@@ -46,14 +46,14 @@ type cached struct {
 	expires time.Time
 }
 
-// CredentialVersions tells the resourceVersion of a credential Secret,
+// SecretVersions tells the resourceVersion of a Secret watched by name,
 // reading only its metadata; found is false when it does not exist.
-type CredentialVersions interface {
+type SecretVersions interface {
 	ResourceVersion(ctx context.Context, ref provider.NamespacedName) (rv string, found bool, err error)
 }
 
 // NewClients returns a client cache.
-func NewClients(reg provider.Registry, creds CredentialVersions, direct client.Reader, kube kubernetes.Interface, local *rest.Config) *Clients {
+func NewClients(reg provider.Registry, creds SecretVersions, direct client.Reader, kube kubernetes.Interface, local *rest.Config) *Clients {
 	return &Clients{registry: reg, creds: creds, direct: direct, kube: kube, local: local, clients: map[types.UID]*cached{}}
 }
 
