@@ -127,7 +127,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if err != nil {
 		return nil, err
 	}
-	named := secretwatch.New(metaClient, externalsecret.NamedSecrets(mgr.GetCache()), time.Minute)
+	named := secretwatch.New(metaClient, externalsecret.NamedSecrets(mgr.GetCache()))
 	esChanges, storeChanges, clusterStoreChanges := named.Subscribe(), named.Subscribe(), named.Subscribe()
 	if err := mgr.Add(named); err != nil {
 		return nil, err
@@ -158,7 +158,12 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(sweeper{fetcher}); err != nil {
+	// Cached reads no one used for an hour, and the watches of Secrets
+	// nothing names any more, are dropped.
+	if err := mgr.Add(every{5 * time.Minute, func(context.Context) { fetcher.Sweep(time.Hour) }}); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(every{time.Minute, named.Sweep}); err != nil {
 		return nil, err
 	}
 	return &Operator{Manager: mgr, Fetcher: fetcher}, nil
@@ -210,18 +215,21 @@ func (j *jittered) When(item reconcile.Request) time.Duration {
 func (j *jittered) Forget(item reconcile.Request)          { j.inner.Forget(item) }
 func (j *jittered) NumRequeues(item reconcile.Request) int { return j.inner.NumRequeues(item) }
 
-// sweeper drops cached reads that no one used for an hour.
-type sweeper struct{ f *engine.Fetcher }
+// every runs fn every period until the manager stops.
+type every struct {
+	period time.Duration
+	fn     func(context.Context)
+}
 
-func (s sweeper) Start(ctx context.Context) error {
-	t := time.NewTicker(5 * time.Minute)
+func (e every) Start(ctx context.Context) error {
+	t := time.NewTicker(e.period)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			s.f.Sweep(time.Hour)
+			e.fn(ctx)
 		}
 	}
 }

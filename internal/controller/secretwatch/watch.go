@@ -44,7 +44,6 @@ type Watch struct {
 
 	client     metadata.Interface
 	referenced Referenced
-	sweep      time.Duration
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -71,11 +70,11 @@ func (e *watched) err() error {
 	return e.lastErr
 }
 
-// New returns a Watch. referenced is consulted every sweep interval to stop
-// the watches of Secrets that nothing uses any more.
-func New(c metadata.Interface, referenced Referenced, sweep time.Duration) *Watch {
+// New returns a Watch. Sweep consults referenced to stop the watches of
+// Secrets that nothing uses any more.
+func New(c metadata.Interface, referenced Referenced) *Watch {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Watch{SyncTimeout: DefaultSyncTimeout, client: c, referenced: referenced, sweep: sweep, ctx: ctx, cancel: cancel,
+	return &Watch{SyncTimeout: DefaultSyncTimeout, client: c, referenced: referenced, ctx: ctx, cancel: cancel,
 		watches: map[provider.NamespacedName]*watched{}}
 }
 
@@ -91,21 +90,19 @@ func (w *Watch) Subscribe() <-chan event.GenericEvent {
 	return ch
 }
 
-// Start sweeps unused watches until ctx ends, then stops every watch. It
-// implements the manager's Runnable.
+// Start stops every watch when ctx ends. It implements the manager's
+// Runnable.
 func (w *Watch) Start(ctx context.Context) error {
-	defer w.cancel()
-	t := time.NewTicker(w.sweep)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			if refs, err := w.referenced(ctx); err == nil {
-				w.retain(refs)
-			}
-		}
+	<-ctx.Done()
+	w.cancel()
+	return nil
+}
+
+// Sweep stops the watches of Secrets that nothing names any more; run it
+// periodically.
+func (w *Watch) Sweep(ctx context.Context) {
+	if refs, err := w.referenced(ctx); err == nil {
+		w.retain(refs)
 	}
 }
 
