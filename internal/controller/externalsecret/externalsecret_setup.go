@@ -230,19 +230,13 @@ func NamedSecrets(c client.Reader) func(ctx context.Context) (map[provider.Names
 // usersOfCredential finds the ExternalSecrets of every store that uses the
 // Secret o as a credential: a rotated credential reaches them at once.
 func (r *Reconciler) usersOfCredential(ctx context.Context, o client.Object) []reconcile.Request {
-	key := o.GetNamespace() + "/" + o.GetName()
-	var out []reconcile.Request
-	var ss v1alpha1.SecretStoreList
-	if err := r.Client.List(ctx, &ss, client.MatchingFields{IndexStoreSecret: key}); err == nil {
-		for _, s := range ss.Items {
-			out = append(out, byIndex(ctx, r.Client, IndexStore, StoreKey(v1alpha1.SecretStoreKind, s.Namespace, s.Name), s.Namespace)...)
-		}
+	stores, err := storeaccess.ListStores(ctx, r.Client, client.MatchingFields{IndexStoreSecret: o.GetNamespace() + "/" + o.GetName()})
+	if err != nil {
+		return nil
 	}
-	var css v1alpha1.ClusterSecretStoreList
-	if err := r.Client.List(ctx, &css, client.MatchingFields{IndexStoreSecret: key}); err == nil {
-		for _, s := range css.Items {
-			out = append(out, byIndex(ctx, r.Client, IndexStore, StoreKey(v1alpha1.ClusterSecretStoreKind, "", s.Name), "")...)
-		}
+	var out []reconcile.Request
+	for _, s := range stores {
+		out = append(out, byIndex(ctx, r.Client, IndexStore, StoreKey(s.Store.Kind, s.Store.Namespace, s.Store.Name), s.Store.Namespace)...)
 	}
 	return out
 }

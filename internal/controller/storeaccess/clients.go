@@ -151,22 +151,13 @@ func (c *Clients) credentialKey(ctx context.Context, store provider.Store, refs 
 // CredentialSecrets lists every Secret that a SecretStore or
 // ClusterSecretStore in the cache uses as a credential.
 func CredentialSecrets(ctx context.Context, c client.Reader) (map[provider.NamespacedName]bool, error) {
+	stores, err := ListStores(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	out := map[provider.NamespacedName]bool{}
-	var ss v1alpha1.SecretStoreList
-	if err := c.List(ctx, &ss, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	for i := range ss.Items {
-		for _, ref := range provider.SecretRefs(FromSecretStore(&ss.Items[i]).Store) {
-			out[ref] = true
-		}
-	}
-	var css v1alpha1.ClusterSecretStoreList
-	if err := c.List(ctx, &css, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	for i := range css.Items {
-		for _, ref := range provider.SecretRefs(FromClusterSecretStore(&css.Items[i]).Store) {
+	for _, s := range stores {
+		for _, ref := range provider.SecretRefs(s.Store) {
 			out[ref] = true
 		}
 	}

@@ -72,6 +72,28 @@ func FromClusterSecretStore(s *v1alpha1.ClusterSecretStore) *Resolved {
 	}
 }
 
+// ListStores lists the SecretStores and ClusterSecretStores of the cache
+// that match opts, shared with the cache: the caller must not modify them.
+func ListStores(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]*Resolved, error) {
+	opts = append(opts, client.UnsafeDisableDeepCopy)
+	var ss v1alpha1.SecretStoreList
+	if err := c.List(ctx, &ss, opts...); err != nil {
+		return nil, err
+	}
+	var css v1alpha1.ClusterSecretStoreList
+	if err := c.List(ctx, &css, opts...); err != nil {
+		return nil, err
+	}
+	out := make([]*Resolved, 0, len(ss.Items)+len(css.Items))
+	for i := range ss.Items {
+		out = append(out, FromSecretStore(&ss.Items[i]))
+	}
+	for i := range css.Items {
+		out = append(out, FromClusterSecretStore(&css.Items[i]))
+	}
+	return out, nil
+}
+
 // Resolve loads the store an ExternalSecret in namespace ns names and checks
 // that the namespace may use it. The store is shared with the cache, not
 // copied (every sync of every ExternalSecret resolves its store, and a store
