@@ -53,9 +53,12 @@ const (
 )
 
 // ExternalSecretTarget describes the Kubernetes Secret that is written.
+// +kubebuilder:validation:XValidation:rule="!has(self.adopt) || !self.adopt || !has(self.creationPolicy) || self.creationPolicy == 'Owner'",message="adopt: true works only with creationPolicy Owner (a Merge target is never owned, and None writes no Secret): remove adopt or set creationPolicy: Owner",fieldPath=".adopt"
 type ExternalSecretTarget struct {
 	// name of the Secret. Defaults to the ExternalSecret's name. It is
-	// immutable.
+	// immutable: it may be set to the name already in effect (the
+	// ExternalSecret's own name while it is unset) or unset while it is
+	// that name, but not changed.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
@@ -70,7 +73,7 @@ type ExternalSecretTarget struct {
 
 	// adopt lets an Owner ExternalSecret take over an existing Secret that
 	// no one owns. Without it such a Secret is left untouched and the
-	// ExternalSecret reports the conflict.
+	// ExternalSecret reports the conflict. Only with creationPolicy Owner.
 	// +optional
 	Adopt bool `json:"adopt,omitempty"`
 
@@ -133,12 +136,14 @@ type ExternalSecretTemplate struct {
 
 // ExternalSecretTemplateMetadata sets labels and annotations of the target.
 type ExternalSecretTemplateMetadata struct {
-	// annotations to set on the Secret.
+	// annotations to set on the Secret. Values are rendered as templates.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=64
 	Annotations map[string]string `json:"annotations,omitempty"`
 
-	// labels to set on the Secret.
+	// labels to set on the Secret. Values are rendered as templates.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=64
 	Labels map[string]string `json:"labels,omitempty"`
 }
 
@@ -224,7 +229,6 @@ type ExternalSecretDataFrom struct {
 
 // ExternalSecretSpec declares what to fetch, from where, and where to write
 // it.
-// +kubebuilder:validation:XValidation:rule="(has(self.target) && has(self.target.name)) == (has(oldSelf.target) && has(oldSelf.target.name)) && (!has(self.target) || !has(self.target.name) || self.target.name == oldSelf.target.name)",message="target.name is immutable: create a new ExternalSecret to write another Secret"
 // +kubebuilder:validation:XValidation:rule="(has(self.data) && size(self.data) > 0) || (has(self.dataFrom) && size(self.dataFrom) > 0)",message="set at least one entry in data or dataFrom"
 type ExternalSecretSpec struct {
 	// secretStoreRef names the store to read from.
@@ -237,6 +241,7 @@ type ExternalSecretSpec struct {
 	// +optional
 	// +kubebuilder:default="1h"
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="refreshInterval must be a Go duration such as 30s, 15m or 1h, or 0 to sync once"
 	RefreshInterval *metav1.Duration `json:"refreshInterval,omitempty"`
 
@@ -377,6 +382,7 @@ type ExternalSecretStatus struct {
 	// Merge target loses only these when the ExternalSecret goes.
 	// +optional
 	// +kubebuilder:validation:MaxItems=1024
+	// +kubebuilder:validation:items:MaxLength=253
 	// +listType=atomic
 	SyncedKeys []string `json:"syncedKeys,omitempty"`
 
@@ -401,6 +407,12 @@ type ExternalSecretStatus struct {
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+//
+// The rule that keeps the target name immutable sits on the object, not on
+// spec.target: only there can CEL read metadata.name, which is the name in
+// effect while spec.target.name is unset. So stating the default name, or
+// unsetting a name equal to it, is no change and is allowed.
+// +kubebuilder:validation:XValidation:rule="(has(self.spec.target) && has(self.spec.target.name) && self.spec.target.name != '' ? self.spec.target.name : self.metadata.name) == (has(oldSelf.spec.target) && has(oldSelf.spec.target.name) && oldSelf.spec.target.name != '' ? oldSelf.spec.target.name : oldSelf.metadata.name)",message="spec.target.name is immutable: it may only state the name already in effect (the ExternalSecret's own name when unset); create a new ExternalSecret to write another Secret",fieldPath=".spec.target.name"
 
 // ExternalSecret declares a Kubernetes Secret made from data in a store.
 type ExternalSecret struct {

@@ -4,8 +4,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// SecretStoreProvider is the union of provider blocks. Exactly one is set;
-// the spec that embeds it enforces that with a validation rule.
+// SecretStoreProvider is the union of provider blocks. Exactly one is set.
+// Both store specs embed it inline, so this one rule validates the spec of
+// either kind.
+// +kubebuilder:validation:XValidation:rule="[has(self.awssm), has(self.fake), has(self.kubernetes), has(self.vault)].exists_one(x, x)",message="set exactly one provider block in spec (one of: awssm, fake, kubernetes, vault)"
 type SecretStoreProvider struct {
 	// awssm configures AWS Secrets Manager. The API is accepted; the
 	// provider is not implemented yet and the store reports so.
@@ -78,6 +80,7 @@ type FakeProvider struct {
 	// 5ms.
 	// +optional
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="latency must be a duration such as 5ms or 1s"
 	Latency *metav1.Duration `json:"latency,omitempty"`
 
@@ -88,6 +91,7 @@ type FakeProvider struct {
 }
 
 // FakeProviderData is one version of one remote object of a fake store.
+// +kubebuilder:validation:XValidation:rule="!has(self.value) || self.value == '' || !has(self.valueMap) || size(self.valueMap) == 0",message="fake data entry: set value or valueMap, not both"
 type FakeProviderData struct {
 	// key is the remote key of the object.
 	// +required
@@ -129,6 +133,7 @@ type FakeProviderError struct {
 	// keys limits the error to these remote keys. Empty means every key.
 	// +optional
 	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=512
 	// +listType=atomic
 	Keys []string `json:"keys,omitempty"`
 }
@@ -136,6 +141,7 @@ type FakeProviderError struct {
 // KubernetesProvider reads Secrets from a namespace of this cluster or of
 // another cluster. remoteRef.key is the name of a Secret and
 // remoteRef.property a key of its data.
+// +kubebuilder:validation:XValidation:rule="!has(self.auth.serviceAccount) || !has(self.server) || !has(self.server.url) || self.server.url == ''",message="kubernetes.auth.serviceAccount works only for this cluster: remove server.url or use token or cert auth",fieldPath=".auth.serviceAccount"
 type KubernetesProvider struct {
 	// remoteNamespace is the namespace the Secrets are read from. Defaults
 	// to the namespace of a SecretStore; a ClusterSecretStore must set it.
@@ -153,6 +159,7 @@ type KubernetesProvider struct {
 }
 
 // KubernetesServer describes how to reach a Kubernetes API server.
+// +kubebuilder:validation:XValidation:rule="!(has(self.caBundle) && has(self.caSecretRef))",message="server: set caBundle or caSecretRef, not both",fieldPath=".caSecretRef"
 type KubernetesServer struct {
 	// url of the API server, such as https://10.0.0.1:6443.
 	// +optional
@@ -160,8 +167,10 @@ type KubernetesServer struct {
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('https://') || self.startsWith('http://')",message="server.url must start with https:// (or http:// for a local test server)"
 	URL string `json:"url,omitempty"`
 
-	// caBundle is the PEM certificate authority bundle of the server.
+	// caBundle is the PEM certificate authority bundle of the server. Set
+	// it or caSecretRef, not both.
 	// +optional
+	// +kubebuilder:validation:MaxLength=1048576
 	CABundle []byte `json:"caBundle,omitempty"`
 
 	// caSecretRef names a Secret key that holds the PEM CA bundle.

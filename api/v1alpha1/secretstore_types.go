@@ -18,14 +18,13 @@ const (
 
 // SecretStoreSpec configures how to reach one backend and how to
 // authenticate against it.
-// +kubebuilder:validation:XValidation:rule="[has(self.awssm), has(self.fake), has(self.kubernetes), has(self.vault)].exists_one(x, x)",message="set exactly one provider block in spec (one of: awssm, fake, kubernetes, vault)"
 type SecretStoreSpec struct {
 	// controller selects the Watchword instance that serves this store: an
 	// instance started with --controller-class=X serves only stores whose
 	// controller is X. Empty means the default instance.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$`
 	Controller string `json:"controller,omitempty"`
 
 	SecretStoreProvider `json:",inline"`
@@ -33,12 +32,12 @@ type SecretStoreSpec struct {
 
 // ClusterSecretStoreSpec is a SecretStoreSpec that any allowed namespace
 // may use.
-// +kubebuilder:validation:XValidation:rule="[has(self.awssm), has(self.fake), has(self.kubernetes), has(self.vault)].exists_one(x, x)",message="set exactly one provider block in spec (one of: awssm, fake, kubernetes, vault)"
 type ClusterSecretStoreSpec struct {
 	// controller selects the Watchword instance that serves this store.
+	// Empty means the default instance.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$`
 	Controller string `json:"controller,omitempty"`
 
 	SecretStoreProvider `json:",inline"`
@@ -49,12 +48,15 @@ type ClusterSecretStoreSpec struct {
 	// them.
 	// +optional
 	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=63
 	// +listType=set
 	Namespaces []string `json:"namespaces,omitempty"`
 
 	// namespaceSelector selects by label the namespaces whose
-	// ExternalSecrets may use this store.
+	// ExternalSecrets may use this store. It holds at most 64 matchLabels
+	// and 16 matchExpressions of at most 64 values each.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="(!has(self.matchLabels) || size(self.matchLabels) <= 64) && (!has(self.matchExpressions) || (size(self.matchExpressions) <= 16 && self.matchExpressions.all(e, !has(e.values) || size(e.values) <= 64)))",message="namespaceSelector may hold at most 64 matchLabels and 16 matchExpressions of at most 64 values each"
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 }
 

@@ -13,6 +13,7 @@ const (
 
 // VaultProvider reads from (and writes to) a KV secrets engine of a
 // HashiCorp Vault or OpenBao server.
+// +kubebuilder:validation:XValidation:rule="!(has(self.caBundle) && has(self.caProvider))",message="vault: set caBundle or caProvider, not both",fieldPath=".caProvider"
 type VaultProvider struct {
 	// server is the address of the Vault server, such as
 	// https://vault.example.com:8200.
@@ -39,10 +40,13 @@ type VaultProvider struct {
 	Namespace string `json:"namespace,omitempty"`
 
 	// caBundle is a PEM bundle of certificate authorities for the server.
+	// Set it or caProvider, not both.
 	// +optional
+	// +kubebuilder:validation:MaxLength=1048576
 	CABundle []byte `json:"caBundle,omitempty"`
 
-	// caProvider reads the CA bundle from a Secret or a ConfigMap.
+	// caProvider reads the CA bundle from a Secret or a ConfigMap. Set it
+	// or caBundle, not both.
 	// +optional
 	CAProvider *CAProvider `json:"caProvider,omitempty"`
 
