@@ -412,7 +412,7 @@ type ExternalSecretStatus struct {
 // spec.target: only there can CEL read metadata.name, which is the name in
 // effect while spec.target.name is unset. So stating the default name, or
 // unsetting a name equal to it, is no change and is allowed.
-// +kubebuilder:validation:XValidation:rule="(has(self.spec.target) && has(self.spec.target.name) && self.spec.target.name != '' ? self.spec.target.name : self.metadata.name) == (has(oldSelf.spec.target) && has(oldSelf.spec.target.name) && oldSelf.spec.target.name != '' ? oldSelf.spec.target.name : oldSelf.metadata.name)",message="spec.target.name is immutable: it may only state the name already in effect (the ExternalSecret's own name when unset); create a new ExternalSecret to write another Secret",fieldPath=".spec.target.name"
+// +kubebuilder:validation:XValidation:rule="(has(self.spec.target) && has(self.spec.target.name) && size(self.spec.target.name) > 0 ? self.spec.target.name : self.metadata.name) == (has(oldSelf.spec.target) && has(oldSelf.spec.target.name) && size(oldSelf.spec.target.name) > 0 ? oldSelf.spec.target.name : oldSelf.metadata.name)",message="spec.target.name is immutable: it may only state the name already in effect (the ExternalSecret's own name when unset); create a new ExternalSecret to write another Secret",fieldPath=".spec.target.name"
 
 // ExternalSecret declares a Kubernetes Secret made from data in a store.
 type ExternalSecret struct {

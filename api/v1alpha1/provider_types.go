@@ -91,7 +91,7 @@ type FakeProvider struct {
 }
 
 // FakeProviderData is one version of one remote object of a fake store.
-// +kubebuilder:validation:XValidation:rule="!has(self.value) || self.value == '' || !has(self.valueMap) || size(self.valueMap) == 0",message="fake data entry: set value or valueMap, not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.value) || size(self.value) == 0 || !has(self.valueMap) || size(self.valueMap) == 0",message="fake data entry: set value or valueMap, not both"
 type FakeProviderData struct {
 	// key is the remote key of the object.
 	// +required
@@ -141,7 +141,7 @@ type FakeProviderError struct {
 // KubernetesProvider reads Secrets from a namespace of this cluster or of
 // another cluster. remoteRef.key is the name of a Secret and
 // remoteRef.property a key of its data.
-// +kubebuilder:validation:XValidation:rule="!has(self.auth.serviceAccount) || !has(self.server) || !has(self.server.url) || self.server.url == ''",message="kubernetes.auth.serviceAccount works only for this cluster: remove server.url or use token or cert auth",fieldPath=".auth.serviceAccount"
+// +kubebuilder:validation:XValidation:rule="!has(self.auth.serviceAccount) || !has(self.server) || !has(self.server.url) || size(self.server.url) == 0",message="kubernetes.auth.serviceAccount works only for this cluster: remove server.url or use token or cert auth",fieldPath=".auth.serviceAccount"
 type KubernetesProvider struct {
 	// remoteNamespace is the namespace the Secrets are read from. Defaults
 	// to the namespace of a SecretStore; a ClusterSecretStore must set it.
