@@ -4,13 +4,17 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
 )
 
 // loadSeed reads a seed example and gives it a name and a namespace (the
@@ -29,19 +33,26 @@ func loadSeed(t *testing.T, file, ns string) *unstructured.Unstructured {
 	return u
 }
 
-func TestSeedExamplesAreAccepted(t *testing.T) {
+// dryRunCreate asks the API server to create u without storing it, with
+// strict field validation: an unknown or duplicated field is an error too.
+func dryRunCreate(u *unstructured.Unstructured) error {
+	return k8s.Create(context.Background(), u, client.DryRunAll, client.FieldValidation("Strict"))
+}
+
+func TestCRDSeedExamplesAreAccepted(t *testing.T) {
 	ns := newNamespace(t, nil)
 	for _, f := range []string{"testdata/seed-externalsecret.yaml", "testdata/seed-secretstore.yaml"} {
 		t.Run(f, func(t *testing.T) {
-			u := loadSeed(t, f, ns)
-			if err := k8s.Create(context.Background(), u, client.DryRunAll, client.FieldValidation("Strict")); err != nil {
+			if err := dryRunCreate(loadSeed(t, f, ns)); err != nil {
 				t.Fatalf("server-side dry run rejected the seed example: %v", err)
 			}
 		})
 	}
 }
 
-func TestValidationRejectsBadInputWithReadableMessages(t *testing.T) {
+// TestCRDSchemaRejectsBadInput covers refusals that come from the schema
+// itself (enums), not from a CEL rule; TestCRDRules covers the rules.
+func TestCRDSchemaRejectsBadInput(t *testing.T) {
 	ns := newNamespace(t, nil)
 	cases := []struct {
 		name   string
@@ -49,34 +60,18 @@ func TestValidationRejectsBadInputWithReadableMessages(t *testing.T) {
 		change func(u *unstructured.Unstructured)
 		want   string
 	}{
-		{name: "two provider blocks", file: "testdata/seed-secretstore.yaml",
-			change: func(u *unstructured.Unstructured) {
-				must(t, unstructured.SetNestedField(u.Object, map[string]any{"data": []any{}}, "spec", "fake"))
-			}, want: "set exactly one provider block"},
-		{name: "no provider block", file: "testdata/seed-secretstore.yaml",
-			change: func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "spec", "awssm") },
-			want:   "set exactly one provider block"},
 		{name: "unknown creation policy", file: "testdata/seed-externalsecret.yaml",
 			change: func(u *unstructured.Unstructured) {
 				must(t, unstructured.SetNestedField(u.Object, "Orphan", "spec", "target", "creationPolicy"))
 			}, want: `Unsupported value: "Orphan"`},
-		{name: "invalid refresh interval", file: "testdata/seed-externalsecret.yaml",
-			change: func(u *unstructured.Unstructured) {
-				must(t, unstructured.SetNestedField(u.Object, "every hour", "spec", "refreshInterval"))
-			}, want: "refreshInterval must be a Go duration"},
-		{name: "service account token type", file: "testdata/seed-externalsecret.yaml",
-			change: func(u *unstructured.Unstructured) {
-				must(t, unstructured.SetNestedField(u.Object, "kubernetes.io/service-account-token", "spec", "target", "template", "type"))
-			}, want: "service-account-token is not allowed"},
-		{name: "no data at all", file: "testdata/seed-externalsecret.yaml",
-			change: func(u *unstructured.Unstructured) {
-				unstructured.RemoveNestedField(u.Object, "spec", "data")
-				unstructured.RemoveNestedField(u.Object, "spec", "dataFrom")
-			}, want: "set at least one entry in data or dataFrom"},
 		{name: "bad store kind", file: "testdata/seed-externalsecret.yaml",
 			change: func(u *unstructured.Unstructured) {
 				must(t, unstructured.SetNestedField(u.Object, "VaultStore", "spec", "secretStoreRef", "kind"))
 			}, want: `Unsupported value: "VaultStore"`},
+		{name: "controller class that is not a DNS label", file: "testdata/seed-secretstore.yaml",
+			change: func(u *unstructured.Unstructured) {
+				must(t, unstructured.SetNestedField(u.Object, "Team_A", "spec", "controller"))
+			}, want: "spec.controller"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,14 +85,251 @@ func TestValidationRejectsBadInputWithReadableMessages(t *testing.T) {
 	}
 }
 
-func TestTargetNameIsImmutable(t *testing.T) {
+const (
+	kindES  = "ExternalSecret"
+	kindSS  = "SecretStore"
+	kindCSS = "ClusterSecretStore"
+)
+
+var storeKinds = []string{kindSS, kindCSS}
+
+// ruleCase tests one CEL rule (x-kubernetes-validations) of the CRDs: each
+// spec is written in YAML and applied, as the spec of an object of each of
+// kinds, with a server-side dry run. valid must be accepted; every entry of
+// invalid must be refused with an error that carries rule, a part of the
+// rule's message.
+type ruleCase struct {
+	rule    string
+	kinds   []string
+	valid   string
+	invalid []string
+}
+
+// ruleCases holds a case for every rule of the CRDs but the target.name
+// transition rule, which needs an update and has TestCRDTargetNameRule.
+// TestCRDEveryRuleHasACase keeps it complete.
+var ruleCases = []ruleCase{
+	// Stores.
+	{rule: "set exactly one provider block", kinds: storeKinds,
+		valid:   `{controller: "", fake: {}}`,
+		invalid: []string{`{fake: {}, vault: {server: "https://v:8200", auth: {tokenSecretRef: {name: t, key: token}}}}`, `{controller: ""}`}},
+	{rule: "latency must be a duration", kinds: storeKinds,
+		valid:   `{fake: {latency: 5ms}}`,
+		invalid: []string{`{fake: {latency: fast}}`}},
+	{rule: "fake data entry: set value or valueMap, not both", kinds: storeKinds,
+		valid:   `{fake: {data: [{key: a, value: v}, {key: b, valueMap: {user: u}}]}}`,
+		invalid: []string{`{fake: {data: [{key: a, value: v, valueMap: {user: u}}]}}`}},
+	{rule: "auth must set exactly one of token, cert or serviceAccount", kinds: storeKinds,
+		valid: `{kubernetes: {remoteNamespace: r, auth: {token: {bearerToken: {name: t, key: token}}}}}`,
+		invalid: []string{
+			`{kubernetes: {remoteNamespace: r, auth: {token: {bearerToken: {name: t, key: token}}, serviceAccount: {name: sa}}}}`,
+			`{kubernetes: {remoteNamespace: r, auth: {}}}`}},
+	{rule: "server.url must start with https://", kinds: storeKinds,
+		valid:   `{kubernetes: {remoteNamespace: r, server: {url: "https://10.0.0.1:6443"}, auth: {token: {bearerToken: {name: t, key: token}}}}}`,
+		invalid: []string{`{kubernetes: {remoteNamespace: r, server: {url: "10.0.0.1:6443"}, auth: {token: {bearerToken: {name: t, key: token}}}}}`}},
+	{rule: "server: set caBundle or caSecretRef, not both", kinds: storeKinds,
+		valid:   `{kubernetes: {remoteNamespace: r, server: {url: "https://k:6443", caSecretRef: {name: ca, key: ca.crt}}, auth: {token: {bearerToken: {name: t, key: token}}}}}`,
+		invalid: []string{`{kubernetes: {remoteNamespace: r, server: {url: "https://k:6443", caBundle: TFMwdA==, caSecretRef: {name: ca, key: ca.crt}}, auth: {token: {bearerToken: {name: t, key: token}}}}}`}},
+	{rule: "kubernetes.auth.serviceAccount works only for this cluster", kinds: storeKinds,
+		valid:   `{kubernetes: {remoteNamespace: r, server: {caBundle: TFMwdA==}, auth: {serviceAccount: {name: sa}}}}`,
+		invalid: []string{`{kubernetes: {remoteNamespace: r, server: {url: "https://k:6443"}, auth: {serviceAccount: {name: sa}}}}`}},
+	{rule: "vault.server must be a URL", kinds: storeKinds,
+		valid:   `{vault: {server: "https://vault:8200", auth: {tokenSecretRef: {name: t, key: token}}}}`,
+		invalid: []string{`{vault: {server: "vault:8200", auth: {tokenSecretRef: {name: t, key: token}}}}`}},
+	{rule: "vault.auth must set exactly one of tokenSecretRef, appRole, kubernetes or jwt", kinds: storeKinds,
+		valid: `{vault: {server: "https://vault:8200", auth: {jwt: {role: app, serviceAccountRef: {name: app}}}}}`,
+		invalid: []string{
+			`{vault: {server: "https://vault:8200", auth: {tokenSecretRef: {name: t, key: token}, kubernetes: {role: app, serviceAccountRef: {name: app}}}}}`,
+			`{vault: {server: "https://vault:8200", auth: {}}}`}},
+	{rule: "appRole must set exactly one of roleId or roleRef", kinds: storeKinds,
+		valid: `{vault: {server: "https://vault:8200", auth: {appRole: {roleId: r, secretRef: {name: a, key: secret-id}}}}}`,
+		invalid: []string{
+			`{vault: {server: "https://vault:8200", auth: {appRole: {roleId: r, roleRef: {name: a, key: role-id}, secretRef: {name: a, key: secret-id}}}}}`,
+			`{vault: {server: "https://vault:8200", auth: {appRole: {secretRef: {name: a, key: secret-id}}}}}`}},
+	{rule: "vault: set caBundle or caProvider, not both", kinds: storeKinds,
+		valid:   `{vault: {server: "https://vault:8200", caProvider: {type: ConfigMap, name: ca, key: ca.crt}, auth: {tokenSecretRef: {name: t, key: token}}}}`,
+		invalid: []string{`{vault: {server: "https://vault:8200", caBundle: TFMwdA==, caProvider: {type: Secret, name: ca, key: ca.crt}, auth: {tokenSecretRef: {name: t, key: token}}}}`}},
+	{rule: "namespaceSelector may hold at most 64 matchLabels", kinds: []string{kindCSS},
+		valid: `{fake: {}, namespaceSelector: {matchLabels: {team: a}, matchExpressions: [{key: env, operator: In, values: [dev, prod]}]}}`,
+		invalid: []string{
+			`{fake: {}, namespaceSelector: {matchLabels: {` + numbered("l%d: v", 65) + `}}}`,
+			`{fake: {}, namespaceSelector: {matchExpressions: [` + numbered("{key: k%d, operator: Exists}", 17) + `]}}`,
+			`{fake: {}, namespaceSelector: {matchExpressions: [{key: k, operator: In, values: [` + numbered("v%d", 65) + `]}]}}`}},
+
+	// ExternalSecrets.
+	{rule: "refreshInterval must be a Go duration", kinds: []string{kindES},
+		valid:   `{secretStoreRef: {name: s}, refreshInterval: 1h30m, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+		invalid: []string{`{secretStoreRef: {name: s}, refreshInterval: every hour, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
+	{rule: "service-account-token is not allowed", kinds: []string{kindES},
+		valid:   `{secretStoreRef: {name: s}, target: {template: {type: kubernetes.io/tls}}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+		invalid: []string{`{secretStoreRef: {name: s}, target: {template: {type: kubernetes.io/service-account-token}}, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
+	{rule: "set at least one entry in data or dataFrom", kinds: []string{kindES},
+		valid:   `{secretStoreRef: {name: s}, dataFrom: [{remoteRef: {key: k}}]}`,
+		invalid: []string{`{secretStoreRef: {name: s}}`, `{secretStoreRef: {name: s}, data: [], dataFrom: []}`}},
+	{rule: "adopt: true works only with creationPolicy Owner", kinds: []string{kindES},
+		valid: `{secretStoreRef: {name: s}, target: {adopt: true}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+		invalid: []string{
+			`{secretStoreRef: {name: s}, target: {creationPolicy: Merge, adopt: true}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+			`{secretStoreRef: {name: s}, target: {creationPolicy: None, adopt: true}, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
+}
+
+// targetNameRule is the message of the transition rule on target.name.
+const targetNameRule = "spec.target.name is immutable"
+
+// numbered joins n items made by format from 0..n-1 with ", ".
+func numbered(format string, n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = fmt.Sprintf(format, i)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// objectWithSpec builds an object of kind whose spec is the YAML spec.
+func objectWithSpec(t *testing.T, kind, ns, spec string) *unstructured.Unstructured {
+	t.Helper()
+	var s map[string]any
+	if err := yaml.Unmarshal([]byte(spec), &s); err != nil {
+		t.Fatalf("spec %s: %v", spec, err)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": s}}
+	u.SetAPIVersion(v1alpha1.GroupVersion.String())
+	u.SetKind(kind)
+	u.SetName("rule-case")
+	if kind != kindCSS {
+		u.SetNamespace(ns)
+	}
+	return u
+}
+
+func TestCRDRules(t *testing.T) {
 	ns := newNamespace(t, nil)
-	u := loadSeed(t, "testdata/seed-externalsecret.yaml", ns)
-	must(t, k8s.Create(context.Background(), u))
-	eventually(t, wait, func() (bool, string) {
-		must(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(u), u))
-		must(t, unstructured.SetNestedField(u.Object, "other-name", "spec", "target", "name"))
-		err := k8s.Update(context.Background(), u)
-		return err != nil && strings.Contains(err.Error(), "target.name is immutable"), fmt.Sprintf("got %v", err)
-	})
+	for _, tc := range ruleCases {
+		for _, kind := range tc.kinds {
+			t.Run(kind+"/"+tc.rule, func(t *testing.T) {
+				if err := dryRunCreate(objectWithSpec(t, kind, ns, tc.valid)); err != nil {
+					t.Errorf("valid spec %s was refused: %v", tc.valid, err)
+				}
+				for _, spec := range tc.invalid {
+					err := dryRunCreate(objectWithSpec(t, kind, ns, spec))
+					if err == nil || !strings.Contains(err.Error(), tc.rule) {
+						t.Errorf("spec %s: got %v, want an error containing %q", spec, err, tc.rule)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestCRDEveryRuleHasACase reads every CEL rule of the generated CRDs and
+// fails for one that no case of ruleCases (or TestCRDTargetNameRule) tests
+// on that kind, so that a new rule cannot go untested.
+func TestCRDEveryRuleHasACase(t *testing.T) {
+	files, err := filepath.Glob("../../config/crd/bases/*.yaml")
+	must(t, err)
+	if len(files) == 0 {
+		t.Fatal("no CRD manifests found")
+	}
+	total := 0
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		must(t, err)
+		var crd map[string]any
+		must(t, yaml.Unmarshal(raw, &crd))
+		kind, _, _ := unstructured.NestedString(crd, "spec", "names", "kind")
+		for _, msg := range ruleMessages(crd) {
+			total++
+			if kind == kindES && strings.Contains(msg, targetNameRule) {
+				continue
+			}
+			if !hasRuleCase(kind, msg) {
+				t.Errorf("%s: the rule with message %q has no case in ruleCases", kind, msg)
+			}
+		}
+	}
+	t.Logf("%d rules in %d CRDs", total, len(files))
+}
+
+func hasRuleCase(kind, msg string) bool {
+	for _, tc := range ruleCases {
+		for _, k := range tc.kinds {
+			if k == kind && strings.Contains(msg, tc.rule) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ruleMessages lists the messages of every x-kubernetes-validations rule
+// anywhere in the CRD.
+func ruleMessages(v any) []string {
+	var out []string
+	switch v := v.(type) {
+	case map[string]any:
+		if rules, ok := v["x-kubernetes-validations"].([]any); ok {
+			for _, r := range rules {
+				m, _ := r.(map[string]any)
+				msg, _ := m["message"].(string)
+				out = append(out, msg)
+			}
+		}
+		for _, c := range v {
+			out = append(out, ruleMessages(c)...)
+		}
+	case []any:
+		for _, c := range v {
+			out = append(out, ruleMessages(c)...)
+		}
+	}
+	return out
+}
+
+// TestCRDTargetNameRule checks the transition rule on spec.target.name:
+// writing the name already in effect (the ExternalSecret's own name while
+// it is unset) is no change, and only a real change is refused. The
+// patches carry no resourceVersion, so the operator's own writes to the
+// object cannot make them conflict.
+func TestCRDTargetNameRule(t *testing.T) {
+	ns := newNamespace(t, nil)
+	create := func(name, spec string) {
+		t.Helper()
+		u := objectWithSpec(t, kindES, ns, spec)
+		u.SetName(name)
+		must(t, k8s.Create(context.Background(), u))
+	}
+	create("app", `{secretStoreRef: {name: s}, data: [{secretKey: k, remoteRef: {key: k}}]}`)
+	create("custom", `{secretStoreRef: {name: s}, target: {name: other-secret}, data: [{secretKey: k, remoteRef: {key: k}}]}`)
+	steps := []struct {
+		name    string
+		es      string
+		target  string // a JSON value for spec.target.name; null unsets it
+		allowed bool
+	}{
+		{name: "unset to the own name", es: "app", target: `"app"`, allowed: true},
+		{name: "the own name again", es: "app", target: `"app"`, allowed: true},
+		{name: "own name to unset", es: "app", target: `null`, allowed: true},
+		{name: "unset to another name", es: "app", target: `"app-v2"`},
+		{name: "unset to the own name, again", es: "app", target: `"app"`, allowed: true},
+		{name: "own name, then another", es: "app", target: `"elsewhere"`},
+		{name: "custom name kept", es: "custom", target: `"other-secret"`, allowed: true},
+		{name: "custom name to unset", es: "custom", target: `null`},
+		{name: "custom name to the own name", es: "custom", target: `"custom"`},
+		{name: "custom name to another name", es: "custom", target: `"third-secret"`},
+	}
+	for _, st := range steps {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(v1alpha1.GroupVersion.String())
+		u.SetKind(kindES)
+		u.SetNamespace(ns)
+		u.SetName(st.es)
+		patch := []byte(`{"spec":{"target":{"name":` + st.target + `}}}`)
+		err := k8s.Patch(context.Background(), u, client.RawPatch(types.MergePatchType, patch))
+		switch {
+		case st.allowed && err != nil:
+			t.Errorf("%s: refused: %v", st.name, err)
+		case !st.allowed && (err == nil || !strings.Contains(err.Error(), targetNameRule)):
+			t.Errorf("%s: got %v, want an error containing %q", st.name, err, targetNameRule)
+		}
+	}
 }
