@@ -236,8 +236,9 @@ type ExternalSecretSpec struct {
 	SecretStoreRef StoreRef `json:"secretStoreRef"`
 
 	// refreshInterval is how often the data is read again, as a Go
-	// duration (30s, 15m, 1h). 0 syncs once, and again only when the spec
-	// changes.
+	// duration (30s, 15m, 1h). 0 syncs once, and again only when an input
+	// changes: this spec, the store's spec (its generation), a templateFrom
+	// ConfigMap, or the force-sync annotation.
 	// +optional
 	// +kubebuilder:default="1h"
 	// +kubebuilder:validation:Type=string
