@@ -58,7 +58,8 @@ func TestClusterSecretStoreNamespaceConditions(t *testing.T) {
 		waitSecretData(t, ns, "es", map[string]string{"v": "cluster-value"})
 	}
 	newES(t, refused, "es", name, withClusterStore(name), withData("v", "shared", ""))
-	waitCondition(t, refused, "es", "NamespaceNotAllowed", `does not allow namespace "`+refused+`"`, "team=payments")
+	waitCondition(t, refused, "es", "NamespaceNotAllowed", `does not allow namespace "`+refused+`"`,
+		"it allows namespaces ["+allowed+"] or those matching namespaceSelector team=payments")
 	if _, err := getSecret(refused, "es"); err == nil {
 		t.Fatal("a refused namespace got a Secret")
 	}

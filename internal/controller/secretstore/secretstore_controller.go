@@ -4,6 +4,7 @@ package secretstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -49,6 +51,12 @@ type Reconciler struct {
 	CredentialIndex string
 	// CredentialChanges receives the changes of credential Secrets.
 	CredentialChanges <-chan event.GenericEvent
+	// APIReader reads from the API server, not the cache: whether the
+	// objects a store names exist. Defaults to the manager's.
+	APIReader client.Reader
+	// RateLimiter paces the retries of stores that wait for a change in
+	// the cluster. Defaults to RetryBackoff.
+	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
 }
 
 func (r *Reconciler) newObject() client.Object {
@@ -87,33 +95,78 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	status.Provider = name
-	err := r.validate(ctx, resolved)
-	cond := metav1.Condition{Type: "Ready", ObservedGeneration: obj.GetGeneration()}
-	if err != nil {
-		reason, _ := engine.Classify(err)
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, string(reason), fmt.Sprintf("%s: %v", resolved.Describe(), err)
-		status.Phase = v1alpha1.StorePhasePending
+	v := r.check(ctx, resolved)
+	cond := metav1.Condition{Type: "Ready", ObservedGeneration: obj.GetGeneration(), Reason: v.reason, Message: v.message}
+	if v.ready {
+		cond.Status, status.Phase = metav1.ConditionTrue, v1alpha1.StorePhaseRunning
 	} else {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "Valid", "configuration and credentials are valid"
-		status.Phase = v1alpha1.StorePhaseRunning
+		cond.Status, status.Phase = metav1.ConditionFalse, v1alpha1.StorePhasePending
 	}
 	meta.SetStatusCondition(&status.Conditions, cond)
 	status.ObservedGeneration = obj.GetGeneration()
 	if !apiequality.Semantic.DeepEqual(beforeStatus, status) {
-		if err != nil {
+		if !v.ready {
 			r.Recorder.Event(obj, corev1.EventTypeWarning, cond.Reason, cond.Message)
 		}
 		if perr := r.Client.Status().Patch(ctx, obj, client.MergeFrom(before)); perr != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(perr)
 		}
 	}
-	if err != nil {
-		if _, retry := engine.Classify(err); retry {
-			return ctrl.Result{RequeueAfter: time.Minute}, nil
-		}
+	switch {
+	case v.retry != nil:
+		// The work queue tries again with backoff (RetryBackoff).
+		return ctrl.Result{}, v.retry
+	case !v.ready:
+		// Only an edit of the store can help; the edit reconciles it.
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{RequeueAfter: recheck}, nil
+}
+
+// verdict is what one validation of a store concludes.
+type verdict struct {
+	ready           bool
+	reason, message string
+	// retry, when set, is handed to the work queue so that it tries again
+	// with backoff: the store waits for something a change in the cluster
+	// can fix.
+	retry error
+}
+
+// check validates a store and tells whether it is worth another try. A
+// store whose validation fails because a Secret, ConfigMap, service
+// account or namespace it names does not exist waits for it, with backoff:
+// nothing else tells it that the object appeared (only credential Secrets
+// are watched). The objects are looked up before and after the validation,
+// so that one created while it ran is not taken for a configuration error.
+func (r *Reconciler) check(ctx context.Context, s *storeaccess.Resolved) verdict {
+	deps := dependencies(s.Store)
+	missingBefore, lookupErr := missing(ctx, r.APIReader, s.Store, deps)
+	err := r.validate(ctx, s)
+	if err == nil {
+		return verdict{ready: true, reason: "Valid", message: "configuration and credentials are valid"}
+	}
+	reason, retry := engine.Classify(err)
+	if retry {
+		msg := fmt.Sprintf("%s: %v; retrying with backoff", s.Describe(), err)
+		return verdict{reason: string(reason), message: msg, retry: errors.New(msg)}
+	}
+	missingAfter, err2 := missing(ctx, r.APIReader, s.Store, deps)
+	waitingFor := missingAfter
+	if len(waitingFor) == 0 {
+		waitingFor = missingBefore
+	}
+	switch {
+	case len(waitingFor) > 0:
+		msg := fmt.Sprintf("%s: waiting for %s to exist; retrying with backoff", s.Describe(), listed(waitingFor))
+		return verdict{reason: ReasonDependencyMissing, message: msg, retry: errors.New(msg)}
+	case lookupErr != nil || err2 != nil:
+		// Whether the objects exist is unknown: try again rather than
+		// wait for an edit that may not be needed.
+		msg := fmt.Sprintf("%s: %v; retrying with backoff", s.Describe(), err)
+		return verdict{reason: string(reason), message: msg, retry: fmt.Errorf("%s: %w", msg, errors.Join(lookupErr, err2))}
+	}
+	return verdict{reason: string(reason), message: fmt.Sprintf("%s: %v", s.Describe(), err)}
 }
 
 func (r *Reconciler) validate(ctx context.Context, s *storeaccess.Resolved) error {
@@ -128,15 +181,23 @@ func (r *Reconciler) validate(ctx context.Context, s *storeaccess.Resolved) erro
 }
 
 // SetupWithManager registers the controller; changes of credential Secrets
-// (watched by name) validate their stores again at once.
+// (watched by name) validate their stores again at once, and a store that
+// waits for a change in the cluster is retried with RateLimiter.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	name := "secretstore"
 	if r.Cluster {
 		name = "clustersecretstore"
 	}
 	c := mgr.GetClient()
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.RateLimiter == nil {
+		r.RateLimiter = RetryBackoff()
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
+		WithOptions(controller.Options{RateLimiter: r.RateLimiter}).
 		For(r.newObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A deleted store's provider client is closed and forgotten.
 		Watches(r.newObject(), handler.Funcs{

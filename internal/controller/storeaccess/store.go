@@ -150,9 +150,9 @@ func allowNamespace(ctx context.Context, c client.Reader, s *v1alpha1.ClusterSec
 		if sel.Matches(labels.Set(nsObj.Labels)) {
 			return nil
 		}
-		allowedBy = append(allowedBy, "namespaceSelector "+sel.String())
+		allowedBy = append(allowedBy, "those matching namespaceSelector "+sel.String())
 	}
 	return &UserError{Reason: "NamespaceNotAllowed", Msg: fmt.Sprintf(
 		"ClusterSecretStore %q does not allow namespace %q (it allows %s); ask its owner to add the namespace, or use another store",
-		s.Name, ns, strings.Join(allowedBy, " and "))}
+		s.Name, ns, strings.Join(allowedBy, " or "))}
 }
