@@ -10,9 +10,12 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"text/template"
+	"text/template/parse"
 
 	"sigs.k8s.io/yaml"
 )
@@ -89,10 +92,12 @@ func FuncMap() template.FuncMap {
 
 // renderTemplate renders text over ctx.
 func renderTemplate(name, text string, ctx any) ([]byte, error) {
-	t, err := template.New(name).Option("missingkey=error").Funcs(FuncMap()).Parse(text)
+	t, err := template.New(name).Option("missingkey=error").Funcs(FuncMap()).
+		Funcs(template.FuncMap{lookupFunc: fieldOrMissing}).Parse(text)
 	if err != nil {
 		return nil, &TemplateError{Name: name, Problem: "does not parse: " + scrub(err.Error(), name)}
 	}
+	tolerateMissingKeys(t)
 	var out limitedBuffer
 	if err := t.Execute(&out, ctx); err != nil {
 		return nil, &TemplateError{Name: name, Problem: "failed: " + scrub(err.Error(), name)}
@@ -105,6 +110,195 @@ func renderTemplate(name, text string, ctx any) ([]byte, error) {
 // not data values: our functions never put their input into an error.
 func scrub(msg, name string) string {
 	return strings.TrimPrefix(msg, "template: "+name+":")
+}
+
+// Missing keys and the fallback functions.
+//
+// Templates run with missingkey=error, so that a typo in a key fails
+// loudly instead of rendering an empty string. That made the documented
+// form `{{ .data.port | default "5432" }}` fail too: text/template
+// evaluates .data.port, and stops, before default is called. No execution
+// option tells "missing" from "empty" per use: missingkey=zero renders a
+// bare missing key as an empty string (or "<no value>"), which would hide
+// the typo. So tolerateMissingKeys rewrites the parse tree once, after
+// parsing: where a field (.data.KEY, .KEY, $.data.KEY, $v.KEY or
+// (pipeline).KEY) is the value given to one of fallbackFuncs, directly or
+// through a pipe, the last step of the field becomes a call of
+// fieldOrMissing, which returns a missingKey instead of failing. The
+// fallback functions treat a missingKey as empty; every other use of a
+// field is left alone, so a missing key used bare, or piped into any other
+// function, still fails naming the key. Only the last step may be missing:
+// .data itself, or any step before the last, must exist.
+
+// fallbackFuncs are the functions whose value argument may name a missing
+// key.
+var fallbackFuncs = map[string]bool{"default": true, "required": true}
+
+// lookupFunc is the name under which fieldOrMissing is called in a
+// rewritten tree. It is not part of the documented function set.
+const lookupFunc = "_fieldOrMissing"
+
+// missingKey is the value of a field whose last key is missing, as seen by
+// the fallback functions. It holds the key's name.
+type missingKey string
+
+// fieldOrMissing returns m[key], or a missingKey when m has no such key.
+func fieldOrMissing(m any, key string) (any, error) {
+	v := reflect.ValueOf(m)
+	if v.Kind() != reflect.Map || v.Type().Key().Kind() != reflect.String {
+		return nil, fmt.Errorf("cannot read key %q: not a map", key)
+	}
+	e := v.MapIndex(reflect.ValueOf(key).Convert(v.Type().Key()))
+	if !e.IsValid() {
+		return missingKey(key), nil
+	}
+	return e.Interface(), nil
+}
+
+// tolerateMissingKeys rewrites every template of t (the main one and those
+// of define and block) as the comment above missingKey describes.
+func tolerateMissingKeys(t *template.Template) {
+	for _, tt := range t.Templates() {
+		if tt.Tree != nil && tt.Tree.Root != nil {
+			rewriteNode(tt.Tree, tt.Tree.Root)
+		}
+	}
+}
+
+func rewriteNode(tr *parse.Tree, n parse.Node) {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return
+		}
+		for _, c := range n.Nodes {
+			rewriteNode(tr, c)
+		}
+	case *parse.ActionNode:
+		rewritePipe(tr, n.Pipe)
+	case *parse.IfNode:
+		rewriteBranch(tr, &n.BranchNode)
+	case *parse.RangeNode:
+		rewriteBranch(tr, &n.BranchNode)
+	case *parse.WithNode:
+		rewriteBranch(tr, &n.BranchNode)
+	case *parse.TemplateNode:
+		rewritePipe(tr, n.Pipe)
+	case *parse.PipeNode:
+		rewritePipe(tr, n)
+	case *parse.ChainNode:
+		rewriteNode(tr, n.Node)
+	}
+}
+
+func rewriteBranch(tr *parse.Tree, b *parse.BranchNode) {
+	rewritePipe(tr, b.Pipe)
+	rewriteNode(tr, b.List)
+	rewriteNode(tr, b.ElseList)
+}
+
+func rewritePipe(tr *parse.Tree, p *parse.PipeNode) {
+	if p == nil {
+		return
+	}
+	for i, cmd := range p.Cmds {
+		for _, a := range cmd.Args {
+			rewriteNode(tr, a)
+		}
+		if len(cmd.Args) == 0 {
+			continue
+		}
+		fn, ok := cmd.Args[0].(*parse.IdentifierNode)
+		if !ok || !fallbackFuncs[fn.Ident] {
+			continue
+		}
+		switch {
+		case i > 0:
+			// `.data.KEY | default "x"`: the value is the previous
+			// command's result; rewrite it when it is a lone field.
+			prev := p.Cmds[i-1]
+			if len(prev.Args) == 1 {
+				if call := lookupCall(tr, prev.Args[0]); call != nil {
+					prev.Args = call
+				}
+			}
+		case len(cmd.Args) > 1:
+			// `default "x" .data.KEY`: the value is the last argument.
+			last := len(cmd.Args) - 1
+			if v := optionalValue(tr, cmd.Args[last]); v != nil {
+				cmd.Args[last] = v
+			}
+		}
+	}
+}
+
+// optionalValue returns the node to use, as an argument, instead of n:
+// a parenthesized call of fieldOrMissing, or nil to leave n alone.
+func optionalValue(tr *parse.Tree, n parse.Node) parse.Node {
+	if p, ok := n.(*parse.PipeNode); ok {
+		// `default "x" (.data.KEY)`
+		if len(p.Decl) == 0 && len(p.Cmds) == 1 && len(p.Cmds[0].Args) == 1 {
+			if call := lookupCall(tr, p.Cmds[0].Args[0]); call != nil {
+				p.Cmds[0].Args = call
+			}
+		}
+		return nil
+	}
+	call := lookupCall(tr, n)
+	if call == nil {
+		return nil
+	}
+	pos := n.Position()
+	return &parse.PipeNode{NodeType: parse.NodePipe, Pos: pos,
+		Cmds: []*parse.CommandNode{{NodeType: parse.NodeCommand, Pos: pos, Args: call}}}
+}
+
+// lookupCall returns the arguments of a command `_fieldOrMissing RECEIVER
+// "KEY"` that reads the field n, or nil when n is not a field. The nodes
+// of n are reused for the receiver, which keeps their positions for error
+// messages.
+func lookupCall(tr *parse.Tree, n parse.Node) []parse.Node {
+	var recv parse.Node
+	var key string
+	switch f := n.(type) {
+	case *parse.FieldNode: // .a.b.KEY, or .KEY on dot
+		last := len(f.Ident) - 1
+		key = f.Ident[last]
+		if last == 0 {
+			recv = &parse.DotNode{NodeType: parse.NodeDot, Pos: f.Pos}
+		} else {
+			f.Ident = f.Ident[:last]
+			recv = f
+		}
+	case *parse.VariableNode: // $.data.KEY, $v.KEY; a bare $v is no field
+		last := len(f.Ident) - 1
+		if last < 1 {
+			return nil
+		}
+		key = f.Ident[last]
+		f.Ident = f.Ident[:last]
+		recv = f
+	case *parse.ChainNode: // (pipeline).KEY
+		last := len(f.Field) - 1
+		if last < 0 {
+			return nil
+		}
+		key = f.Field[last]
+		if last == 0 {
+			recv = f.Node
+		} else {
+			f.Field = f.Field[:last]
+			recv = f
+		}
+	default:
+		return nil
+	}
+	pos := n.Position()
+	return []parse.Node{
+		parse.NewIdentifier(lookupFunc).SetTree(tr).SetPos(pos),
+		recv,
+		&parse.StringNode{NodeType: parse.NodeString, Pos: pos, Quoted: strconv.Quote(key), Text: key},
+	}
 }
 
 type limitedBuffer struct{ bytes.Buffer }
@@ -204,7 +398,7 @@ func indent(n int, s string) string {
 
 func dflt(def any, v any) any {
 	switch t := v.(type) {
-	case nil:
+	case nil, missingKey:
 		return def
 	case string:
 		if t == "" {
@@ -215,6 +409,12 @@ func dflt(def any, v any) any {
 }
 
 func required(msg string, v any) (any, error) {
+	if k, ok := v.(missingKey); ok {
+		if msg == "" {
+			return nil, fmt.Errorf("key %q is required and missing", string(k))
+		}
+		return nil, fmt.Errorf("key %q is required and missing: %s", string(k), msg)
+	}
 	if v == nil {
 		return nil, errors.New(msg)
 	}
