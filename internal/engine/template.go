@@ -474,21 +474,11 @@ func dict(kv ...any) (map[string]any, error) {
 	return out, nil
 }
 
-// pemBlocks splits a PEM bundle into its blocks, each re-encoded.
-func pemBlocks(s string) []string {
-	var out []string
-	rest := []byte(s)
-	for {
-		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
-			return out
-		}
-		out = append(out, string(pem.EncodeToMemory(b)))
-	}
-}
-
-func pemOfType(s string, match func(string) bool) []*pem.Block {
+// decodePEM returns the blocks of a PEM bundle whose type match accepts,
+// in order; a nil match accepts every block. Text around and between the
+// blocks is skipped. It is the one walk over PEM blocks that the helpers
+// below share.
+func decodePEM(s string, match func(string) bool) []*pem.Block {
 	var out []*pem.Block
 	rest := []byte(s)
 	for {
@@ -497,7 +487,7 @@ func pemOfType(s string, match func(string) bool) []*pem.Block {
 		if b == nil {
 			return out
 		}
-		if match(b.Type) {
+		if match == nil || match(b.Type) {
 			out = append(out, b)
 		}
 	}
@@ -505,6 +495,16 @@ func pemOfType(s string, match func(string) bool) []*pem.Block {
 
 func isCert(t string) bool { return t == "CERTIFICATE" }
 func isKey(t string) bool  { return strings.HasSuffix(t, "PRIVATE KEY") }
+
+// certBlocks returns the CERTIFICATE blocks of a bundle, or an error that
+// names fn when there is none.
+func certBlocks(fn, s string) ([]*pem.Block, error) {
+	certs := decodePEM(s, isCert)
+	if len(certs) == 0 {
+		return nil, errors.New(fn + ": no CERTIFICATE block in input")
+	}
+	return certs, nil
+}
 
 func encodeBlocks(bs []*pem.Block) string {
 	var buf bytes.Buffer
@@ -514,20 +514,29 @@ func encodeBlocks(bs []*pem.Block) string {
 	return buf.String()
 }
 
+// pemBlocks splits a PEM bundle into its blocks, each re-encoded.
+func pemBlocks(s string) []string {
+	var out []string
+	for _, b := range decodePEM(s, nil) {
+		out = append(out, string(pem.EncodeToMemory(b)))
+	}
+	return out
+}
+
 // pemCertificates keeps only the certificates of a bundle.
 func pemCertificates(s string) (string, error) {
-	certs := pemOfType(s, isCert)
-	if len(certs) == 0 {
-		return "", errors.New("pemCertificates: no CERTIFICATE block in input")
+	certs, err := certBlocks("pemCertificates", s)
+	if err != nil {
+		return "", err
 	}
 	return encodeBlocks(certs), nil
 }
 
 // pemLeaf returns the first certificate of a bundle.
 func pemLeaf(s string) (string, error) {
-	certs := pemOfType(s, isCert)
-	if len(certs) == 0 {
-		return "", errors.New("pemLeaf: no CERTIFICATE block in input")
+	certs, err := certBlocks("pemLeaf", s)
+	if err != nil {
+		return "", err
 	}
 	return encodeBlocks(certs[:1]), nil
 }
@@ -535,26 +544,27 @@ func pemLeaf(s string) (string, error) {
 // pemChain returns every certificate after the first (the intermediates
 // and root).
 func pemChain(s string) (string, error) {
-	certs := pemOfType(s, isCert)
-	if len(certs) == 0 {
-		return "", errors.New("pemChain: no CERTIFICATE block in input")
+	certs, err := certBlocks("pemChain", s)
+	if err != nil {
+		return "", err
 	}
 	return encodeBlocks(certs[1:]), nil
 }
 
 // pemPrivateKey returns the first private key of a bundle.
 func pemPrivateKey(s string) (string, error) {
-	ks := pemOfType(s, isKey)
+	ks := decodePEM(s, isKey)
 	if len(ks) == 0 {
 		return "", errors.New("pemPrivateKey: no PRIVATE KEY block in input")
 	}
 	return encodeBlocks(ks[:1]), nil
 }
 
+// firstCert parses the first certificate of a bundle.
 func firstCert(fn, s string) (*x509.Certificate, error) {
-	certs := pemOfType(s, isCert)
-	if len(certs) == 0 {
-		return nil, errors.New(fn + ": no CERTIFICATE block in input")
+	certs, err := certBlocks(fn, s)
+	if err != nil {
+		return nil, err
 	}
 	c, err := x509.ParseCertificate(certs[0].Bytes)
 	if err != nil {
