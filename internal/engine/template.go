@@ -17,19 +17,27 @@ import (
 	"text/template"
 	"text/template/parse"
 
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"sigs.k8s.io/yaml"
 )
 
 // TemplateError says which template failed and why. Its message never
 // holds a rendered or fetched value.
 type TemplateError struct {
-	// Name is the Secret key (or label/annotation) being rendered, or the
-	// ConfigMap item.
+	// Kind is "label" or "annotation" for a template of the Secret's
+	// metadata, and empty otherwise.
+	Kind string
+	// Name is the Secret key, label key or annotation key being rendered,
+	// or the ConfigMap item.
 	Name    string
 	Problem string
 }
 
 func (e *TemplateError) Error() string {
+	if e.Kind != "" {
+		return fmt.Sprintf("template %s %q: %s", e.Kind, e.Name, e.Problem)
+	}
 	return fmt.Sprintf("template %q: %s", e.Name, e.Problem)
 }
 
@@ -103,6 +111,76 @@ func renderTemplate(name, text string, ctx any) ([]byte, error) {
 		return nil, &TemplateError{Name: name, Problem: "failed: " + scrub(err.Error(), name)}
 	}
 	return out.Bytes(), nil
+}
+
+// Rendered metadata is checked here, right after rendering, because the
+// API server's answer to an invalid label or annotation repeats the
+// rendered value, which may come from secret data, and that answer would
+// reach the ExternalSecret's conditions. The checks are those of
+// apimachinery (the rules the API server applies); their messages are not
+// used for rendered values, only fixed ones that name the key.
+
+// labelValueRule says what a label value may be, without the value.
+var labelValueRule = fmt.Sprintf("at most %d characters: letters, digits, '-', '_', '.'; "+
+	"must start and end with a letter or digit", content.LabelValueMaxLength)
+
+// renderLabels renders the label templates and checks the result.
+func renderLabels(in map[string]string, ctx any) (map[string]string, error) {
+	return renderMetadata("label", in, ctx, func(key, value string) string {
+		if errs := content.IsLabelKey(key); len(errs) > 0 {
+			// The key is part of the spec, not rendered: its rule may be said.
+			return "is not a valid label key: " + strings.Join(errs, "; ")
+		}
+		if len(content.IsLabelValue(value)) > 0 {
+			return "rendered value is not a valid label value (" + labelValueRule + ")"
+		}
+		return ""
+	})
+}
+
+// renderAnnotations renders the annotation templates and checks the
+// result, the total size included.
+func renderAnnotations(in map[string]string, ctx any) (map[string]string, error) {
+	out, err := renderMetadata("annotation", in, ctx, func(key, _ string) string {
+		// As the API server does: annotation keys are label keys, in any case.
+		if errs := content.IsLabelKey(strings.ToLower(key)); len(errs) > 0 {
+			return "is not a valid annotation key: " + strings.Join(errs, "; ")
+		}
+		return ""
+	})
+	if err != nil {
+		return nil, err
+	}
+	// ValidateAnnotationsSize's error holds sizes only; it is not used.
+	if apivalidation.ValidateAnnotationsSize(out) != nil {
+		return nil, &TemplateError{Name: "metadata.annotations", Problem: fmt.Sprintf(
+			"rendered annotations are larger than %d bytes in total (keys and values)", apivalidation.TotalAnnotationSizeLimitB)}
+	}
+	return out, nil
+}
+
+// renderMetadata renders each template of in under its key and returns the
+// first problem that check finds in a key or a rendered value.
+func renderMetadata(kind string, in map[string]string, ctx any, check func(key, value string) string) (map[string]string, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(in))
+	for _, k := range sortedKeys(in) {
+		b, err := renderTemplate(kind+" "+k, in[k], ctx)
+		if err != nil {
+			var te *TemplateError
+			if errors.As(err, &te) {
+				te.Kind, te.Name = kind, k
+			}
+			return nil, err
+		}
+		if problem := check(k, string(b)); problem != "" {
+			return nil, &TemplateError{Kind: kind, Name: k, Problem: problem}
+		}
+		out[k] = string(b)
+	}
+	return out, nil
 }
 
 // scrub removes the "template: NAME:" prefix that text/template adds. The
