@@ -186,10 +186,10 @@ func applyTemplate(t *v1alpha1.ExternalSecretTemplate, res *Result, sources map[
 		}
 	}
 	var err error
-	if res.Labels, err = renderMeta("label", t.Metadata.Labels, ctx); err != nil {
+	if res.Labels, err = renderLabels(t.Metadata.Labels, ctx); err != nil {
 		return err
 	}
-	if res.Annotations, err = renderMeta("annotation", t.Metadata.Annotations, ctx); err != nil {
+	if res.Annotations, err = renderAnnotations(t.Metadata.Annotations, ctx); err != nil {
 		return err
 	}
 	res.Type = t.Type
@@ -202,21 +202,6 @@ func applyTemplate(t *v1alpha1.ExternalSecretTemplate, res *Result, sources map[
 		res.Data = rendered
 	}
 	return nil
-}
-
-func renderMeta(kind string, in map[string]string, ctx any) (map[string]string, error) {
-	if len(in) == 0 {
-		return nil, nil
-	}
-	out := make(map[string]string, len(in))
-	for _, k := range sortedKeys(in) {
-		b, err := renderTemplate(kind+" "+k, in[k], ctx)
-		if err != nil {
-			return nil, err
-		}
-		out[k] = string(b)
-	}
-	return out, nil
 }
 
 // templateContext exposes the fetched data as .data.KEY and, for

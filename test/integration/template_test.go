@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,4 +59,38 @@ func TestTemplateFromConfigMapRerendersOnChange(t *testing.T) {
 		TemplateFrom: []v1alpha1.TemplateFrom{{ConfigMap: v1alpha1.TemplateRef{Name: "elsewhere", Items: []v1alpha1.TemplateRefItem{{Key: "x"}}}}},
 	}))
 	waitCondition(t, ns, "cross", "TemplateNotFound", `template ConfigMap "elsewhere" not found in namespace "`+ns+`"`)
+}
+
+// TestInvalidRenderedLabelNamesKeyNotValue: a label rendered from a
+// secret value that is no valid label value fails in the engine, before
+// the API server could repeat the value, and the target keeps its data.
+func TestInvalidRenderedLabelNamesKeyNotValue(t *testing.T) {
+	ns := newNamespace(t, nil)
+	// The space makes the value an invalid label value.
+	value := sentinel + " with spaces"
+	fakeStore(t, ns, "store", fakeEntry{key: "db", value: `{"password":"` + value + `","team":"payments"}`})
+	newES(t, ns, "es", "store", withDataFrom("db", ""), withTemplate(&v1alpha1.ExternalSecretTemplate{
+		Data:     map[string]string{"password": "{{ .data.password }}"},
+		Metadata: v1alpha1.ExternalSecretTemplateMetadata{Labels: map[string]string{"team": "{{ .data.team }}"}},
+	}))
+	waitReady(t, ns, "es")
+	waitSecretData(t, ns, "es", map[string]string{"password": value})
+
+	updateES(t, ns, "es", func(es *v1alpha1.ExternalSecret) {
+		es.Spec.Target.Template.Metadata.Labels["owner"] = "{{ .data.password }}"
+	})
+	es := waitCondition(t, ns, "es", "TemplateError", `template label "owner"`, "rendered value is not a valid label value")
+	if es.Status.Phase != v1alpha1.PhaseFailed {
+		t.Errorf("phase = %s, want %s", es.Status.Phase, v1alpha1.PhaseFailed)
+	}
+	consistently(t, 2*time.Second, func() (bool, string) {
+		s, err := getSecret(ns, "es")
+		if err != nil {
+			return false, err.Error()
+		}
+		_, hasOwner := s.Labels["owner"]
+		return string(s.Data["password"]) == value && len(s.Data) == 1 && s.Labels["team"] == "payments" && !hasOwner,
+			"the target lost its last good data or labels"
+	})
+	assertNoLeak(t, ns)
 }
