@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Ref names one version of one remote object. An empty Version means the
@@ -161,13 +162,28 @@ type Client struct {
 	ops      Ops
 }
 
+// CallTimeout bounds every call of a client: the context an operation gets
+// has a deadline at most this far away, even when the caller's has none.
+const CallTimeout = 30 * time.Second
+
 // NewClient makes a client of the named provider from the operations its
-// factory built.
+// factory built. Every operation that takes a context gets one with a
+// deadline (CallTimeout at most).
 func NewClient(provider string, ops Ops) (*Client, error) {
 	if ops.Reader == nil {
 		return nil, fmt.Errorf("the %q provider built a client that cannot read", provider)
 	}
-	return &Client{provider: provider, ops: ops}, nil
+	bounded := Ops{Reader: timedReader{ops.Reader}, Closer: ops.Closer}
+	if ops.Versions != nil {
+		bounded.Versions = timedVersions{ops.Versions}
+	}
+	if ops.Writer != nil {
+		bounded.Writer = timedWriter{ops.Writer}
+	}
+	if ops.Checker != nil {
+		bounded.Checker = timedChecker{ops.Checker}
+	}
+	return &Client{provider: provider, ops: bounded}, nil
 }
 
 // Provider is the name of the client's provider (its block in the store
@@ -316,4 +332,42 @@ func Classify(err error) (reason Reason, retry bool) {
 	default:
 		return ReasonProviderError, true
 	}
+}
+
+type timedReader struct{ inner Reader }
+
+func (t timedReader) GetSecret(ctx context.Context, ref Ref) (Object, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	return t.inner.GetSecret(ctx, ref)
+}
+
+type timedVersions struct{ inner VersionReader }
+
+func (t timedVersions) CurrentVersion(ctx context.Context, key string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	return t.inner.CurrentVersion(ctx, key)
+}
+
+type timedWriter struct{ inner Writer }
+
+func (t timedWriter) PutSecret(ctx context.Context, key string, fields map[string][]byte, owner Owner) error {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	return t.inner.PutSecret(ctx, key, fields, owner)
+}
+
+func (t timedWriter) DeleteSecret(ctx context.Context, key string, owner Owner) error {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	return t.inner.DeleteSecret(ctx, key, owner)
+}
+
+type timedChecker struct{ inner Checker }
+
+func (t timedChecker) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	return t.inner.Check(ctx)
 }

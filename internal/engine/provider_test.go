@@ -124,3 +124,50 @@ func TestWrapNeverClaimsMoreNorLess(t *testing.T) {
 		})
 	}
 }
+
+// deadlines records whether each call had a deadline.
+type deadlines struct{ seen *[]bool }
+
+func (d deadlines) note(ctx context.Context) {
+	_, ok := ctx.Deadline()
+	*d.seen = append(*d.seen, ok)
+}
+func (d deadlines) GetSecret(ctx context.Context, _ Ref) (Object, error) {
+	d.note(ctx)
+	return Object{}, nil
+}
+func (d deadlines) CurrentVersion(ctx context.Context, _ string) (string, error) {
+	d.note(ctx)
+	return "", nil
+}
+func (d deadlines) PutSecret(ctx context.Context, _ string, _ map[string][]byte, _ Owner) error {
+	d.note(ctx)
+	return nil
+}
+func (d deadlines) DeleteSecret(ctx context.Context, _ string, _ Owner) error {
+	d.note(ctx)
+	return nil
+}
+func (d deadlines) Check(ctx context.Context) error { d.note(ctx); return nil }
+
+func TestEveryCallHasADeadline(t *testing.T) {
+	var seen []bool
+	d := deadlines{seen: &seen}
+	c, _ := NewClient("p", Ops{Reader: d, Versions: d, Writer: d, Checker: d})
+	ctx := context.Background()
+	_, _ = c.GetSecret(ctx, Ref{})
+	vr, _ := c.AsVersionReader()
+	_, _ = vr.CurrentVersion(ctx, "k")
+	w, _ := c.AsWriter()
+	_ = w.PutSecret(ctx, "k", nil, Owner{})
+	_ = w.DeleteSecret(ctx, "k", Owner{})
+	_ = c.Check(ctx)
+	if len(seen) != 5 {
+		t.Fatalf("%d calls reached the provider, want 5", len(seen))
+	}
+	for i, ok := range seen {
+		if !ok {
+			t.Errorf("call %d had no deadline", i)
+		}
+	}
+}
