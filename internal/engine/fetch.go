@@ -63,9 +63,9 @@ type Fetched struct {
 	FetchedAt time.Time
 }
 
-// Get returns the object at ref from store, reading it through r unless a
+// Get returns the object at ref from store, reading it through c unless a
 // read younger than maxAge is cached. maxAge 0 always reads.
-func (f *Fetcher) Get(ctx context.Context, store string, r Reader, ref Ref, maxAge time.Duration) (Fetched, error) {
+func (f *Fetcher) Get(ctx context.Context, store string, c *Client, ref Ref, maxAge time.Duration) (Fetched, error) {
 	k := cacheKey{store: store, ref: ref}
 	now := f.clock.Now()
 	if e := f.lookup(k, now); e != nil {
@@ -82,14 +82,14 @@ func (f *Fetcher) Get(ctx context.Context, store string, r Reader, ref Ref, maxA
 			return Fetched{Object: e.obj, FetchedAt: e.fetchedAt}, nil
 		}
 		if e := f.lookup(k, f.clock.Now()); maxAge > 0 && e != nil && e.err == nil && ref.Version == "" && e.obj.Version != "" {
-			if got, ok := f.unchanged(ctx, r, ref.Key, e); ok {
+			if got, ok := f.unchanged(ctx, c, ref.Key, e); ok {
 				return got, nil
 			}
 		}
 		if f.calls != nil {
 			f.calls(store, 1)
 		}
-		obj, err := r.GetSecret(ctx, ref)
+		obj, err := c.GetSecret(ctx, ref)
 		at := f.clock.Now()
 		f.store(k, &entry{obj: obj, err: err, fetchedAt: at, usedAt: at})
 		if err != nil {
@@ -105,9 +105,9 @@ func (f *Fetcher) Get(ctx context.Context, store string, r Reader, ref Ref, maxA
 
 // unchanged asks a provider that can tell versions cheaply whether the
 // cached object is still current; if so the cached read is renewed.
-func (f *Fetcher) unchanged(ctx context.Context, r Reader, key string, e *entry) (Fetched, bool) {
-	vr, ok := r.(VersionReader)
-	if !ok {
+func (f *Fetcher) unchanged(ctx context.Context, c *Client, key string, e *entry) (Fetched, bool) {
+	vr, err := c.AsVersionReader()
+	if err != nil {
 		return Fetched{}, false
 	}
 	v, err := vr.CurrentVersion(ctx, key)

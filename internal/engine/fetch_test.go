@@ -36,13 +36,23 @@ func (r *countingReader) GetSecret(ctx context.Context, ref Ref) (Object, error)
 	return Object{Version: "1", Value: []byte(ref.Key)}, nil
 }
 
+// readOnly is a client that declares reading only.
+func readOnly(r Reader) *Client {
+	c, err := NewClient("test", Ops{Reader: r})
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
 func TestFetcherSharesReadsWithinMaxAge(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1000, 0)}
 	f := NewFetcher(clock, nil)
 	r := &countingReader{}
+	c := readOnly(r)
 	ctx := context.Background()
 	for i := 0; i < 5; i++ {
-		if _, err := f.Get(ctx, "s", r, Ref{Key: "k"}, time.Minute); err != nil {
+		if _, err := f.Get(ctx, "s", c, Ref{Key: "k"}, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -50,16 +60,16 @@ func TestFetcherSharesReadsWithinMaxAge(t *testing.T) {
 		t.Fatalf("5 reads within max age made %d provider calls, want 1", n)
 	}
 	clock.Advance(61 * time.Second)
-	if _, err := f.Get(ctx, "s", r, Ref{Key: "k"}, time.Minute); err != nil {
+	if _, err := f.Get(ctx, "s", c, Ref{Key: "k"}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if n := r.calls.Load(); n != 2 {
 		t.Fatalf("a read older than max age must be made again: %d calls", n)
 	}
-	if _, err := f.Get(ctx, "s", r, Ref{Key: "k"}, 0); err != nil || r.calls.Load() != 3 {
+	if _, err := f.Get(ctx, "s", c, Ref{Key: "k"}, 0); err != nil || r.calls.Load() != 3 {
 		t.Fatalf("max age 0 must always read: %d calls, %v", r.calls.Load(), err)
 	}
-	if _, err := f.Get(ctx, "other-store", r, Ref{Key: "k"}, time.Minute); err != nil || r.calls.Load() != 4 {
+	if _, err := f.Get(ctx, "other-store", c, Ref{Key: "k"}, time.Minute); err != nil || r.calls.Load() != 4 {
 		t.Fatalf("stores must not share entries: %d calls", r.calls.Load())
 	}
 }
@@ -67,12 +77,13 @@ func TestFetcherSharesReadsWithinMaxAge(t *testing.T) {
 func TestFetcherCoalescesConcurrentReads(t *testing.T) {
 	f := NewFetcher(nil, nil)
 	r := &countingReader{delay: 50 * time.Millisecond}
+	c := readOnly(r)
 	var wg sync.WaitGroup
 	for i := 0; i < 20; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := f.Get(context.Background(), "s", r, Ref{Key: "k"}, time.Minute); err != nil {
+			if _, err := f.Get(context.Background(), "s", c, Ref{Key: "k"}, time.Minute); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -87,8 +98,9 @@ func TestFetcherRemembersErrorsBriefly(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1000, 0)}
 	f := NewFetcher(clock, nil)
 	r := &countingReader{err: ErrThrottled}
+	c := readOnly(r)
 	for i := 0; i < 3; i++ {
-		if _, err := f.Get(context.Background(), "s", r, Ref{Key: "k"}, time.Minute); !errors.Is(err, ErrThrottled) {
+		if _, err := f.Get(context.Background(), "s", c, Ref{Key: "k"}, time.Minute); !errors.Is(err, ErrThrottled) {
 			t.Fatalf("err = %v", err)
 		}
 	}
@@ -96,7 +108,7 @@ func TestFetcherRemembersErrorsBriefly(t *testing.T) {
 		t.Fatalf("a failing key was read %d times within the error TTL, want 1", n)
 	}
 	clock.Advance(errorTTL + time.Millisecond)
-	_, _ = f.Get(context.Background(), "s", r, Ref{Key: "k"}, time.Minute)
+	_, _ = f.Get(context.Background(), "s", c, Ref{Key: "k"}, time.Minute)
 	if n := r.calls.Load(); n != 2 {
 		t.Fatalf("after the error TTL the key must be read again: %d calls", n)
 	}
@@ -106,9 +118,10 @@ func TestFetcherSweep(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1000, 0)}
 	f := NewFetcher(clock, nil)
 	r := &countingReader{}
-	_, _ = f.Get(context.Background(), "s", r, Ref{Key: "a"}, time.Minute)
+	c := readOnly(r)
+	_, _ = f.Get(context.Background(), "s", c, Ref{Key: "a"}, time.Minute)
 	clock.Advance(2 * time.Hour)
-	_, _ = f.Get(context.Background(), "s", r, Ref{Key: "b"}, time.Minute)
+	_, _ = f.Get(context.Background(), "s", c, Ref{Key: "b"}, time.Minute)
 	if left := f.Sweep(time.Hour); left != 1 {
 		t.Fatalf("sweep left %d entries, want 1", left)
 	}
@@ -137,10 +150,11 @@ func TestFetcherChecksVersionBeforeReadingAgain(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1000, 0)}
 	f := NewFetcher(clock, nil)
 	r := &versionedReader{version: "3"}
+	c, _ := NewClient("test", Ops{Reader: r, Versions: r})
 	ctx := context.Background()
-	_, _ = f.Get(ctx, "s", r, Ref{Key: "k"}, time.Minute)
+	_, _ = f.Get(ctx, "s", c, Ref{Key: "k"}, time.Minute)
 	clock.Advance(2 * time.Minute)
-	got, err := f.Get(ctx, "s", r, Ref{Key: "k"}, time.Minute)
+	got, err := f.Get(ctx, "s", c, Ref{Key: "k"}, time.Minute)
 	if err != nil || string(got.Object.Value) != "data@3" {
 		t.Fatalf("got %q, %v", got.Object.Value, err)
 	}
@@ -152,8 +166,25 @@ func TestFetcherChecksVersionBeforeReadingAgain(t *testing.T) {
 	}
 	clock.Advance(2 * time.Minute)
 	r.version = "4"
-	got, _ = f.Get(ctx, "s", r, Ref{Key: "k"}, time.Minute)
+	got, _ = f.Get(ctx, "s", c, Ref{Key: "k"}, time.Minute)
 	if string(got.Object.Value) != "data@4" || r.calls.Load() != 2 {
 		t.Fatalf("a new version must be read: got %q after %d reads", got.Object.Value, r.calls.Load())
+	}
+}
+
+func TestFetcherChecksVersionsOnlyWhereDeclared(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	f := NewFetcher(clock, nil)
+	// The reader could tell versions, but its client does not declare it.
+	r := &versionedReader{version: "3"}
+	c := readOnly(r)
+	ctx := context.Background()
+	_, _ = f.Get(ctx, "s", c, Ref{Key: "k"}, time.Minute)
+	clock.Advance(2 * time.Minute)
+	if _, err := f.Get(ctx, "s", c, Ref{Key: "k"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if r.versionChecks.Load() != 0 || r.calls.Load() != 2 {
+		t.Fatalf("undeclared version check: %d checks and %d reads, want 0 and 2", r.versionChecks.Load(), r.calls.Load())
 	}
 }

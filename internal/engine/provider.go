@@ -7,6 +7,9 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"time"
 )
 
 // Ref names one version of one remote object. An empty Version means the
@@ -34,13 +37,6 @@ type Reader interface {
 	GetSecret(ctx context.Context, ref Ref) (Object, error)
 }
 
-// BatchReader reads several remote objects in one call. A provider whose
-// backend offers a batch read implements it; the result holds an entry (or
-// an error in errs) for every ref.
-type BatchReader interface {
-	GetSecrets(ctx context.Context, refs []Ref) (objs map[Ref]Object, errs map[Ref]error)
-}
-
 // VersionReader tells the current version of an object without reading its
 // data, where the backend can (Vault KV v2 metadata, for example).
 type VersionReader interface {
@@ -63,9 +59,208 @@ type Writer interface {
 	DeleteSecret(ctx context.Context, key string, owner Owner) error
 }
 
+// Checker verifies a client's credentials without reading a secret.
+type Checker interface {
+	Check(ctx context.Context) error
+}
+
 // Closer releases what a provider client holds.
 type Closer interface {
 	Close() error
+}
+
+// Capabilities is a set of the things a store can do. It names the
+// capabilities that no provider has yet (batch read, list, watch) so that
+// status and documentation can speak of them; an interface for one is added
+// when its first provider and its first caller are.
+type Capabilities uint16
+
+// The capabilities.
+const (
+	// CanRead: read one object (Reader). Every client has it.
+	CanRead Capabilities = 1 << iota
+	// CanBatchRead: read several objects in one call. No provider yet.
+	CanBatchRead
+	// CanCheckVersion: tell an object's current version without reading
+	// its data (VersionReader).
+	CanCheckVersion
+	// CanList: list the keys of the store. No provider yet.
+	CanList
+	// CanWrite: write an object it owns (Writer).
+	CanWrite
+	// CanDelete: delete an object it owns (Writer).
+	CanDelete
+	// CanWatch: be told of changes. No provider yet.
+	CanWatch
+)
+
+var capabilityNames = []struct {
+	c    Capabilities
+	name string
+}{
+	{CanRead, "read"}, {CanBatchRead, "batchRead"}, {CanCheckVersion, "versionCheck"}, {CanList, "list"},
+	{CanWrite, "write"}, {CanDelete, "delete"}, {CanWatch, "watch"},
+}
+
+// Has reports whether every capability of want is in c.
+func (c Capabilities) Has(want Capabilities) bool { return c&want == want }
+
+// String lists the capabilities, such as "read,versionCheck,write,delete";
+// "none" for the empty set.
+func (c Capabilities) String() string {
+	var names []string
+	for _, n := range capabilityNames {
+		if c.Has(n.c) {
+			names = append(names, n.name)
+		}
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ",")
+}
+
+// Ops are the operations a provider's factory builds for one store, one
+// field per capability. A nil field is a capability the store does not
+// have: the set of non-nil fields is the provider's declaration, so a
+// client can never claim a capability it has no implementation for.
+type Ops struct {
+	// Reader reads one object (CanRead). Required.
+	Reader Reader
+	// Versions tells current versions (CanCheckVersion).
+	Versions VersionReader
+	// Writer writes and deletes owned objects (CanWrite, CanDelete).
+	Writer Writer
+	// Checker verifies the credentials; nil when building the client
+	// checked all there is to check.
+	Checker Checker
+	// Closer releases the client's resources; nil when there are none.
+	Closer Closer
+}
+
+// Capabilities is the set that ops declare.
+func (o Ops) Capabilities() Capabilities {
+	var c Capabilities
+	if o.Reader != nil {
+		c |= CanRead
+	}
+	if o.Versions != nil {
+		c |= CanCheckVersion
+	}
+	if o.Writer != nil {
+		c |= CanWrite | CanDelete
+	}
+	return c
+}
+
+// Client is a store's provider client, as the engine and the controllers
+// use it. It is the one way to discover what a store can do: Capabilities
+// lists it, and each As method hands out one capability or an error
+// wrapping ErrNotSupported that names the provider and the capability.
+type Client struct {
+	provider string
+	ops      Ops
+}
+
+// CallTimeout bounds every call of a client: the context an operation gets
+// has a deadline at most this far away, even when the caller's has none.
+const CallTimeout = 30 * time.Second
+
+// NewClient makes a client of the named provider from the operations its
+// factory built. Every operation that takes a context gets one with a
+// deadline (CallTimeout at most).
+func NewClient(provider string, ops Ops) (*Client, error) {
+	if ops.Reader == nil {
+		return nil, fmt.Errorf("the %q provider built a client that cannot read", provider)
+	}
+	bounded := Ops{Reader: timedReader{ops.Reader}, Closer: ops.Closer}
+	if ops.Versions != nil {
+		bounded.Versions = timedVersions{ops.Versions}
+	}
+	if ops.Writer != nil {
+		bounded.Writer = timedWriter{ops.Writer}
+	}
+	if ops.Checker != nil {
+		bounded.Checker = timedChecker{ops.Checker}
+	}
+	return &Client{provider: provider, ops: bounded}, nil
+}
+
+// Provider is the name of the client's provider (its block in the store
+// spec).
+func (c *Client) Provider() string { return c.provider }
+
+// Capabilities is what the store can do.
+func (c *Client) Capabilities() Capabilities { return c.ops.Capabilities() }
+
+// GetSecret reads one object; every client can.
+func (c *Client) GetSecret(ctx context.Context, ref Ref) (Object, error) {
+	return c.ops.Reader.GetSecret(ctx, ref)
+}
+
+// AsVersionReader returns the client's version check, or an error wrapping
+// ErrNotSupported.
+func (c *Client) AsVersionReader() (VersionReader, error) {
+	if c.ops.Versions == nil {
+		return nil, c.notSupported(CanCheckVersion)
+	}
+	return c.ops.Versions, nil
+}
+
+// AsWriter returns the client's writer, or an error wrapping
+// ErrNotSupported.
+func (c *Client) AsWriter() (Writer, error) {
+	if c.ops.Writer == nil {
+		return nil, c.notSupported(CanWrite)
+	}
+	return c.ops.Writer, nil
+}
+
+// Check verifies the credentials, where the provider can do more than
+// building the client did; otherwise it returns nil.
+func (c *Client) Check(ctx context.Context) error {
+	if c.ops.Checker == nil {
+		return nil
+	}
+	return c.ops.Checker.Check(ctx)
+}
+
+// Close releases what the client holds.
+func (c *Client) Close() error {
+	if c.ops.Closer == nil {
+		return nil
+	}
+	return c.ops.Closer.Close()
+}
+
+// Wrap returns a client whose operations are wrap's version of c's: for
+// metrics, budgets or retries. An operation c lacks stays absent whatever
+// wrap returns, and one that wrap leaves nil keeps c's own, so that a
+// wrapper never claims more than the provider has, nor loses what it has.
+func (c *Client) Wrap(wrap func(Ops) Ops) *Client {
+	w := wrap(c.ops)
+	out := Ops{
+		Reader:   pick(c.ops.Reader, w.Reader),
+		Versions: pick(c.ops.Versions, w.Versions),
+		Writer:   pick(c.ops.Writer, w.Writer),
+		Checker:  pick(c.ops.Checker, w.Checker),
+		Closer:   pick(c.ops.Closer, w.Closer),
+	}
+	return &Client{provider: c.provider, ops: out}
+}
+
+// pick is the wrapped operation when both exist, the inner one otherwise.
+// Comparing with the nil interface never panics, whatever the dynamic type.
+func pick[T comparable](inner, wrapped T) T {
+	var zero T
+	if inner == zero || wrapped == zero {
+		return inner
+	}
+	return wrapped
+}
+
+func (c *Client) notSupported(capability Capabilities) error {
+	return fmt.Errorf("the %q provider does not have the %s capability (it has %s): %w", c.provider, capability, c.Capabilities(), ErrNotSupported)
 }
 
 // The classes of provider errors. Providers wrap one of them with %w and a
@@ -137,4 +332,42 @@ func Classify(err error) (reason Reason, retry bool) {
 	default:
 		return ReasonProviderError, true
 	}
+}
+
+type timedReader struct{ inner Reader }
+
+func (t timedReader) GetSecret(ctx context.Context, ref Ref) (Object, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	return t.inner.GetSecret(ctx, ref)
+}
+
+type timedVersions struct{ inner VersionReader }
+
+func (t timedVersions) CurrentVersion(ctx context.Context, key string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	return t.inner.CurrentVersion(ctx, key)
+}
+
+type timedWriter struct{ inner Writer }
+
+func (t timedWriter) PutSecret(ctx context.Context, key string, fields map[string][]byte, owner Owner) error {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	return t.inner.PutSecret(ctx, key, fields, owner)
+}
+
+func (t timedWriter) DeleteSecret(ctx context.Context, key string, owner Owner) error {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	return t.inner.DeleteSecret(ctx, key, owner)
+}
+
+type timedChecker struct{ inner Checker }
+
+func (t timedChecker) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	return t.inner.Check(ctx)
 }

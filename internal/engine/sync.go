@@ -18,8 +18,8 @@ type Input struct {
 	Spec *v1alpha1.ExternalSecretSpec
 	// Store identifies the store generation in the shared cache.
 	Store string
-	// Reader reads from the store.
-	Reader Reader
+	// Reader is the store's client.
+	Reader *Client
 	// TemplateSources maps a ConfigMap name to its data, for templateFrom.
 	TemplateSources map[string]map[string]string
 	// MaxAge lets reads younger than this be reused; 0 reads again.

@@ -58,89 +58,89 @@ func (SyncObserver) ObserveSync(d time.Duration, reason string) {
 	}
 }
 
-// Instrument wraps a provider reader so that its calls are counted and
-// timed. Optional capabilities of the inner reader stay visible.
-func Instrument(r engine.Reader, providerName, storeKind string) engine.Reader {
-	return &instrumented{inner: r, provider: providerName, kind: storeKind}
+// Instrument wraps a store's client so that its calls are counted and
+// timed. The wrapped client has exactly the capabilities of c: Wrap keeps
+// absent the operations that c lacks.
+func Instrument(c *engine.Client, storeKind string) *engine.Client {
+	obs := observer{provider: c.Provider(), kind: storeKind}
+	return c.Wrap(func(ops engine.Ops) engine.Ops {
+		out := engine.Ops{Reader: reader{ops.Reader, obs}}
+		if ops.Versions != nil {
+			out.Versions = versions{ops.Versions, obs}
+		}
+		if ops.Writer != nil {
+			out.Writer = writer{ops.Writer, obs}
+		}
+		if ops.Checker != nil {
+			out.Checker = checker{ops.Checker, obs}
+		}
+		return out
+	})
 }
 
-type instrumented struct {
-	inner          engine.Reader
-	provider, kind string
-}
+type observer struct{ provider, kind string }
 
-func (i *instrumented) observe(op string, start time.Time, err error) {
+func (o observer) observe(op string, start time.Time, err error) {
 	result := "ok"
 	if err != nil {
 		reason, _ := engine.Classify(err)
 		result = string(reason)
 	}
-	ProviderCalls.WithLabelValues(i.provider, i.kind, op, result).Inc()
-	ProviderLatency.WithLabelValues(i.provider, i.kind, op).Observe(time.Since(start).Seconds())
+	ProviderCalls.WithLabelValues(o.provider, o.kind, op, result).Inc()
+	ProviderLatency.WithLabelValues(o.provider, o.kind, op).Observe(time.Since(start).Seconds())
 }
 
-func (i *instrumented) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, error) {
+type reader struct {
+	inner engine.Reader
+	observer
+}
+
+func (r reader) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, error) {
 	start := time.Now()
-	obj, err := i.inner.GetSecret(ctx, ref)
-	i.observe("get", start, err)
+	obj, err := r.inner.GetSecret(ctx, ref)
+	r.observe("get", start, err)
 	return obj, err
 }
 
-// CurrentVersion forwards to the inner reader, if it can tell versions.
-func (i *instrumented) CurrentVersion(ctx context.Context, key string) (string, error) {
-	vr, ok := i.inner.(engine.VersionReader)
-	if !ok {
-		return "", engine.ErrNotSupported
-	}
-	start := time.Now()
-	v, err := vr.CurrentVersion(ctx, key)
-	i.observe("version", start, err)
-	return v, err
+type versions struct {
+	inner engine.VersionReader
+	observer
 }
 
-// PutSecret forwards to the inner reader, if it can write.
-func (i *instrumented) PutSecret(ctx context.Context, key string, fields map[string][]byte, owner engine.Owner) error {
-	w, ok := i.inner.(engine.Writer)
-	if !ok {
-		return engine.ErrNotSupported
-	}
+func (v versions) CurrentVersion(ctx context.Context, key string) (string, error) {
 	start := time.Now()
-	err := w.PutSecret(ctx, key, fields, owner)
-	i.observe("put", start, err)
+	ver, err := v.inner.CurrentVersion(ctx, key)
+	v.observe("version", start, err)
+	return ver, err
+}
+
+type writer struct {
+	inner engine.Writer
+	observer
+}
+
+func (w writer) PutSecret(ctx context.Context, key string, fields map[string][]byte, owner engine.Owner) error {
+	start := time.Now()
+	err := w.inner.PutSecret(ctx, key, fields, owner)
+	w.observe("put", start, err)
 	return err
 }
 
-// DeleteSecret forwards to the inner reader, if it can write.
-func (i *instrumented) DeleteSecret(ctx context.Context, key string, owner engine.Owner) error {
-	w, ok := i.inner.(engine.Writer)
-	if !ok {
-		return engine.ErrNotSupported
-	}
+func (w writer) DeleteSecret(ctx context.Context, key string, owner engine.Owner) error {
 	start := time.Now()
-	err := w.DeleteSecret(ctx, key, owner)
-	i.observe("delete", start, err)
+	err := w.inner.DeleteSecret(ctx, key, owner)
+	w.observe("delete", start, err)
 	return err
 }
 
-// Check forwards to the inner reader's Check, if it has one.
-func (i *instrumented) Check(ctx context.Context) error {
-	c, ok := i.inner.(interface{ Check(context.Context) error })
-	if !ok {
-		return nil
-	}
+type checker struct {
+	inner engine.Checker
+	observer
+}
+
+func (c checker) Check(ctx context.Context) error {
 	start := time.Now()
-	err := c.Check(ctx)
-	i.observe("check", start, err)
+	err := c.inner.Check(ctx)
+	c.observe("check", start, err)
 	return err
 }
-
-// Close forwards to the inner reader's Close, if it has one.
-func (i *instrumented) Close() error {
-	if c, ok := i.inner.(engine.Closer); ok {
-		return c.Close()
-	}
-	return nil
-}
-
-// Unwrap returns the inner reader.
-func (i *instrumented) Unwrap() engine.Reader { return i.inner }

@@ -127,7 +127,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if err != nil {
 		return nil, err
 	}
-	named := secretwatch.New(metaClient, externalsecret.NamedSecrets(mgr.GetCache()))
+	named := secretwatch.New(metaClient, externalsecret.NamedSecrets(mgr.GetCache(), opts.Registry))
 	esChanges, storeChanges, clusterStoreChanges := named.Subscribe(), named.Subscribe(), named.Subscribe()
 	if err := mgr.Add(named); err != nil {
 		return nil, err

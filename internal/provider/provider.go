@@ -1,13 +1,15 @@
 // Package provider holds what every provider shares: the registry that main
-// builds, the view of a store a provider gets, and the dependencies it may
-// use to resolve credentials.
+// builds, the view of a store a provider gets, the references to Kubernetes
+// objects a provider declares, and the dependencies it may use to resolve
+// credentials. docs/provider-contract.md describes the contract.
 package provider
 
 import (
 	"context"
 	"fmt"
 	"reflect"
-	"sort"
+	"slices"
+	"strings"
 
 	"k8s.io/client-go/rest"
 
@@ -28,8 +30,17 @@ type Store struct {
 // Cluster reports whether the store is a ClusterSecretStore.
 func (s Store) Cluster() bool { return s.Kind == v1alpha1.ClusterSecretStoreKind }
 
-// Deps are what a provider may use while it builds a client. They enforce
-// the namespace rules: a SecretStore reads only from its own namespace.
+// NamespaceOf is the namespace of an object the store names with namespace
+// ns: a SecretStore's own, or the one a ClusterSecretStore gives.
+func (s Store) NamespaceOf(ns string) string {
+	if s.Cluster() {
+		return ns
+	}
+	return s.Namespace
+}
+
+// Deps are what a provider may use while it builds a client. They hand out
+// only the objects that the provider's Refs declared for the store.
 type Deps interface {
 	// SecretValue returns one key of a Secret.
 	SecretValue(ctx context.Context, sel v1alpha1.SecretKeySelector) ([]byte, error)
@@ -48,8 +59,78 @@ type Deps interface {
 type Factory interface {
 	// Validate checks the store's configuration without any I/O.
 	Validate(store Store) error
-	// New builds a client for the store.
-	New(ctx context.Context, store Store, deps Deps) (engine.Reader, error)
+	// Refs lists every Kubernetes object the store's provider block
+	// names (credentials, CA bundles, service accounts), set or not in
+	// the union it belongs to, as written in the spec.
+	Refs(store Store) []ObjectRef
+	// New builds the operations of a client for the store.
+	New(ctx context.Context, store Store, deps Deps) (engine.Ops, error)
+}
+
+// Kind is the kind of a Kubernetes object a store may reference.
+type Kind string
+
+// The kinds a store may reference.
+const (
+	KindSecret         Kind = "Secret"
+	KindConfigMap      Kind = "ConfigMap"
+	KindServiceAccount Kind = "ServiceAccount"
+)
+
+// ObjectRef is one object a provider block names, as written in the spec.
+type ObjectRef struct {
+	Kind Kind
+	// Field is the path of the reference in the store's spec, such as
+	// "vault.auth.tokenSecretRef", for messages.
+	Field string
+	// Namespace as written; empty means the SecretStore's own.
+	Namespace string
+	Name      string
+}
+
+// SecretKeyRef is the reference of a SecretKeySelector at field.
+func SecretKeyRef(field string, sel v1alpha1.SecretKeySelector) ObjectRef {
+	return ObjectRef{Kind: KindSecret, Field: field, Namespace: sel.Namespace, Name: sel.Name}
+}
+
+// ServiceAccountRef is the reference of a ServiceAccountSelector at field.
+func ServiceAccountRef(field string, sel v1alpha1.ServiceAccountSelector) ObjectRef {
+	return ObjectRef{Kind: KindServiceAccount, Field: field, Namespace: sel.Namespace, Name: sel.Name}
+}
+
+// CAProviderRef is the reference of a CAProvider at field: a Secret or a
+// ConfigMap.
+func CAProviderRef(field string, ca v1alpha1.CAProvider) ObjectRef {
+	kind := KindSecret
+	if ca.Type == "ConfigMap" {
+		kind = KindConfigMap
+	}
+	return ObjectRef{Kind: kind, Field: field, Namespace: ca.Namespace, Name: ca.Name}
+}
+
+// Refs are the objects a store references, by kind, with namespaces
+// resolved; each list is sorted and holds no duplicates.
+type Refs struct {
+	Secrets         []NamespacedName
+	ConfigMaps      []NamespacedName
+	ServiceAccounts []NamespacedName
+}
+
+// Has reports whether the refs hold the object.
+func (r Refs) Has(kind Kind, n NamespacedName) bool {
+	_, found := slices.BinarySearchFunc(*r.list(kind), n, NamespacedName.compare)
+	return found
+}
+
+func (r *Refs) list(kind Kind) *[]NamespacedName {
+	switch kind {
+	case KindConfigMap:
+		return &r.ConfigMaps
+	case KindServiceAccount:
+		return &r.ServiceAccounts
+	default:
+		return &r.Secrets
+	}
 }
 
 // Registry maps provider block names (as spelled in the API) to factories.
@@ -71,7 +152,44 @@ func (r Registry) Lookup(spec *v1alpha1.SecretStoreProvider) (string, Factory, e
 	return names[0], f, nil
 }
 
-// SetBlocks lists the JSON names of the provider blocks set in spec.
+// Refs returns the objects that the store's provider declares, with their
+// namespaces resolved, after checking the namespace rules: a SecretStore
+// may reference only its own namespace, and a ClusterSecretStore must give
+// the namespace of every object. Controllers watch the Secrets among them,
+// so that a changed credential reaches its stores.
+func (r Registry) Refs(store Store) (Refs, error) {
+	_, f, err := r.Lookup(store.Spec)
+	if err != nil {
+		return Refs{}, err
+	}
+	return resolve(store, f.Refs(store))
+}
+
+// resolve checks the namespace rules for refs of store and resolves their
+// namespaces.
+func resolve(store Store, refs []ObjectRef) (Refs, error) {
+	var out Refs
+	for _, ref := range refs {
+		switch {
+		case !store.Cluster() && ref.Namespace != "" && ref.Namespace != store.Namespace:
+			return Refs{}, fmt.Errorf("%w: %s names %s %q in namespace %q, but a SecretStore may only reference %ss in its own namespace %q; use a ClusterSecretStore",
+				engine.ErrInvalidConfig, ref.Field, ref.Kind, ref.Name, ref.Namespace, ref.Kind, store.Namespace)
+		case store.Cluster() && ref.Namespace == "":
+			return Refs{}, fmt.Errorf("%w: %s names %s %q without a namespace; a ClusterSecretStore must give the namespace of every object it references",
+				engine.ErrInvalidConfig, ref.Field, ref.Kind, ref.Name)
+		}
+		l := out.list(ref.Kind)
+		*l = append(*l, NamespacedName{Namespace: store.NamespaceOf(ref.Namespace), Name: ref.Name})
+	}
+	for _, l := range []*[]NamespacedName{&out.Secrets, &out.ConfigMaps, &out.ServiceAccounts} {
+		slices.SortFunc(*l, NamespacedName.compare)
+		*l = slices.Compact(*l)
+	}
+	return out, nil
+}
+
+// SetBlocks lists the JSON names of the provider blocks set in spec. It
+// looks at the shape of the provider union only, never inside a block.
 func SetBlocks(spec *v1alpha1.SecretStoreProvider) []string {
 	var out []string
 	v := reflect.ValueOf(spec).Elem()
@@ -85,51 +203,8 @@ func SetBlocks(spec *v1alpha1.SecretStoreProvider) []string {
 }
 
 func jsonName(f reflect.StructField) string {
-	tag := f.Tag.Get("json")
-	for i := 0; i < len(tag); i++ {
-		if tag[i] == ',' {
-			return tag[:i]
-		}
-	}
-	return tag
-}
-
-// SecretRefs lists every Secret a provider block names, wherever it sits in
-// the block, with the namespace resolved for the given store. Controllers
-// index stores by these so that a change of a credential reaches them.
-func SecretRefs(store Store) []NamespacedName {
-	seen := map[NamespacedName]bool{}
-	walk(reflect.ValueOf(store.Spec), func(sel v1alpha1.SecretKeySelector) {
-		ns := sel.Namespace
-		if !store.Cluster() {
-			ns = store.Namespace
-		}
-		seen[NamespacedName{Namespace: ns, Name: sel.Name}] = true
-	})
-	out := make([]NamespacedName, 0, len(seen))
-	for k := range seen {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
-	return out
-}
-
-// CheckNamespaces refuses a SecretStore that names a Secret of another
-// namespace, and a ClusterSecretStore that leaves a namespace out.
-func CheckNamespaces(store Store) error {
-	var err error
-	walk(reflect.ValueOf(store.Spec), func(sel v1alpha1.SecretKeySelector) {
-		switch {
-		case err != nil:
-		case !store.Cluster() && sel.Namespace != "" && sel.Namespace != store.Namespace:
-			err = fmt.Errorf("%w: a SecretStore may only reference Secrets in its own namespace %q, but names Secret %q in %q; use a ClusterSecretStore",
-				engine.ErrInvalidConfig, store.Namespace, sel.Name, sel.Namespace)
-		case store.Cluster() && sel.Namespace == "":
-			err = fmt.Errorf("%w: a ClusterSecretStore must give the namespace of every Secret it references (Secret %q has none)",
-				engine.ErrInvalidConfig, sel.Name)
-		}
-	})
-	return err
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return name
 }
 
 // NamespacedName names an object in a namespace.
@@ -137,34 +212,9 @@ type NamespacedName struct{ Namespace, Name string }
 
 func (n NamespacedName) String() string { return n.Namespace + "/" + n.Name }
 
-var (
-	selectorType = reflect.TypeOf(v1alpha1.SecretKeySelector{})
-	caType       = reflect.TypeOf(v1alpha1.CAProvider{})
-)
-
-func walk(v reflect.Value, fn func(v1alpha1.SecretKeySelector)) {
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if !v.IsNil() {
-			walk(v.Elem(), fn)
-		}
-	case reflect.Struct:
-		if v.Type() == selectorType {
-			fn(v.Interface().(v1alpha1.SecretKeySelector))
-			return
-		}
-		if v.Type() == caType {
-			if ca := v.Interface().(v1alpha1.CAProvider); ca.Type == "Secret" {
-				fn(v1alpha1.SecretKeySelector{Name: ca.Name, Key: ca.Key, Namespace: ca.Namespace})
-			}
-			return
-		}
-		for i := 0; i < v.NumField(); i++ {
-			walk(v.Field(i), fn)
-		}
-	case reflect.Slice:
-		for i := 0; i < v.Len(); i++ {
-			walk(v.Index(i), fn)
-		}
+func (n NamespacedName) compare(o NamespacedName) int {
+	if c := strings.Compare(n.Namespace, o.Namespace); c != 0 {
+		return c
 	}
+	return strings.Compare(n.Name, o.Name)
 }

@@ -26,16 +26,19 @@ type countingFactory struct{ inner provider.Factory }
 
 func (f countingFactory) Validate(s provider.Store) error { return f.inner.Validate(s) }
 
-func (f countingFactory) New(ctx context.Context, s provider.Store, d provider.Deps) (engine.Reader, error) {
-	r, err := f.inner.New(ctx, s, d)
+func (f countingFactory) Refs(s provider.Store) []provider.ObjectRef { return f.inner.Refs(s) }
+
+func (f countingFactory) New(ctx context.Context, s provider.Store, d provider.Deps) (engine.Ops, error) {
+	ops, err := f.inner.New(ctx, s, d)
 	if err != nil {
-		return nil, err
+		return engine.Ops{}, err
 	}
 	key := s.Name
 	if s.Namespace != "" {
 		key = s.Namespace + "/" + s.Name
 	}
-	return &countingReader{inner: r, key: key}, nil
+	ops.Reader = &countingReader{inner: ops.Reader, key: key}
+	return ops, nil
 }
 
 type countingReader struct {
@@ -48,18 +51,4 @@ func (c *countingReader) GetSecret(ctx context.Context, ref engine.Ref) (engine.
 	reads.n[c.key]++
 	reads.Unlock()
 	return c.inner.GetSecret(ctx, ref)
-}
-
-func (c *countingReader) CurrentVersion(ctx context.Context, key string) (string, error) {
-	if vr, ok := c.inner.(engine.VersionReader); ok {
-		return vr.CurrentVersion(ctx, key)
-	}
-	return "", engine.ErrNotSupported
-}
-
-func (c *countingReader) Check(ctx context.Context) error {
-	if ch, ok := c.inner.(interface{ Check(context.Context) error }); ok {
-		return ch.Check(ctx)
-	}
-	return nil
 }

@@ -90,7 +90,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}); err != nil {
 		return err
 	}
-	if err := indexStoreSecrets(ctx, mgr); err != nil {
+	if err := indexStoreSecrets(ctx, mgr, r.Clients.Registry()); err != nil {
 		return err
 	}
 	c := mgr.GetClient()
@@ -179,11 +179,12 @@ var deletionStarted = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool
 }}
 
 // indexStoreSecrets indexes both store kinds by the Secrets they reference.
-func indexStoreSecrets(ctx context.Context, mgr ctrl.Manager) error {
+func indexStoreSecrets(ctx context.Context, mgr ctrl.Manager, reg provider.Registry) error {
 	idx := mgr.GetFieldIndexer()
 	refs := func(s provider.Store) []string {
 		var out []string
-		for _, n := range provider.SecretRefs(s) {
+		declared, _ := reg.Refs(s)
+		for _, n := range declared.Secrets {
 			out = append(out, n.String())
 		}
 		return out
@@ -210,9 +211,9 @@ func (r *Reconciler) targetChanged(ctx context.Context, o client.Object, q workq
 
 // NamedSecrets lists the Secrets to watch by name: every credential of a
 // store in the cache, and every target of creationPolicy Merge.
-func NamedSecrets(c client.Reader) func(ctx context.Context) (map[provider.NamespacedName]bool, error) {
+func NamedSecrets(c client.Reader, reg provider.Registry) func(ctx context.Context) (map[provider.NamespacedName]bool, error) {
 	return func(ctx context.Context) (map[provider.NamespacedName]bool, error) {
-		out, err := storeaccess.CredentialSecrets(ctx, c)
+		out, err := storeaccess.CredentialSecrets(ctx, c, reg)
 		if err != nil {
 			return nil, err
 		}

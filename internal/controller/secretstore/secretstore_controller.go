@@ -33,12 +33,6 @@ import (
 // recheck is how often a valid store's credentials are checked again.
 const recheck = 10 * time.Minute
 
-// Checker is implemented by provider clients that can verify their
-// credentials without reading a secret.
-type Checker interface {
-	Check(ctx context.Context) error
-}
-
 // Reconciler reconciles one of the two store kinds.
 type Reconciler struct {
 	Client   client.Client
@@ -170,14 +164,11 @@ func (r *Reconciler) check(ctx context.Context, s *storeaccess.Resolved) verdict
 }
 
 func (r *Reconciler) validate(ctx context.Context, s *storeaccess.Resolved) error {
-	reader, err := r.Clients.Get(ctx, s)
+	c, err := r.Clients.Get(ctx, s)
 	if err != nil {
 		return err
 	}
-	if c, ok := reader.(Checker); ok {
-		return c.Check(ctx)
-	}
-	return nil
+	return c.Check(ctx)
 }
 
 // SetupWithManager registers the controller; changes of credential Secrets

@@ -42,7 +42,7 @@ type cached struct {
 	// refs are the store's credential Secrets, found once per generation.
 	refs    []provider.NamespacedName
 	key     string
-	reader  engine.Reader
+	client  *engine.Client
 	expires time.Time
 }
 
@@ -60,10 +60,10 @@ func NewClients(reg provider.Registry, creds SecretVersions, direct client.Reade
 // Registry returns the provider registry.
 func (c *Clients) Registry() provider.Registry { return c.registry }
 
-// Get returns a reader for the store, building one when the store's
+// Get returns the client of the store, building one when the store's
 // generation or any credential Secret changed since the last one. The fast
 // path reads only the metadata cache.
-func (c *Clients) Get(ctx context.Context, r *Resolved) (engine.Reader, error) {
+func (c *Clients) Get(ctx context.Context, r *Resolved) (*engine.Client, error) {
 	c.mu.Lock()
 	hit := c.clients[r.UID]
 	c.mu.Unlock()
@@ -73,35 +73,39 @@ func (c *Clients) Get(ctx context.Context, r *Resolved) (engine.Reader, error) {
 			return nil, err
 		}
 		if key == hit.key {
-			return hit.reader, nil
+			return hit.client, nil
 		}
 	}
 	return c.build(ctx, r)
 }
 
-func (c *Clients) build(ctx context.Context, r *Resolved) (engine.Reader, error) {
+func (c *Clients) build(ctx context.Context, r *Resolved) (*engine.Client, error) {
 	name, factory, err := c.registry.Lookup(r.Store.Spec)
 	if err != nil {
-		return nil, err
-	}
-	if err := provider.CheckNamespaces(r.Store); err != nil {
 		return nil, err
 	}
 	if err := factory.Validate(r.Store); err != nil {
 		return nil, err
 	}
-	refs := provider.SecretRefs(r.Store)
-	key, err := c.credentialKey(ctx, r.Store, refs)
+	refs, err := c.registry.Refs(r.Store)
 	if err != nil {
 		return nil, err
 	}
-	deps := &deps{store: r.Store, direct: c.direct, kube: c.kube, local: c.local}
-	reader, err := factory.New(ctx, r.Store, deps)
+	key, err := c.credentialKey(ctx, r.Store, refs.Secrets)
 	if err != nil {
 		return nil, err
 	}
-	reader = metrics.Instrument(reader, name, r.Store.Kind)
-	entry := &cached{generation: r.Generation, refs: refs, key: key, reader: reader}
+	deps := &deps{store: r.Store, provider: name, refs: refs, direct: c.direct, kube: c.kube, local: c.local}
+	ops, err := factory.New(ctx, r.Store, deps)
+	if err != nil {
+		return nil, err
+	}
+	client, err := engine.NewClient(name, ops)
+	if err != nil {
+		return nil, err
+	}
+	client = metrics.Instrument(client, r.Store.Kind)
+	entry := &cached{generation: r.Generation, refs: refs.Secrets, key: key, client: client}
 	if deps.tokenExpiry > 0 {
 		// Rebuild well before a requested token expires.
 		entry.expires = time.Now().Add(time.Duration(deps.tokenExpiry) * time.Second * 4 / 5)
@@ -110,24 +114,20 @@ func (c *Clients) build(ctx context.Context, r *Resolved) (engine.Reader, error)
 	old := c.clients[r.UID]
 	c.clients[r.UID] = entry
 	c.mu.Unlock()
-	if old != nil && old.reader != reader {
-		if cl, ok := old.reader.(engine.Closer); ok {
-			_ = cl.Close()
-		}
+	if old != nil && old.client != client {
+		_ = old.client.Close()
 	}
-	return reader, nil
+	return client, nil
 }
 
-// Drop forgets the client of a deleted store.
+// Drop forgets the client of a deleted store and closes it.
 func (c *Clients) Drop(uid types.UID) {
 	c.mu.Lock()
 	old := c.clients[uid]
 	delete(c.clients, uid)
 	c.mu.Unlock()
 	if old != nil {
-		if cl, ok := old.reader.(engine.Closer); ok {
-			_ = cl.Close()
-		}
+		_ = old.client.Close()
 	}
 }
 
@@ -149,15 +149,18 @@ func (c *Clients) credentialKey(ctx context.Context, store provider.Store, refs 
 }
 
 // CredentialSecrets lists every Secret that a SecretStore or
-// ClusterSecretStore in the cache uses as a credential.
-func CredentialSecrets(ctx context.Context, c client.Reader) (map[provider.NamespacedName]bool, error) {
+// ClusterSecretStore in the cache uses as a credential, as its provider
+// declares them. A store whose references break the namespace rules (or
+// whose provider is not implemented) names none: it cannot be used.
+func CredentialSecrets(ctx context.Context, c client.Reader, reg provider.Registry) (map[provider.NamespacedName]bool, error) {
 	stores, err := ListStores(ctx, c)
 	if err != nil {
 		return nil, err
 	}
 	out := map[provider.NamespacedName]bool{}
 	for _, s := range stores {
-		for _, ref := range provider.SecretRefs(s.Store) {
+		refs, _ := reg.Refs(s.Store)
+		for _, ref := range refs.Secrets {
 			out[ref] = true
 		}
 	}
@@ -169,19 +172,14 @@ func missingSecret(store provider.Store, ns, name string) error {
 		Describe(store.Kind, store.Namespace, store.Name), ns+"/"+name)
 }
 
-// namespaceFor applies the namespace rules to an object a store names: a
-// SecretStore uses its own namespace and may name no other; a
-// ClusterSecretStore must name one. what names the object for messages.
-func (d *deps) namespaceFor(ns, what string) (string, error) {
-	if !d.store.Cluster() {
-		if ns != "" && ns != d.store.Namespace {
-			return "", fmt.Errorf("%w: a SecretStore may only reference %s in its own namespace %q, not %q; use a ClusterSecretStore",
-				engine.ErrInvalidConfig, what, d.store.Namespace, ns)
-		}
-		return d.store.Namespace, nil
-	}
-	if ns == "" {
-		return "", fmt.Errorf("%w: a ClusterSecretStore must give the namespace of every %s it references", engine.ErrInvalidConfig, what)
+// namespaceFor resolves the namespace of an object the provider asks for
+// and checks that the provider's Refs declared it: the namespace rules were
+// checked on those, and an undeclared object would miss its watch.
+func (d *deps) namespaceFor(kind provider.Kind, ns, name string) (string, error) {
+	ns = d.store.NamespaceOf(ns)
+	if !d.refs.Has(kind, provider.NamespacedName{Namespace: ns, Name: name}) {
+		return "", fmt.Errorf("the %q provider asked for %s %q, which its Refs does not declare for %s",
+			d.provider, kind, ns+"/"+name, Describe(d.store.Kind, d.store.Namespace, d.store.Name))
 	}
 	return ns, nil
 }
@@ -189,6 +187,8 @@ func (d *deps) namespaceFor(ns, what string) (string, error) {
 // deps implements provider.Deps for one store.
 type deps struct {
 	store       provider.Store
+	provider    string
+	refs        provider.Refs
 	direct      client.Reader
 	kube        kubernetes.Interface
 	local       *rest.Config
@@ -196,7 +196,7 @@ type deps struct {
 }
 
 func (d *deps) SecretValue(ctx context.Context, sel v1alpha1.SecretKeySelector) ([]byte, error) {
-	ns, err := d.namespaceFor(sel.Namespace, "Secrets")
+	ns, err := d.namespaceFor(provider.KindSecret, sel.Namespace, sel.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (d *deps) SecretValue(ctx context.Context, sel v1alpha1.SecretKeySelector) 
 }
 
 func (d *deps) ConfigMapValue(ctx context.Context, namespace, name, key string) ([]byte, error) {
-	ns, err := d.namespaceFor(namespace, "ConfigMaps")
+	ns, err := d.namespaceFor(provider.KindConfigMap, namespace, name)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +236,7 @@ func (d *deps) ConfigMapValue(ctx context.Context, namespace, name, key string) 
 }
 
 func (d *deps) ServiceAccountToken(ctx context.Context, sel v1alpha1.ServiceAccountSelector) (string, int64, error) {
-	ns, err := d.namespaceFor(sel.Namespace, "service accounts")
+	ns, err := d.namespaceFor(provider.KindServiceAccount, sel.Namespace, sel.Name)
 	if err != nil {
 		return "", 0, err
 	}

@@ -29,17 +29,20 @@ func (Factory) Validate(store provider.Store) error {
 	return err
 }
 
-// New returns a client over the spec's data.
-func (Factory) New(_ context.Context, store provider.Store, _ provider.Deps) (engine.Reader, error) {
+// Refs is empty: a fake store has no credentials.
+func (Factory) Refs(provider.Store) []provider.ObjectRef { return nil }
+
+// New returns a client over the spec's data. It can read, nothing else.
+func (Factory) New(_ context.Context, store provider.Store, _ provider.Deps) (engine.Ops, error) {
 	idx, err := index(store.Spec.Fake)
 	if err != nil {
-		return nil, err
+		return engine.Ops{}, err
 	}
 	c := &Client{objects: idx, injected: store.Spec.Fake.Error}
 	if l := store.Spec.Fake.Latency; l != nil {
 		c.latency = l.Duration
 	}
-	return c, nil
+	return engine.Ops{Reader: c}, nil
 }
 
 // Client reads from an indexed fake spec.

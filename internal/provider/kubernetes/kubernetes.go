@@ -12,10 +12,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	typedauthv1 "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/provider"
 )
@@ -37,28 +37,55 @@ func (Factory) Validate(store provider.Store) error {
 	return nil
 }
 
-// New builds a client that authenticates as the store says.
-func (f Factory) New(ctx context.Context, store provider.Store, deps provider.Deps) (engine.Reader, error) {
+// Refs names the CA Secret and every credential of the block.
+func (Factory) Refs(store provider.Store) []provider.ObjectRef {
+	spec := store.Spec.Kubernetes
+	var out []provider.ObjectRef
+	if spec.Server != nil && spec.Server.CASecretRef != nil {
+		out = append(out, provider.SecretKeyRef("kubernetes.server.caSecretRef", *spec.Server.CASecretRef))
+	}
+	a := spec.Auth
+	if a.Token != nil {
+		out = append(out, provider.SecretKeyRef("kubernetes.auth.token.bearerToken", a.Token.BearerToken))
+	}
+	if a.Cert != nil {
+		out = append(out,
+			provider.SecretKeyRef("kubernetes.auth.cert.clientCert", a.Cert.ClientCert),
+			provider.SecretKeyRef("kubernetes.auth.cert.clientKey", a.Cert.ClientKey))
+	}
+	if a.ServiceAccount != nil {
+		out = append(out, provider.ServiceAccountRef("kubernetes.auth.serviceAccount", *a.ServiceAccount))
+	}
+	return out
+}
+
+// New builds a client that authenticates as the store says. It reads and
+// checks its credentials; it tells no versions apart from reading, and
+// does not write.
+func (f Factory) New(ctx context.Context, store provider.Store, deps provider.Deps) (engine.Ops, error) {
 	if err := f.Validate(store); err != nil {
-		return nil, err
+		return engine.Ops{}, err
 	}
 	spec := store.Spec.Kubernetes
-	cfg, err := restConfig(ctx, spec, deps)
+	cfg, who, err := restConfig(ctx, store, deps)
 	if err != nil {
-		return nil, err
+		return engine.Ops{}, err
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%w: building a client: %v", engine.ErrInvalidConfig, err)
+		return engine.Ops{}, fmt.Errorf("%w: building a client: %v", engine.ErrInvalidConfig, err)
 	}
 	ns := spec.RemoteNamespace
 	if ns == "" {
 		ns = store.Namespace
 	}
-	return &Client{secrets: cs.CoreV1().Secrets(ns), namespace: ns}, nil
+	c := newClient(cs, ns, who)
+	return engine.Ops{Reader: c, Checker: c}, nil
 }
 
-func restConfig(ctx context.Context, spec *v1alpha1.KubernetesProvider, deps provider.Deps) (*rest.Config, error) {
+// restConfig builds the client configuration and the identity it acts as.
+func restConfig(ctx context.Context, store provider.Store, deps provider.Deps) (*rest.Config, *identity, error) {
+	spec := store.Spec.Kubernetes
 	local := deps.LocalConfig()
 	cfg := &rest.Config{QPS: 50, Burst: 100, UserAgent: "watchword-kubernetes-provider"}
 	if spec.Server != nil && spec.Server.URL != "" {
@@ -76,7 +103,7 @@ func restConfig(ctx context.Context, spec *v1alpha1.KubernetesProvider, deps pro
 		if s.CASecretRef != nil {
 			ca, err := deps.SecretValue(ctx, *s.CASecretRef)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			cfg.CAData, cfg.CAFile = ca, ""
 		}
@@ -86,36 +113,44 @@ func restConfig(ctx context.Context, spec *v1alpha1.KubernetesProvider, deps pro
 	case auth.Token != nil:
 		tok, err := deps.SecretValue(ctx, auth.Token.BearerToken)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cfg.BearerToken = string(tok)
+		return cfg, &identity{source: "the bearer token of kubernetes.auth.token"}, nil
 	case auth.Cert != nil:
 		crt, err := deps.SecretValue(ctx, auth.Cert.ClientCert)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		key, err := deps.SecretValue(ctx, auth.Cert.ClientKey)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cfg.CertData, cfg.KeyData = crt, key
+		return cfg, certIdentity(crt), nil
 	case auth.ServiceAccount != nil:
 		sa := *auth.ServiceAccount
 		tok, _, err := deps.ServiceAccountToken(ctx, sa)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cfg.BearerToken = tok
+		return cfg, &identity{known: fmt.Sprintf("service account %q", store.NamespaceOf(sa.Namespace)+"/"+sa.Name)}, nil
 	default:
-		return nil, fmt.Errorf("%w: kubernetes.auth must set one of token, cert or serviceAccount", engine.ErrInvalidConfig)
+		return nil, nil, fmt.Errorf("%w: kubernetes.auth must set one of token, cert or serviceAccount", engine.ErrInvalidConfig)
 	}
-	return cfg, nil
 }
 
 // Client reads Secrets of one namespace.
 type Client struct {
 	secrets   typedcorev1.SecretInterface
 	namespace string
+	who       *identity
+	reviews   typedauthv1.SelfSubjectReviewInterface
+}
+
+func newClient(cs kubernetes.Interface, namespace string, who *identity) *Client {
+	return &Client{secrets: cs.CoreV1().Secrets(namespace), namespace: namespace, who: who, reviews: cs.AuthenticationV1().SelfSubjectReviews()}
 }
 
 // GetSecret reads one Secret. A pinned version must equal the Secret's
@@ -123,7 +158,7 @@ type Client struct {
 func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, error) {
 	s, err := c.secrets.Get(ctx, ref.Key, metav1.GetOptions{})
 	if err != nil {
-		return engine.Object{}, c.classify(ref.Key, err)
+		return engine.Object{}, c.classify(ctx, ref.Key, err)
 	}
 	if ref.Version != "" && ref.Version != s.ResourceVersion {
 		return engine.Object{}, fmt.Errorf("Secret %s/%s is at version %s, not the pinned %s; Kubernetes keeps no older versions: %w",
@@ -139,7 +174,7 @@ func (c *Client) Check(ctx context.Context) error {
 	if err == nil || apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 		return nil
 	}
-	return c.classify("", err)
+	return c.classify(ctx, "", err)
 }
 
 func objectOf(s *corev1.Secret) engine.Object {
@@ -150,18 +185,25 @@ func objectOf(s *corev1.Secret) engine.Object {
 	return engine.Object{Version: s.ResourceVersion, Fields: fields}
 }
 
-func (c *Client) classify(name string, err error) error {
+// classify turns an error of a get of Secret name (or of the probe, for an
+// empty name) into an engine error class. A refusal names the identity the
+// store acts as and the request refused, rebuilt from the request itself:
+// the API server's own message is not repeated, since it can echo input.
+func (c *Client) classify(ctx context.Context, name string, err error) error {
 	what := fmt.Sprintf("Secret %s/%s", c.namespace, name)
+	request := fmt.Sprintf(`get Secret %q in namespace %q (verb "get", resource "secrets", API group "")`, name, c.namespace)
 	if name == "" {
 		what = "Secrets in namespace " + c.namespace
+		request = fmt.Sprintf(`get Secrets in namespace %q (verb "get", resource "secrets", API group "")`, c.namespace)
 	}
 	switch {
 	case apierrors.IsNotFound(err):
 		return fmt.Errorf("%s does not exist: %w", what, engine.ErrNotFound)
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("the store's credentials may not read %s: %w", what, engine.ErrPermissionDenied)
+		return fmt.Errorf("the API server does not let %s %s; a Role bound to it must allow that: %w",
+			c.who.describe(ctx, c.reviews), request, engine.ErrPermissionDenied)
 	case apierrors.IsUnauthorized(err):
-		return fmt.Errorf("the store's credentials were rejected by the API server: %w", engine.ErrPermissionDenied)
+		return fmt.Errorf("the store's credentials were rejected by the API server (%s): %w", c.who.describe(ctx, nil), engine.ErrPermissionDenied)
 	case apierrors.IsTooManyRequests(err):
 		return fmt.Errorf("reading %s: %w", what, engine.ErrThrottled)
 	default:

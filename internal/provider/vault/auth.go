@@ -2,23 +2,24 @@ package vault
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/provider"
 )
-
-// loginFunc logs in and returns a token with its lifetime (0: no expiry).
-type loginFunc func(ctx context.Context, t transport) (token string, ttl time.Duration, renewable bool, err error)
 
 // session holds the Vault token of one store: a static token, or one that
 // a login method obtains, renews before it expires and obtains again after
 // a 403.
 type session struct {
 	t     transport
-	login loginFunc // nil for a static token
+	login *login // nil for a static token
 	now   func() time.Time
 
 	mu        sync.Mutex
@@ -26,14 +27,16 @@ type session struct {
 	expires   time.Time // zero: never
 	renewable bool
 	issued    time.Time
+	// whoToken is the token that who describes.
+	whoToken, who string
 }
 
 func staticSession(t transport, token string) *session {
 	return &session{t: t, token: token, now: time.Now}
 }
 
-func loginSession(t transport, login loginFunc) *session {
-	return &session{t: t, login: login, now: time.Now}
+func loginSession(t transport, l *login) *session {
+	return &session{t: t, login: l, now: time.Now}
 }
 
 // get returns a valid token, logging in or renewing as needed.
@@ -61,7 +64,7 @@ func (s *session) renewAt() time.Time {
 }
 
 func (s *session) loginLocked(ctx context.Context) error {
-	tok, ttl, renewable, err := s.login(ctx, s.t)
+	tok, ttl, renewable, err := s.login.do(ctx, s.t)
 	if err != nil {
 		s.token = ""
 		return err
@@ -107,25 +110,105 @@ type authResponse struct {
 	} `json:"auth"`
 }
 
-// loginWith posts credentials to an auth method's login endpoint.
-func loginWith(method, mount string, body func(ctx context.Context) (map[string]any, error)) loginFunc {
-	return func(ctx context.Context, t transport) (string, time.Duration, bool, error) {
-		payload, err := body(ctx)
-		if err != nil {
-			return "", 0, false, err
-		}
-		var out authResponse
-		if err := t.do(ctx, http.MethodPost, "auth/"+mount+"/login", nil, "", payload, &out); err != nil {
-			what := fmt.Sprintf("logging in to Vault with %s auth at auth/%s", method, mount)
-			if isStatus(err, http.StatusBadRequest) {
-				// Login endpoints answer 400 to credentials they reject.
-				return "", 0, false, fmt.Errorf("%s: the credentials were rejected (%v): %w", what, err, engine.ErrPermissionDenied)
-			}
-			return "", 0, false, classify(what, err)
-		}
-		if out.Auth.ClientToken == "" {
-			return "", 0, false, fmt.Errorf("%s login at auth/%s returned no token: %w", method, mount, engine.ErrPermissionDenied)
-		}
-		return out.Auth.ClientToken, time.Duration(out.Auth.LeaseDuration) * time.Second, out.Auth.Renewable, nil
+// login is one way of obtaining a token: an auth method, its mount, who
+// logs in (for messages) and the body of the login request.
+type login struct {
+	method, mount string
+	// as describes who logs in, such as a service account; empty when
+	// the credentials tell nothing that may be shown.
+	as   string
+	body func(ctx context.Context) (map[string]any, error)
+}
+
+// serviceAccountLogin logs in with a token requested for a service
+// account, as the Kubernetes and JWT auth methods both do.
+func serviceAccountLogin(method, mount, role string, sa v1alpha1.ServiceAccountSelector, store provider.Store, deps provider.Deps) *login {
+	as := fmt.Sprintf("service account %q", store.NamespaceOf(sa.Namespace)+"/"+sa.Name)
+	if role != "" {
+		as += fmt.Sprintf(" with role %q", role)
 	}
+	return &login{method: method, mount: mount, as: as, body: func(ctx context.Context) (map[string]any, error) {
+		jwt, _, err := deps.ServiceAccountToken(ctx, sa)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"role": role, "jwt": jwt}, nil
+	}}
+}
+
+// String describes the login for messages: never a credential.
+func (l *login) String() string {
+	s := fmt.Sprintf("%s auth at auth/%s", l.method, l.mount)
+	if l.as != "" {
+		s += " as " + l.as
+	}
+	return s
+}
+
+// do posts the credentials to the login endpoint and returns a token with
+// its lifetime (0: no expiry).
+func (l *login) do(ctx context.Context, t transport) (string, time.Duration, bool, error) {
+	payload, err := l.body(ctx)
+	if err != nil {
+		return "", 0, false, err
+	}
+	var out authResponse
+	if err := t.do(ctx, http.MethodPost, "auth/"+l.mount+"/login", nil, "", payload, &out); err != nil {
+		what := "logging in to Vault with " + l.String()
+		var ae *apiError
+		if errors.As(err, &ae) && (ae.status == http.StatusBadRequest || ae.status == http.StatusForbidden || ae.status == http.StatusUnauthorized) {
+			// Login endpoints answer 400 or 403 to credentials they
+			// reject. Vault's own text is left out: it can echo input.
+			return "", 0, false, fmt.Errorf("%s: the credentials were rejected (HTTP %d): %w", what, ae.status, engine.ErrPermissionDenied)
+		}
+		return "", 0, false, classify(what, err)
+	}
+	if out.Auth.ClientToken == "" {
+		return "", 0, false, fmt.Errorf("logging in to Vault with %s returned no token: %w", l, engine.ErrPermissionDenied)
+	}
+	return out.Auth.ClientToken, time.Duration(out.Auth.LeaseDuration) * time.Second, out.Auth.Renewable, nil
+}
+
+// describe names who the session's token is, for a refusal: what Vault's
+// lookup-self tells of the token (its display name, entity and policies;
+// never the token) and how it was obtained. The lookup is made once per
+// token.
+func (s *session) describe(ctx context.Context, token string) string {
+	s.mu.Lock()
+	if s.whoToken == token && s.who != "" {
+		defer s.mu.Unlock()
+		return s.who
+	}
+	s.mu.Unlock()
+	origin := "vault.auth.tokenSecretRef"
+	if s.login != nil {
+		origin = s.login.String()
+	}
+	var out struct {
+		Data struct {
+			DisplayName string   `json:"display_name"`
+			EntityID    string   `json:"entity_id"`
+			Policies    []string `json:"policies"`
+		} `json:"data"`
+	}
+	who := "the token from " + origin + " (Vault does not let it look itself up: it may have expired or been revoked)"
+	if err := s.t.do(ctx, http.MethodGet, "auth/token/lookup-self", nil, token, nil, &out); err == nil {
+		d := out.Data
+		var parts []string
+		if d.EntityID != "" {
+			parts = append(parts, "entity "+d.EntityID)
+		}
+		if len(d.Policies) > 0 {
+			parts = append(parts, "policies "+strings.Join(d.Policies, ", "))
+		}
+		who = fmt.Sprintf("token %q", d.DisplayName)
+		if len(parts) > 0 {
+			who += " (" + strings.Join(parts, "; ") + ")"
+		}
+		who += " from " + origin
+	}
+	s.mu.Lock()
+	s.whoToken, s.who = token, who
+	s.mu.Unlock()
+	return who
 }

@@ -140,6 +140,10 @@ func (t *httpTransport) do(ctx context.Context, method, path string, query url.V
 // classify turns a transport error into an engine error class, with a
 // message naming what was asked.
 func classify(what string, err error) error {
+	var refused *refusedError
+	if errors.As(err, &refused) {
+		return fmt.Errorf("%s: %v: %w", what, refused, engine.ErrPermissionDenied)
+	}
 	var ae *apiError
 	if !errors.As(err, &ae) {
 		return fmt.Errorf("%s: %w", what, err)
@@ -148,7 +152,7 @@ func classify(what string, err error) error {
 	case ae.status == http.StatusNotFound:
 		return fmt.Errorf("%s does not exist: %w", what, engine.ErrNotFound)
 	case ae.status == http.StatusForbidden || ae.status == http.StatusUnauthorized:
-		return fmt.Errorf("%s: permission denied by Vault (%s): %w", what, ae, engine.ErrPermissionDenied)
+		return fmt.Errorf("%s: permission denied by Vault (HTTP %d): %w", what, ae.status, engine.ErrPermissionDenied)
 	case ae.status == http.StatusTooManyRequests:
 		return fmt.Errorf("%s: %w", what, engine.ErrThrottled)
 	case ae.status == http.StatusServiceUnavailable && sealed(ae):

@@ -42,7 +42,35 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, bo
 		}
 		err = c.t.do(ctx, method, path, q, tok, body, out)
 	}
+	if isStatus(err, http.StatusForbidden) {
+		return &refusedError{who: c.session.describe(ctx, tok), op: operation(method), path: path}
+	}
 	return err
+}
+
+// refusedError is a request that Vault refused (403) after a new login,
+// with who was refused and what, rebuilt from the request: Vault's own text
+// is left out, since it can echo input.
+type refusedError struct {
+	who, op, path string
+}
+
+func (e *refusedError) Error() string {
+	return fmt.Sprintf("Vault does not let %s %s %q", e.who, e.op, e.path)
+}
+
+// operation is the Vault policy capability a request method needs.
+func operation(method string) string {
+	switch method {
+	case http.MethodGet:
+		return "read"
+	case http.MethodDelete:
+		return "delete"
+	case "LIST":
+		return "list"
+	default:
+		return "create or update"
+	}
 }
 
 func (c *Client) dataPath(key string) string {
@@ -177,6 +205,14 @@ func (c *Client) metadata(ctx context.Context, key string) (*fullMetadata, error
 		return nil, classify(c.where(key)+" metadata", err)
 	}
 	return &out.Data, nil
+}
+
+// Close releases the client's idle connections.
+func (c *Client) Close() error {
+	if h, ok := c.t.(*httpTransport); ok {
+		h.client.CloseIdleConnections()
+	}
+	return nil
 }
 
 // Check verifies that the token is valid by looking it up.

@@ -33,7 +33,7 @@ func TestNamespaceHeaderOnEveryRequest(t *testing.T) {
 	r, err := Factory{}.New(context.Background(), provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "ns", Name: "v",
 		Spec: &v1alpha1.SecretStoreProvider{Vault: spec}}, deps{secrets: map[string][]byte{"t/t": []byte("s.tok")}})
 	must(t, err)
-	obj, err := r.GetSecret(context.Background(), engine.Ref{Key: "app"})
+	obj, err := r.Reader.GetSecret(context.Background(), engine.Ref{Key: "app"})
 	if err != nil || obj.Version != "4" {
 		t.Fatalf("read: %v %v", obj, err)
 	}

@@ -130,8 +130,9 @@ func TestTLSWithCABundlesAndClientCertificate(t *testing.T) {
 	build := func(spec v1alpha1.VaultProvider) (engine.Reader, error) {
 		spec.Server, spec.Version = tlsSrv.Addr(), "v2"
 		spec.Auth = v1alpha1.VaultAuth{TokenSecretRef: &v1alpha1.SecretKeySelector{Name: "vault", Key: "token"}}
-		return Factory{}.New(context.Background(), provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "ns", Name: "v",
+		ops, err := Factory{}.New(context.Background(), provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "ns", Name: "v",
 			Spec: &v1alpha1.SecretStoreProvider{Vault: &spec}}, d)
+		return ops.Reader, err
 	}
 	cases := map[string]v1alpha1.VaultProvider{
 		"CA in the spec":    {CABundle: p.caPEM, TLS: clientTLS},

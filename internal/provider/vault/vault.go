@@ -20,19 +20,63 @@ type Factory struct{}
 
 var _ provider.Factory = Factory{}
 
-// Validate checks what needs no I/O.
-func (Factory) Validate(store provider.Store) error {
+// Validate checks what needs no I/O. The namespace rules of the objects
+// the store names are checked by the registry, from Refs.
+func (Factory) Validate(provider.Store) error { return nil }
+
+// Refs names the CA, the client certificate and every credential of every
+// auth method set in the block.
+func (Factory) Refs(store provider.Store) []provider.ObjectRef {
 	spec := store.Spec.Vault
-	if spec.CAProvider != nil && !store.Cluster() && spec.CAProvider.Namespace != "" && spec.CAProvider.Namespace != store.Namespace {
-		return fmt.Errorf("%w: vault.caProvider may not name another namespace in a SecretStore", engine.ErrInvalidConfig)
+	var out []provider.ObjectRef
+	if spec.CAProvider != nil {
+		out = append(out, provider.CAProviderRef("vault.caProvider", *spec.CAProvider))
 	}
-	return nil
+	if spec.TLS != nil {
+		out = append(out,
+			provider.SecretKeyRef("vault.tls.certSecretRef", spec.TLS.CertSecretRef),
+			provider.SecretKeyRef("vault.tls.keySecretRef", spec.TLS.KeySecretRef))
+	}
+	a := spec.Auth
+	if a.TokenSecretRef != nil {
+		out = append(out, provider.SecretKeyRef("vault.auth.tokenSecretRef", *a.TokenSecretRef))
+	}
+	if a.AppRole != nil {
+		if a.AppRole.RoleRef != nil {
+			out = append(out, provider.SecretKeyRef("vault.auth.appRole.roleRef", *a.AppRole.RoleRef))
+		}
+		out = append(out, provider.SecretKeyRef("vault.auth.appRole.secretRef", a.AppRole.SecretRef))
+	}
+	if a.Kubernetes != nil {
+		out = append(out, provider.ServiceAccountRef("vault.auth.kubernetes.serviceAccountRef", a.Kubernetes.ServiceAccountRef))
+	}
+	if a.JWT != nil {
+		out = append(out, provider.ServiceAccountRef("vault.auth.jwt.serviceAccountRef", a.JWT.ServiceAccountRef))
+	}
+	return out
 }
 
 // New builds a client: it reads the CA and credentials, and detects the KV
 // version when the spec does not declare it. It does not log in yet: the
-// first request does.
-func (f Factory) New(ctx context.Context, store provider.Store, deps provider.Deps) (engine.Reader, error) {
+// first request does. Every mount can be read and checked; a KV v2 mount
+// also tells versions and can be written, a KV v1 mount cannot.
+func (f Factory) New(ctx context.Context, store provider.Store, deps provider.Deps) (engine.Ops, error) {
+	c, err := f.client(ctx, store, deps)
+	if err != nil {
+		return engine.Ops{}, err
+	}
+	return c.ops(), nil
+}
+
+func (c *Client) ops() engine.Ops {
+	ops := engine.Ops{Reader: c, Checker: c, Closer: c}
+	if c.version == "2" {
+		ops.Versions, ops.Writer = c, c
+	}
+	return ops
+}
+
+func (f Factory) client(ctx context.Context, store provider.Store, deps provider.Deps) (*Client, error) {
 	if err := f.Validate(store); err != nil {
 		return nil, err
 	}
@@ -63,7 +107,7 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 	if err != nil {
 		return nil, err
 	}
-	sess, err := newSession(ctx, t, spec.Auth, deps)
+	sess, err := newSession(ctx, t, store, deps)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +150,10 @@ func (c *Client) detectVersion(ctx context.Context) (string, error) {
 	return "1", nil
 }
 
-func newSession(ctx context.Context, t transport, auth v1alpha1.VaultAuth, deps provider.Deps) (*session, error) {
+// newSession reads the credentials of the store's auth method and returns
+// a session that holds a static token or logs in with them.
+func newSession(ctx context.Context, t transport, store provider.Store, deps provider.Deps) (*session, error) {
+	auth := store.Spec.Vault.Auth
 	switch {
 	case auth.TokenSecretRef != nil:
 		tok, err := deps.SecretValue(ctx, *auth.TokenSecretRef)
@@ -128,27 +175,15 @@ func newSession(ctx context.Context, t transport, auth v1alpha1.VaultAuth, deps 
 		if err != nil {
 			return nil, err
 		}
-		return loginSession(t, loginWith("AppRole", orDefault(a.Path, "approle"), func(context.Context) (map[string]any, error) {
-			return map[string]any{"role_id": roleID, "secret_id": strings.TrimSpace(string(secretID))}, nil
-		})), nil
+		body := map[string]any{"role_id": roleID, "secret_id": strings.TrimSpace(string(secretID))}
+		return loginSession(t, &login{method: "AppRole", mount: orDefault(a.Path, "approle"),
+			body: func(context.Context) (map[string]any, error) { return body, nil }}), nil
 	case auth.Kubernetes != nil:
 		k := auth.Kubernetes
-		return loginSession(t, loginWith("Kubernetes", orDefault(k.MountPath, "kubernetes"), func(ctx context.Context) (map[string]any, error) {
-			jwt, _, err := deps.ServiceAccountToken(ctx, k.ServiceAccountRef)
-			if err != nil {
-				return nil, err
-			}
-			return map[string]any{"role": k.Role, "jwt": jwt}, nil
-		})), nil
+		return loginSession(t, serviceAccountLogin("Kubernetes", orDefault(k.MountPath, "kubernetes"), k.Role, k.ServiceAccountRef, store, deps)), nil
 	case auth.JWT != nil:
 		j := auth.JWT
-		return loginSession(t, loginWith("JWT", orDefault(j.Path, "jwt"), func(ctx context.Context) (map[string]any, error) {
-			jwt, _, err := deps.ServiceAccountToken(ctx, j.ServiceAccountRef)
-			if err != nil {
-				return nil, err
-			}
-			return map[string]any{"role": j.Role, "jwt": jwt}, nil
-		})), nil
+		return loginSession(t, serviceAccountLogin("JWT", orDefault(j.Path, "jwt"), j.Role, j.ServiceAccountRef, store, deps)), nil
 	}
 	return nil, fmt.Errorf("%w: vault.auth must set one of tokenSecretRef, appRole, kubernetes or jwt", engine.ErrInvalidConfig)
 }

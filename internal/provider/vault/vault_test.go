@@ -81,12 +81,12 @@ func (d deps) LocalConfig() *rest.Config { return &rest.Config{} }
 
 func newTestClient(t *testing.T, spec v1alpha1.VaultProvider, secrets map[string][]byte) *Client {
 	t.Helper()
-	r, err := Factory{}.New(context.Background(), provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "ns", Name: "vault",
+	c, err := Factory{}.client(context.Background(), provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "ns", Name: "vault",
 		Spec: &v1alpha1.SecretStoreProvider{Vault: &spec}}, deps{secrets: secrets})
 	if err != nil {
 		t.Fatalf("building the client: %v", err)
 	}
-	return r.(*Client)
+	return c
 }
 
 func rootClient(t *testing.T, mount, version string) *Client {
@@ -199,8 +199,72 @@ func TestPermissionDeniedIsSpecific(t *testing.T) {
 	c := newTestClient(t, v1alpha1.VaultProvider{Server: srv.Addr(), Version: "v2",
 		Auth: v1alpha1.VaultAuth{TokenSecretRef: &v1alpha1.SecretKeySelector{Name: "t", Key: "t"}}}, map[string][]byte{"t/t": []byte(tok)})
 	_, err = get(t, c, "private/x", "")
-	if !errors.Is(err, engine.ErrPermissionDenied) || !strings.Contains(err.Error(), `"private/x"`) {
-		t.Fatalf("got %v", err)
+	if !errors.Is(err, engine.ErrPermissionDenied) {
+		t.Fatalf("got %v, want permission denied", err)
+	}
+	// The refusal names the key, the operation and path refused, and who
+	// was refused (the token's display name and policies, and where the
+	// token came from), never the token.
+	for _, want := range []string{`"private/x"`, `read "secret/data/private/x"`, "read-public", "vault.auth.tokenSecretRef"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not name %s", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), tok) {
+		t.Fatal("the error leaks the token")
+	}
+	// A write refused names the write.
+	err = c.PutSecret(context.Background(), "private/y", map[string][]byte{"v": []byte("1")}, engine.Owner{ID: "PushSecret/ns/p"})
+	if !errors.Is(err, engine.ErrPermissionDenied) || !strings.Contains(err.Error(), "read-public") {
+		t.Fatalf("got %v, want a refusal naming the token's policies", err)
+	}
+}
+
+func TestRefusedLoginNamesTheServiceAccount(t *testing.T) {
+	needVault(t)
+	_ = srv.Do(http.MethodPost, "sys/auth/jwt-refused", map[string]any{"type": "jwt"}, nil)
+	spec := v1alpha1.VaultProvider{Server: srv.Addr(), Version: "v2", Auth: v1alpha1.VaultAuth{JWT: &v1alpha1.VaultJWTAuth{
+		Path: "jwt-refused", Role: "reader", ServiceAccountRef: v1alpha1.ServiceAccountSelector{Name: "app"}}}}
+	c, err := Factory{}.client(context.Background(), provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "team", Name: "vault",
+		Spec: &v1alpha1.SecretStoreProvider{Vault: &spec}}, tokenDeps{token: "not-a-jwt"})
+	must(t, err)
+	_, err = get(t, c, "anything", "")
+	if !errors.Is(err, engine.ErrPermissionDenied) {
+		t.Fatalf("got %v, want permission denied", err)
+	}
+	for _, want := range []string{"JWT auth at auth/jwt-refused", `service account "team/app"`, `role "reader"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not name %s", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "not-a-jwt") {
+		t.Fatal("the error leaks the token")
+	}
+}
+
+// tokenDeps hands out a fixed service-account token.
+type tokenDeps struct {
+	deps
+	token string
+}
+
+func (d tokenDeps) ServiceAccountToken(context.Context, v1alpha1.ServiceAccountSelector) (string, int64, error) {
+	return d.token, 3600, nil
+}
+
+func TestCapabilitiesFollowTheKVVersion(t *testing.T) {
+	needVault(t)
+	for _, tc := range []struct {
+		mount, version string
+		want           engine.Capabilities
+	}{
+		{"kv1", "v1", engine.CanRead},
+		{"secret", "v2", engine.CanRead | engine.CanCheckVersion | engine.CanWrite | engine.CanDelete},
+	} {
+		got := rootClient(t, tc.mount, tc.version).ops().Capabilities()
+		if got != tc.want {
+			t.Errorf("KV %s: capabilities %s, want %s", tc.version, got, tc.want)
+		}
 	}
 }
 

@@ -1,0 +1,173 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+type stubOps struct{ name string }
+
+func (s stubOps) GetSecret(context.Context, Ref) (Object, error) { return Object{Version: s.name}, nil }
+func (s stubOps) CurrentVersion(context.Context, string) (string, error) {
+	return s.name, nil
+}
+func (s stubOps) PutSecret(context.Context, string, map[string][]byte, Owner) error { return nil }
+func (s stubOps) DeleteSecret(context.Context, string, Owner) error                 { return nil }
+func (s stubOps) Check(context.Context) error                                       { return nil }
+func (s stubOps) Close() error                                                      { return nil }
+
+func TestCapabilitiesString(t *testing.T) {
+	for _, tc := range []struct {
+		c    Capabilities
+		want string
+	}{
+		{0, "none"},
+		{CanRead, "read"},
+		{CanRead | CanCheckVersion | CanWrite | CanDelete, "read,versionCheck,write,delete"},
+		{CanRead | CanBatchRead | CanCheckVersion | CanList | CanWrite | CanDelete | CanWatch, "read,batchRead,versionCheck,list,write,delete,watch"},
+	} {
+		if got := tc.c.String(); got != tc.want {
+			t.Errorf("%d: got %q, want %q", tc.c, got, tc.want)
+		}
+	}
+}
+
+func TestClientDeclaresWhatItsOpsHave(t *testing.T) {
+	s := stubOps{}
+	for _, tc := range []struct {
+		name string
+		ops  Ops
+		want Capabilities
+	}{
+		{"read only", Ops{Reader: s}, CanRead},
+		{"versions", Ops{Reader: s, Versions: s}, CanRead | CanCheckVersion},
+		{"writer", Ops{Reader: s, Writer: s}, CanRead | CanWrite | CanDelete},
+		{"check and close add no capability", Ops{Reader: s, Checker: s, Closer: s}, CanRead},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := NewClient("p", tc.ops)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Capabilities(); got != tc.want {
+				t.Fatalf("capabilities %s, want %s", got, tc.want)
+			}
+			_, verr := c.AsVersionReader()
+			if (verr == nil) != c.Capabilities().Has(CanCheckVersion) {
+				t.Fatalf("AsVersionReader error %v disagrees with capabilities %s", verr, c.Capabilities())
+			}
+			_, werr := c.AsWriter()
+			if (werr == nil) != c.Capabilities().Has(CanWrite) {
+				t.Fatalf("AsWriter error %v disagrees with capabilities %s", werr, c.Capabilities())
+			}
+		})
+	}
+}
+
+func TestMissingCapabilityNamesProviderAndCapability(t *testing.T) {
+	c, _ := NewClient("kubernetes", Ops{Reader: stubOps{}})
+	_, err := c.AsWriter()
+	if !errors.Is(err, ErrNotSupported) {
+		t.Fatalf("got %v, want ErrNotSupported", err)
+	}
+	for _, want := range []string{`"kubernetes"`, "write"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+	_, err = c.AsVersionReader()
+	if !errors.Is(err, ErrNotSupported) || !strings.Contains(err.Error(), "versionCheck") {
+		t.Fatalf("got %v, want ErrNotSupported naming versionCheck", err)
+	}
+}
+
+func TestClientNeedsAReader(t *testing.T) {
+	if _, err := NewClient("p", Ops{Writer: stubOps{}}); err == nil {
+		t.Fatal("a client without a reader was accepted")
+	}
+}
+
+func TestWrapNeverClaimsMoreNorLess(t *testing.T) {
+	inner, wrapper := stubOps{name: "inner"}, stubOps{name: "wrapper"}
+	all := Ops{Reader: wrapper, Versions: wrapper, Writer: wrapper, Checker: wrapper, Closer: wrapper}
+	for _, tc := range []struct {
+		name string
+		ops  Ops
+	}{
+		{"read only", Ops{Reader: inner}},
+		{"versions", Ops{Reader: inner, Versions: inner}},
+		{"everything", Ops{Reader: inner, Versions: inner, Writer: inner, Checker: inner, Closer: inner}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := NewClient("p", tc.ops)
+			w := c.Wrap(func(Ops) Ops { return all })
+			if w.Capabilities() != c.Capabilities() {
+				t.Fatalf("wrapper claims %s, provider has %s", w.Capabilities(), c.Capabilities())
+			}
+			if w.Provider() != "p" {
+				t.Fatalf("wrapper lost the provider name: %q", w.Provider())
+			}
+			obj, _ := w.GetSecret(context.Background(), Ref{})
+			if obj.Version != "wrapper" {
+				t.Fatal("the wrapped reader is not used")
+			}
+			// A wrapper that wraps nothing keeps every operation.
+			same := c.Wrap(func(Ops) Ops { return Ops{} })
+			if same.Capabilities() != c.Capabilities() {
+				t.Fatalf("an empty wrapper changed %s into %s", c.Capabilities(), same.Capabilities())
+			}
+			if obj, _ := same.GetSecret(context.Background(), Ref{}); obj.Version != "inner" {
+				t.Fatal("an empty wrapper must keep the inner reader")
+			}
+		})
+	}
+}
+
+// deadlines records whether each call had a deadline.
+type deadlines struct{ seen *[]bool }
+
+func (d deadlines) note(ctx context.Context) {
+	_, ok := ctx.Deadline()
+	*d.seen = append(*d.seen, ok)
+}
+func (d deadlines) GetSecret(ctx context.Context, _ Ref) (Object, error) {
+	d.note(ctx)
+	return Object{}, nil
+}
+func (d deadlines) CurrentVersion(ctx context.Context, _ string) (string, error) {
+	d.note(ctx)
+	return "", nil
+}
+func (d deadlines) PutSecret(ctx context.Context, _ string, _ map[string][]byte, _ Owner) error {
+	d.note(ctx)
+	return nil
+}
+func (d deadlines) DeleteSecret(ctx context.Context, _ string, _ Owner) error {
+	d.note(ctx)
+	return nil
+}
+func (d deadlines) Check(ctx context.Context) error { d.note(ctx); return nil }
+
+func TestEveryCallHasADeadline(t *testing.T) {
+	var seen []bool
+	d := deadlines{seen: &seen}
+	c, _ := NewClient("p", Ops{Reader: d, Versions: d, Writer: d, Checker: d})
+	ctx := context.Background()
+	_, _ = c.GetSecret(ctx, Ref{})
+	vr, _ := c.AsVersionReader()
+	_, _ = vr.CurrentVersion(ctx, "k")
+	w, _ := c.AsWriter()
+	_ = w.PutSecret(ctx, "k", nil, Owner{})
+	_ = w.DeleteSecret(ctx, "k", Owner{})
+	_ = c.Check(ctx)
+	if len(seen) != 5 {
+		t.Fatalf("%d calls reached the provider, want 5", len(seen))
+	}
+	for i, ok := range seen {
+		if !ok {
+			t.Errorf("call %d had no deadline", i)
+		}
+	}
+}

@@ -1,0 +1,66 @@
+package kubernetes
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"sync"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	typedauthv1 "k8s.io/client-go/kubernetes/typed/authentication/v1"
+)
+
+// identity is who a store acts as, for messages: never a credential.
+type identity struct {
+	// known describes the identity when the configuration tells it (a
+	// service account, the subject of a client certificate).
+	known string
+	// source describes the credential when only the API server can tell
+	// whose it is (a bearer token).
+	source string
+
+	mu sync.Mutex
+	// reviewed is set once the API server was asked (once per client: a
+	// client lives as long as its credentials).
+	reviewed bool
+	// user is the user name the SelfSubjectReview returned.
+	user string
+}
+
+// certIdentity is the user a client certificate authenticates as: the API
+// server takes the subject's common name as the user name.
+func certIdentity(certPEM []byte) *identity {
+	source := "the client certificate of kubernetes.auth.cert"
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		return &identity{source: source}
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil || cert.Subject.CommonName == "" {
+		return &identity{source: source}
+	}
+	return &identity{known: fmt.Sprintf("user %q (%s)", cert.Subject.CommonName, source)}
+}
+
+// describe names the identity. When the configuration does not tell it
+// and reviews is not nil, it asks the API server once who the credential
+// is (a SelfSubjectReview, which every authenticated user may create).
+func (i *identity) describe(ctx context.Context, reviews typedauthv1.SelfSubjectReviewInterface) string {
+	if i.known != "" {
+		return i.known
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if !i.reviewed && reviews != nil {
+		i.reviewed = true
+		if r, err := reviews.Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{}); err == nil {
+			i.user = r.Status.UserInfo.Username
+		}
+	}
+	if i.user != "" {
+		return fmt.Sprintf("user %q (%s)", i.user, i.source)
+	}
+	return i.source
+}

@@ -1,0 +1,11 @@
+package kubernetes
+
+import (
+	"testing"
+
+	"github.com/watchword-dev/watchword/internal/provider/providertest"
+)
+
+func TestRefsNameEveryCredentialField(t *testing.T) {
+	providertest.RefsAreComplete(t, Factory{}, "kubernetes")
+}
