@@ -263,17 +263,17 @@ type ExternalSecretSpec struct {
 type ExternalSecretPhase string
 
 const (
-	// PhasePending: not synced yet, or a dependency (store, template) is
+	// PhasePending means not synced yet, or a dependency (store, template) is
 	// missing.
 	PhasePending ExternalSecretPhase = "Pending"
-	// PhaseSyncing: synced and kept up to date.
+	// PhaseSyncing means synced and kept up to date.
 	PhaseSyncing ExternalSecretPhase = "Syncing"
-	// PhaseFailing: the last sync failed and will be retried; the target
+	// PhaseFailing means the last sync failed and will be retried; the target
 	// keeps its last good data.
 	PhaseFailing ExternalSecretPhase = "Failing"
-	// PhaseFailed: cannot sync until the user changes something.
+	// PhaseFailed means it cannot sync until the user changes something.
 	PhaseFailed ExternalSecretPhase = "Failed"
-	// PhaseCompleted: synced once (refreshInterval 0).
+	// PhaseCompleted means synced once (refreshInterval 0).
 	PhaseCompleted ExternalSecretPhase = "Completed"
 )
 

@@ -83,8 +83,8 @@ func TestMain(m *testing.M) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := op.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "operator stopped:", err)
+		if serr := op.Start(ctx); serr != nil {
+			fmt.Fprintln(os.Stderr, "operator stopped:", serr)
 		}
 	}()
 	k8s, err = client.New(cluster.Config, client.Options{Scheme: operator.Scheme()})

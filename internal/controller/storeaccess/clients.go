@@ -84,10 +84,10 @@ func (c *Clients) build(ctx context.Context, r *Resolved) (engine.Reader, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := provider.CheckNamespaces(r.Store); err != nil {
+	if err = provider.CheckNamespaces(r.Store); err != nil {
 		return nil, err
 	}
-	if err := factory.Validate(r.Store); err != nil {
+	if err = factory.Validate(r.Store); err != nil {
 		return nil, err
 	}
 	refs := provider.SecretRefs(r.Store)

@@ -319,7 +319,7 @@ func TestSealedAndUnreachable(t *testing.T) {
 		t.Fatalf("sealed: %v", err)
 	}
 	must(t, srv.Unseal())
-	if _, err := get(t, c, "avail/x", ""); err != nil {
+	if _, err = get(t, c, "avail/x", ""); err != nil {
 		t.Fatalf("after unseal: %v", err)
 	}
 	srv.Stop()
