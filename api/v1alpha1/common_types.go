@@ -44,6 +44,7 @@ type ServiceAccountSelector struct {
 	// own audience.
 	// +optional
 	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=1024
 	// +listType=atomic
 	Audiences []string `json:"audiences,omitempty"`
 }

@@ -340,7 +340,7 @@ type ExternalSecretStatus struct {
 	// +optional
 	Phase ExternalSecretPhase `json:"phase,omitempty"`
 
-	// conditions: InSync and Ready.
+	// conditions are InSync and Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -366,17 +366,20 @@ type ExternalSecretStatus struct {
 
 	// target is the name of the Secret written.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	Target string `json:"target,omitempty"`
 
 	// targetResourceVersion is the resourceVersion of the target after the
 	// last write or check; a different one means someone else changed it.
 	// +optional
+	// +kubebuilder:validation:MaxLength=256
 	TargetResourceVersion string `json:"targetResourceVersion,omitempty"`
 
 	// syncedKeys lists the Secret keys this ExternalSecret wrote, so that a
 	// Merge target loses only these when the ExternalSecret goes.
 	// +optional
 	// +kubebuilder:validation:MaxItems=1024
+	// +kubebuilder:validation:items:MaxLength=253
 	// +listType=atomic
 	SyncedKeys []string `json:"syncedKeys,omitempty"`
 
@@ -404,7 +407,9 @@ type ExternalSecretStatus struct {
 
 // ExternalSecret declares a Kubernetes Secret made from data in a store.
 type ExternalSecret struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec says what to fetch, from where, and where to write it.

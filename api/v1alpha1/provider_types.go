@@ -81,7 +81,7 @@ type FakeProvider struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="latency must be a duration such as 5ms or 1s"
 	Latency *metav1.Duration `json:"latency,omitempty"`
 
-	// error, when set, makes every read fail with this error: for tests
+	// error makes every read fail with this error: for tests
 	// and demos of failure handling.
 	// +optional
 	Error *FakeProviderError `json:"error,omitempty"`
@@ -129,6 +129,7 @@ type FakeProviderError struct {
 	// keys limits the error to these remote keys. Empty means every key.
 	// +optional
 	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=1024
 	// +listType=atomic
 	Keys []string `json:"keys,omitempty"`
 }
@@ -162,6 +163,7 @@ type KubernetesServer struct {
 
 	// caBundle is the PEM certificate authority bundle of the server.
 	// +optional
+	// +kubebuilder:validation:MaxLength=1048576
 	CABundle []byte `json:"caBundle,omitempty"`
 
 	// caSecretRef names a Secret key that holds the PEM CA bundle.

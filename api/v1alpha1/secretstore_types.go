@@ -49,6 +49,7 @@ type ClusterSecretStoreSpec struct {
 	// them.
 	// +optional
 	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=63
 	// +listType=set
 	Namespaces []string `json:"namespaces,omitempty"`
 
@@ -65,8 +66,8 @@ type SecretStoreStatus struct {
 	// +optional
 	Phase StorePhase `json:"phase,omitempty"`
 
-	// conditions: Ready tells whether the configuration and credentials
-	// were validated, and if not, why.
+	// conditions hold Ready, which tells whether the configuration and
+	// credentials were validated, and if not, why.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -79,6 +80,7 @@ type SecretStoreStatus struct {
 
 	// provider names the provider block in use.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
 	Provider string `json:"provider,omitempty"`
 }
 
@@ -93,7 +95,9 @@ type SecretStoreStatus struct {
 // SecretStore says how to reach one backend, for the ExternalSecrets of its
 // own namespace.
 type SecretStore struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the store's configuration.
@@ -125,7 +129,9 @@ type SecretStoreList struct {
 // ClusterSecretStore says how to reach one backend, for the ExternalSecrets
 // of every allowed namespace.
 type ClusterSecretStore struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the store's configuration.

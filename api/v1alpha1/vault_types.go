@@ -40,6 +40,7 @@ type VaultProvider struct {
 
 	// caBundle is a PEM bundle of certificate authorities for the server.
 	// +optional
+	// +kubebuilder:validation:MaxLength=1048576
 	CABundle []byte `json:"caBundle,omitempty"`
 
 	// caProvider reads the CA bundle from a Secret or a ConfigMap.
