@@ -4,8 +4,10 @@ GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/watchword-dev/watchword/internal/version.Version=$(VERSION)
 export WATCHWORD_ASSETS ?= $(CURDIR)/.cache/tools/bin
+GOLANGCI_LINT := $(CURDIR)/.cache/tools/bin/golangci-lint
+export GOLANGCI_LINT_CACHE ?= $(CURDIR)/.cache/golangci-lint
 
-.PHONY: all build tools tools-vault dev bench bench-smoke test test-unit generate verify-generate vet fmt-check fuzz clean
+.PHONY: all build tools tools-vault tools-lint lint dev bench bench-smoke test test-unit test-integration generate verify-generate vet fmt-check fuzz clean
 
 all: build
 
@@ -17,6 +19,9 @@ tools: ## Build kube-apiserver, kube-controller-manager, kubectl and etcd from G
 
 tools-vault: ## Also build the Vault server from Go modules (cached; about 15 minutes the first time).
 	./hack/tools.sh vault
+
+tools-lint: ## Build golangci-lint with the Kubernetes API linter from Go modules (cached; about a minute the first time).
+	./hack/tools.sh lint
 
 dev: build tools ## Run the operator and its demo on a local embedded control plane.
 	./bin/watchword dev --log-console $(DEV_ARGS)
@@ -33,14 +38,22 @@ verify-generate: generate ## Fail when the generated files are stale.
 vet:
 	$(GO) vet ./...
 
+lint: tools-lint ## golangci-lint with .golangci.yml: errors, shadowing, unused code, style, formatting, and the API conventions for api/.
+	$(GOLANGCI_LINT) run ./...
+
 fmt-check:
 	@out=$$(gofmt -l api cmd internal test 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 test-unit: ## Unit tests only (no control plane).
 	$(GO) test -short ./...
 
-test: tools-vault verify-generate vet fmt-check build ## Everything, against a real kube-apiserver and etcd.
-	$(GO) test -count=1 -timeout 30m ./...
+test-integration: tools ## The integration suite alone; its Vault tests skip unless `make tools-vault` built Vault. RUN=regexp selects tests.
+	$(GO) test -count=1 -timeout 30m ./test/integration $(if $(RUN),-run '$(RUN)')
+
+# test sets WATCHWORD_REQUIRE_VAULT, so that a missing Vault binary fails
+# the Vault tests instead of skipping them.
+test: tools-vault verify-generate lint vet build ## Everything, against a real kube-apiserver, etcd and Vault.
+	WATCHWORD_REQUIRE_VAULT=1 $(GO) test -count=1 -timeout 30m ./...
 	./bin/watchword dev --exit-after-demo --workdir $(CURDIR)/.cache/dev-smoke
 	$(MAKE) --no-print-directory bench-smoke
 

@@ -2,9 +2,11 @@
 # Builds the binaries the tests and `watchword dev` need, from Go modules
 # pinned in hack/tools/*/go.mod: kube-apiserver, kube-controller-manager and
 # kubectl (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3) and, with
-# the argument `vault`, the Vault server (github.com/hashicorp/vault). Each
-# is cached under .cache/tools, keyed on its pinned version, and linked into
-# .cache/tools/bin. Nothing is downloaded but Go modules.
+# the argument `vault`, the Vault server (github.com/hashicorp/vault). With
+# the argument `lint` it builds only golangci-lint with the Kubernetes API
+# linter compiled in (hack/tools/lint). Each is cached under .cache/tools,
+# keyed on its pinned version, and linked into .cache/tools/bin. Nothing is
+# downloaded but Go modules.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache="$root/.cache/tools"
@@ -45,6 +47,14 @@ build() { # name, tools module dir, module version, package[=link name]...
     ln -sfn "$out/$(binname "$pkg")" "$bin/$link"
   done
 }
+
+if [ "${1:-}" = lint ]; then
+  lint_dir="$root/hack/tools/lint"
+  kal=$(version_of "$lint_dir" sigs.k8s.io/kube-api-linter)
+  build lint "$lint_dir" "$(version_of "$lint_dir" github.com/golangci/golangci-lint/v2)-kal-${kal##*-}" \
+    sigs.k8s.io/kube-api-linter/cmd/golangci-lint-kube-api-linter=golangci-lint
+  exit 0
+fi
 
 kube_dir="$root/hack/tools/kube"
 etcd_dir="$root/hack/tools/etcd"

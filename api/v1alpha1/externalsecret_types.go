@@ -269,17 +269,17 @@ type ExternalSecretSpec struct {
 type ExternalSecretPhase string
 
 const (
-	// PhasePending: not synced yet, or a dependency (store, template) is
+	// PhasePending means not synced yet, or a dependency (store, template) is
 	// missing.
 	PhasePending ExternalSecretPhase = "Pending"
-	// PhaseSyncing: synced and kept up to date.
+	// PhaseSyncing means synced and kept up to date.
 	PhaseSyncing ExternalSecretPhase = "Syncing"
-	// PhaseFailing: the last sync failed and will be retried; the target
+	// PhaseFailing means the last sync failed and will be retried; the target
 	// keeps its last good data.
 	PhaseFailing ExternalSecretPhase = "Failing"
-	// PhaseFailed: cannot sync until the user changes something.
+	// PhaseFailed means it cannot sync until the user changes something.
 	PhaseFailed ExternalSecretPhase = "Failed"
-	// PhaseCompleted: synced once (refreshInterval 0).
+	// PhaseCompleted means synced once (refreshInterval 0).
 	PhaseCompleted ExternalSecretPhase = "Completed"
 )
 
@@ -346,7 +346,7 @@ type ExternalSecretStatus struct {
 	// +optional
 	Phase ExternalSecretPhase `json:"phase,omitempty"`
 
-	// conditions: InSync and Ready.
+	// conditions are InSync and Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -372,11 +372,13 @@ type ExternalSecretStatus struct {
 
 	// target is the name of the Secret written.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	Target string `json:"target,omitempty"`
 
 	// targetResourceVersion is the resourceVersion of the target after the
 	// last write or check; a different one means someone else changed it.
 	// +optional
+	// +kubebuilder:validation:MaxLength=256
 	TargetResourceVersion string `json:"targetResourceVersion,omitempty"`
 
 	// syncedKeys lists the Secret keys this ExternalSecret wrote, so that a
@@ -417,7 +419,9 @@ type ExternalSecretStatus struct {
 
 // ExternalSecret declares a Kubernetes Secret made from data in a store.
 type ExternalSecret struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec says what to fetch, from where, and where to write it.

@@ -84,7 +84,7 @@ type FakeProvider struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="latency must be a duration such as 5ms or 1s"
 	Latency *metav1.Duration `json:"latency,omitempty"`
 
-	// error, when set, makes every read fail with this error: for tests
+	// error makes every read fail with this error: for tests
 	// and demos of failure handling.
 	// +optional
 	Error *FakeProviderError `json:"error,omitempty"`
@@ -133,7 +133,7 @@ type FakeProviderError struct {
 	// keys limits the error to these remote keys. Empty means every key.
 	// +optional
 	// +kubebuilder:validation:MaxItems=100
-	// +kubebuilder:validation:items:MaxLength=512
+	// +kubebuilder:validation:items:MaxLength=1024
 	// +listType=atomic
 	Keys []string `json:"keys,omitempty"`
 }

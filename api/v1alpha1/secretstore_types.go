@@ -67,8 +67,8 @@ type SecretStoreStatus struct {
 	// +optional
 	Phase StorePhase `json:"phase,omitempty"`
 
-	// conditions: Ready tells whether the configuration and credentials
-	// were validated, and if not, why.
+	// conditions hold Ready, which tells whether the configuration and
+	// credentials were validated, and if not, why.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -81,6 +81,7 @@ type SecretStoreStatus struct {
 
 	// provider names the provider block in use.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
 	Provider string `json:"provider,omitempty"`
 }
 
@@ -95,7 +96,9 @@ type SecretStoreStatus struct {
 // SecretStore says how to reach one backend, for the ExternalSecrets of its
 // own namespace.
 type SecretStore struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the store's configuration.
@@ -127,7 +130,9 @@ type SecretStoreList struct {
 // ClusterSecretStore says how to reach one backend, for the ExternalSecrets
 // of every allowed namespace.
 type ClusterSecretStore struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the store's configuration.

@@ -114,7 +114,9 @@ func runController(ctx context.Context, args []string) error {
 		return err
 	}
 	var q float64
-	fmt.Sscan(qps.Value.String(), &q)
+	if _, err := fmt.Sscan(qps.Value.String(), &q); err != nil {
+		return fmt.Errorf("--kube-api-qps: %w", err)
+	}
 	opts.QPS = float32(q)
 	ctrl.SetLogger(mkLog())
 	if soft := memlimit.Apply(0.9); soft > 0 {

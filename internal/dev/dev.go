@@ -70,7 +70,7 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	defer func() {
 		stopOp()
 		select {
-		case <-opDone:
+		case <-opDone: //nolint:errcheck // stopOp ended it: its error is that cancellation
 		case <-time.After(30 * time.Second):
 		}
 	}()
@@ -145,7 +145,7 @@ func writeKubeconfig(cluster *localcluster.Cluster, dir string) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err = os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
 	path, err := filepath.Abs(filepath.Join(dir, "kubeconfig"))

@@ -27,7 +27,7 @@ type countingReader struct {
 	err   error
 }
 
-func (r *countingReader) GetSecret(ctx context.Context, ref Ref) (Object, error) {
+func (r *countingReader) GetSecret(_ context.Context, ref Ref) (Object, error) {
 	r.calls.Add(1)
 	time.Sleep(r.delay)
 	if r.err != nil {
@@ -136,12 +136,12 @@ type versionedReader struct {
 	versionChecks atomic.Int64
 }
 
-func (r *versionedReader) GetSecret(ctx context.Context, ref Ref) (Object, error) {
+func (r *versionedReader) GetSecret(context.Context, Ref) (Object, error) {
 	r.calls.Add(1)
 	return Object{Version: r.version, Value: []byte("data@" + r.version)}, nil
 }
 
-func (r *versionedReader) CurrentVersion(ctx context.Context, key string) (string, error) {
+func (r *versionedReader) CurrentVersion(context.Context, string) (string, error) {
 	r.versionChecks.Add(1)
 	return r.version, nil
 }

@@ -117,10 +117,10 @@ func TestExtractAll(t *testing.T) {
 	if err != nil || string(sub["c"]) != "2" || len(sub) != 1 {
 		t.Fatalf("ExtractAll(b) = %v, %v", sub, err)
 	}
-	if _, err := ExtractAll("k", Object{Value: []byte(`"just a string"`)}, ""); err == nil {
+	if _, err = ExtractAll("k", Object{Value: []byte(`"just a string"`)}, ""); err == nil {
 		t.Fatal("expanding a string must fail")
 	}
-	if _, err := ExtractAll("k", Object{Value: []byte(`{"bad key!":"x"}`)}, ""); err == nil || !strings.Contains(err.Error(), "bad key!") {
+	if _, err = ExtractAll("k", Object{Value: []byte(`{"bad key!":"x"}`)}, ""); err == nil || !strings.Contains(err.Error(), "bad key!") {
 		t.Fatalf("invalid key name must be reported by name, got %v", err)
 	}
 	fields := Object{Fields: map[string][]byte{"x": []byte("1"), "y": []byte("2")}}

@@ -71,7 +71,7 @@ func FuncMap() template.FuncMap {
 		"trim":       strings.TrimSpace,
 		"trimPrefix": func(prefix, s string) string { return strings.TrimPrefix(s, prefix) },
 		"trimSuffix": func(suffix, s string) string { return strings.TrimSuffix(s, suffix) },
-		"replace":    func(old, new, s string) string { return strings.ReplaceAll(s, old, new) },
+		"replace":    func(from, to, s string) string { return strings.ReplaceAll(s, from, to) },
 		"contains":   func(sub, s string) bool { return strings.Contains(s, sub) },
 		"hasPrefix":  func(prefix, s string) bool { return strings.HasPrefix(s, prefix) },
 		"hasSuffix":  func(suffix, s string) bool { return strings.HasSuffix(s, suffix) },

@@ -35,7 +35,7 @@ func (c *Cluster) startControllerManager(ctx context.Context, showOutput bool) e
 	}
 	c.tmpDirs = append(c.tmpDirs, dir)
 	kcPath := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
+	if err = os.WriteFile(kcPath, kc, 0o600); err != nil {
 		return err
 	}
 	port, err := freePort()

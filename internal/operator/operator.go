@@ -136,6 +136,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	fetcher := engine.NewFetcher(clock, nil)
 	es := &externalsecret.Reconciler{
 		Client: mgr.GetClient(), Meta: mgr.GetCache(), Named: named, Clients: clients, Fetcher: fetcher,
+		//nolint:staticcheck // SA1019: the reconcilers record through record.EventRecorder; the new events API changes every call.
 		Recorder: mgr.GetEventRecorderFor("watchword"), Class: opts.ControllerClass, Clock: clock, Metrics: metrics.SyncObserver{},
 	}
 	if err := es.SetupWithManager(ctx, mgr, externalsecret.Options{Workers: opts.Workers, RateLimiter: rateLimiter(), SecretChanges: esChanges}); err != nil {
@@ -146,6 +147,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		if cluster {
 			changes = clusterStoreChanges
 		}
+		//nolint:staticcheck // SA1019: as for the ExternalSecret reconciler above.
 		ss := &secretstore.Reconciler{Client: mgr.GetClient(), Clients: clients, Recorder: mgr.GetEventRecorderFor("watchword"),
 			Class: opts.ControllerClass, Cluster: cluster, CredentialIndex: externalsecret.IndexStoreSecret, CredentialChanges: changes}
 		if err := ss.SetupWithManager(mgr); err != nil {

@@ -24,7 +24,7 @@ const limitNamespace = "limit-es"
 // ExternalSecrets are deleted afterwards.
 func (b *bench) customLimits(ctx context.Context) (creates, updates float64, err error) {
 	n := min(b.c.N, 5000)
-	if err := b.ensureNamespace(ctx, limitNamespace); err != nil {
+	if err = b.ensureNamespace(ctx, limitNamespace); err != nil {
 		return 0, 0, err
 	}
 	made := make([]*v1alpha1.ExternalSecret, n)

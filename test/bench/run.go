@@ -29,13 +29,12 @@ import (
 const storeName = "bench-store"
 
 type bench struct {
-	c     config
-	k8s   client.Client
-	kube  kubernetes.Interface
-	kc    string
-	cfg   *rest.Config
-	esNS  []string
-	start time.Time
+	c    config
+	k8s  client.Client
+	kube kubernetes.Interface
+	kc   string
+	cfg  *rest.Config
+	esNS []string
 }
 
 func run(ctx context.Context, c config) (*result, error) {
@@ -45,7 +44,7 @@ func run(ctx context.Context, c config) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer cluster.Stop()
+	defer func() { _ = cluster.Stop() }()
 	cfg := rest.CopyConfig(cluster.Config)
 	cfg.QPS, cfg.Burst = 100000, 100000
 	b := &bench{c: c, cfg: cfg}
@@ -63,7 +62,7 @@ func run(ctx context.Context, c config) (*result, error) {
 	}
 	defer os.RemoveAll(dir)
 	b.kc = filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(b.kc, kc, 0o600); err != nil {
+	if err = os.WriteFile(b.kc, kc, 0o600); err != nil {
 		return nil, err
 	}
 
@@ -86,10 +85,10 @@ func run(ctx context.Context, c config) (*result, error) {
 		return nil, err
 	}
 	defer func() { ctrl.stop() }()
-	if err := b.createStore(ctx); err != nil {
+	if err = b.createStore(ctx); err != nil {
 		return nil, err
 	}
-	if err := b.waitStoreReady(ctx); err != nil {
+	if err = b.waitStoreReady(ctx); err != nil {
 		return nil, err
 	}
 
@@ -131,7 +130,7 @@ func run(ctx context.Context, c config) (*result, error) {
 	// 4. Steady state: provider calls per cycle and how refreshes spread.
 	if c.Cycles > 0 {
 		fmt.Fprintf(os.Stderr, "observing %d refresh cycles of %s…\n", c.Cycles, c.Refresh)
-		if err := b.steady(ctx, ctrl, res); err != nil {
+		if err = b.steady(ctx, ctrl, res); err != nil {
 			return nil, err
 		}
 	}
@@ -373,7 +372,7 @@ func (b *bench) verify(ctx context.Context) (int, error) {
 
 // steady watches c.Cycles refresh cycles after letting one pass, scraping
 // the controller every second.
-func (b *bench) steady(ctx context.Context, ctrl *controller, res *result) error {
+func (b *bench) steady(_ context.Context, ctrl *controller, res *result) error {
 	time.Sleep(b.c.Refresh) // the first cycle after creation is irregular by design
 	var perSec []float64
 	first, err := ctrl.scrape()

@@ -1,6 +1,8 @@
 // Package integration runs Watchword against a real kube-apiserver, etcd and
 // kube-controller-manager (garbage collection), started once for the
-// package. Each test works in namespaces of its own.
+// package. Each test works in namespaces of its own. The Vault server is
+// started by the first test that needs it (needVault); without a vault
+// binary those tests skip, or fail when $WATCHWORD_REQUIRE_VAULT is set.
 package integration
 
 import (
@@ -28,16 +30,14 @@ import (
 	"github.com/watchword-dev/watchword/internal/provider/fake"
 	kubeprovider "github.com/watchword-dev/watchword/internal/provider/kubernetes"
 	"github.com/watchword-dev/watchword/internal/provider/vault"
-	"github.com/watchword-dev/watchword/test/vaultserver"
 )
 
 var (
-	k8s      client.Client
-	kube     kubernetes.Interface
-	restCfg  *rest.Config
-	cluster  *localcluster.Cluster
-	vaultSrv *vaultserver.Server
-	nsSeq    atomic.Int64
+	k8s     client.Client
+	kube    kubernetes.Interface
+	restCfg *rest.Config
+	cluster *localcluster.Cluster
+	nsSeq   atomic.Int64
 	// opCache is the operator's informer cache, for tests of what it holds.
 	opCache client.Reader
 )
@@ -83,8 +83,8 @@ func TestMain(m *testing.M) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := op.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "operator stopped:", err)
+		if serr := op.Start(ctx); serr != nil {
+			fmt.Fprintln(os.Stderr, "operator stopped:", serr)
 		}
 	}()
 	k8s, err = client.New(cluster.Config, client.Options{Scheme: operator.Scheme()})
@@ -93,16 +93,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	kube = kubernetes.NewForConfigOrDie(cluster.Config)
-	bin, err := vaultserver.Find()
-	if err == nil {
-		vaultSrv, err = vaultserver.Start(bin)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting Vault:", err)
-		os.Exit(1)
-	}
 	code := m.Run()
-	vaultSrv.Close()
+	if vaultSrv != nil {
+		vaultSrv.Close()
+	}
 	cancel()
 	<-done
 	_ = cluster.Stop()

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/watchword-dev/watchword/internal/controller/secretwatch"
+	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/provider"
 )
 
@@ -83,12 +85,18 @@ func TestSecretWatchWithoutPermissionFailsFastWithTheCause(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "forbidden") || !strings.Contains(err.Error(), ns+"/credential") {
 		t.Fatalf("error = %v, want one that names the Secret and says the list is forbidden", err)
 	}
-	// Later callers do not wait again.
-	start := time.Now()
-	if _, _, err := w.ResourceVersion(context.Background(), ref); err == nil {
-		t.Fatal("no error on the second call")
+	// Later callers do not wait again: the first wait's deadline holds for
+	// them. Were a later caller to start a sync timeout of its own, this
+	// one would wait an hour, and the call would end with its context's
+	// deadline instead of the cause.
+	w.SyncTimeout = time.Hour
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	_, _, err = w.ResourceVersion(ctx, ref)
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Fatal("the second call waited for the watch to sync again instead of failing with the cause")
 	}
-	if took := time.Since(start); took >= w.SyncTimeout {
-		t.Errorf("the second call waited %s: the whole sync timeout again", took)
+	if !errors.Is(err, engine.ErrUnavailable) || !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("second call: error = %v, want the unavailable error that says the list is forbidden", err)
 	}
 }

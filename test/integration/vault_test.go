@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,13 +15,46 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/conditions"
+	"github.com/watchword-dev/watchword/test/vaultserver"
 )
 
 // These tests run Watchword against a real Vault server (built from the
-// github.com/hashicorp/vault module) and the real API server.
+// github.com/hashicorp/vault module by `make tools-vault`) and the real API
+// server. Each starts with needVault.
+
+var (
+	vaultOnce sync.Once
+	// vaultSrv is the shared Vault server, nil until needVault started it.
+	vaultSrv  *vaultserver.Server
+	vaultSkip string
+	vaultErr  error
+)
+
+// needVault starts the shared Vault server the first time a test asks for
+// it. Without a vault binary the test is skipped with a message that names
+// `make tools-vault`; with $WATCHWORD_REQUIRE_VAULT set (as `make test`
+// does) it fails instead, so that the Vault tests cannot be skipped
+// silently.
+func needVault(t *testing.T) {
+	t.Helper()
+	vaultOnce.Do(func() {
+		var bin string
+		bin, vaultSkip, vaultErr = vaultserver.Lookup()
+		if vaultErr == nil && bin != "" {
+			vaultSrv, vaultErr = vaultserver.Start(bin)
+		}
+	})
+	if vaultErr != nil {
+		t.Fatalf("starting Vault: %v", vaultErr)
+	}
+	if vaultSrv == nil {
+		t.Skip(vaultSkip)
+	}
+}
 
 func vaultStore(t *testing.T, ns, name string, auth v1alpha1.VaultAuth, version v1alpha1.VaultKVVersion) {
 	t.Helper()
+	needVault(t)
 	s := &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.SecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{Vault: &v1alpha1.VaultProvider{
 			Server: vaultSrv.Addr(), Path: "secret", Version: version, Auth: auth}}}}
@@ -46,10 +80,12 @@ func tokenVaultStore(t *testing.T, name string, data map[string]any, version v1a
 
 func vaultPut(t *testing.T, path string, data map[string]any) {
 	t.Helper()
+	needVault(t)
 	must(t, vaultSrv.PutKV2("secret", path, data))
 }
 
 func TestVaultTokenAuthReadsAndFollowsRotation(t *testing.T) {
+	needVault(t)
 	ns, path := tokenVaultStore(t, "db", map[string]any{"user": "app", "password": "first", "conn": map[string]any{"host": "db.internal", "port": 5432}}, "")
 	newES(t, ns, "db", "vault", withRefresh(2*time.Second),
 		withData("password", path, "password"),
@@ -76,6 +112,7 @@ func TestVaultTokenAuthReadsAndFollowsRotation(t *testing.T) {
 }
 
 func TestVaultSharedReadsAndMetadataChecks(t *testing.T) {
+	needVault(t)
 	ns, path := tokenVaultStore(t, "shared", map[string]any{"v": "same"}, "v2")
 	for i := 0; i < 5; i++ {
 		newES(t, ns, fmt.Sprintf("es-%d", i), "vault", withData("v", path, "v"))
@@ -89,6 +126,7 @@ func TestVaultSharedReadsAndMetadataChecks(t *testing.T) {
 }
 
 func TestVaultDeletedVersionIsReported(t *testing.T) {
+	needVault(t)
 	ns, path := tokenVaultStore(t, "gone", map[string]any{"v": "1"}, "v2")
 	newES(t, ns, "es", "vault", withData("v", path, "v"))
 	waitSecretData(t, ns, "es", map[string]string{"v": "1"})
@@ -99,6 +137,7 @@ func TestVaultDeletedVersionIsReported(t *testing.T) {
 }
 
 func TestVaultOutageKeepsTargetsAndRecovers(t *testing.T) {
+	needVault(t)
 	ns, path := tokenVaultStore(t, "outage", map[string]any{"v": "kept"}, "v2")
 	newES(t, ns, "es", "vault", withData("v", path, "v"))
 	waitSecretData(t, ns, "es", map[string]string{"v": "kept"})
@@ -131,6 +170,7 @@ func TestVaultOutageKeepsTargetsAndRecovers(t *testing.T) {
 }
 
 func TestVaultAppRoleCredentialRotation(t *testing.T) {
+	needVault(t)
 	ns := newNamespace(t, nil)
 	path := ns + "/approle"
 	vaultPut(t, path, map[string]any{"v": "via-approle"})
@@ -177,6 +217,7 @@ func vaultReviewer(t *testing.T) string {
 }
 
 func TestVaultKubernetesAuthWithRealTokenReview(t *testing.T) {
+	needVault(t)
 	ns := newNamespace(t, nil)
 	path := ns + "/k8s"
 	vaultPut(t, path, map[string]any{"v": "via-kubernetes-auth"})
@@ -208,6 +249,7 @@ func TestVaultKubernetesAuthWithRealTokenReview(t *testing.T) {
 }
 
 func TestVaultJWTAuthWithServiceAccountToken(t *testing.T) {
+	needVault(t)
 	ns := newNamespace(t, nil)
 	path := ns + "/jwt"
 	vaultPut(t, path, map[string]any{"v": "via-jwt"})

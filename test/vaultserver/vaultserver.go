@@ -2,6 +2,10 @@
 // hack/tools.sh builds from the github.com/hashicorp/vault module, on
 // loopback, with file storage so that it can be sealed, stopped and started
 // again with its data.
+//
+// Tests that need Vault skip when the binary has not been built (see
+// Lookup), unless $WATCHWORD_REQUIRE_VAULT is set, as `make test` does: then
+// a missing binary fails the run instead of skipping silently.
 package vaultserver
 
 import (
@@ -17,6 +21,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Server is a running (or stopped) Vault server.
@@ -41,23 +47,57 @@ type TLSFiles struct {
 	Client *http.Client
 }
 
+// RequireEnv names the environment variable that makes Vault mandatory:
+// when it is set to a non-empty value, a missing binary is an error for
+// Lookup instead of a reason to skip.
+const RequireEnv = "WATCHWORD_REQUIRE_VAULT"
+
+// ErrNoBinary is returned by Find when there is no vault binary.
+var ErrNoBinary = errors.New("no vault binary in $WATCHWORD_ASSETS or .cache/tools/bin: run `make tools-vault`")
+
+// Required reports whether $WATCHWORD_REQUIRE_VAULT is set.
+func Required() bool { return os.Getenv(RequireEnv) != "" }
+
+// Lookup finds the vault binary for a test run. With a binary it returns
+// its path. Without one it returns an empty path and a skip reason that
+// names `make tools-vault`, or, when Required, ErrNoBinary.
+func Lookup() (bin, skip string, err error) {
+	bin, err = Find()
+	switch {
+	case err == nil:
+		return bin, "", nil
+	case errors.Is(err, ErrNoBinary) && !Required():
+		return "", "needs a Vault server: " + err.Error() + " (or set " + RequireEnv + "=1 to make this a failure)", nil
+	case errors.Is(err, ErrNoBinary):
+		return "", "", fmt.Errorf("%w; %s is set, so the Vault tests may not be skipped", err, RequireEnv)
+	default:
+		return "", "", err
+	}
+}
+
 // Find returns the vault binary: $WATCHWORD_ASSETS/vault, or
-// .cache/tools/bin/vault above the working directory.
+// .cache/tools/bin/vault above the working directory; ErrNoBinary when
+// there is neither. With $WATCHWORD_ASSETS set, only that directory is
+// searched, so that a run can point at a directory without Vault.
 func Find() (string, error) {
 	if d := os.Getenv("WATCHWORD_ASSETS"); d != "" {
 		p := filepath.Join(d, "vault")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
+		if _, err := os.Stat(p); err != nil {
+			return "", ErrNoBinary
 		}
+		return p, nil
 	}
-	wd, _ := os.Getwd()
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
 	for d := wd; ; d = filepath.Dir(d) {
 		p := filepath.Join(d, ".cache", "tools", "bin", "vault")
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
 		if filepath.Dir(d) == d {
-			return "", errors.New("no vault binary: run `make tools-vault`")
+			return "", ErrNoBinary
 		}
 	}
 }
@@ -143,18 +183,20 @@ func (s *Server) Restart() error {
 		return fmt.Errorf("starting vault: %w", err)
 	}
 	s.cmd = cmd
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	answers := func(context.Context) (bool, error) {
 		resp, err := s.client.Get(s.Addr() + "/v1/sys/seal-status")
-		if err == nil {
-			resp.Body.Close()
-			return nil
+		if err != nil {
+			return false, nil
 		}
-		time.Sleep(100 * time.Millisecond)
+		_ = resp.Body.Close()
+		return true, nil
 	}
-	s.Stop()
-	log, _ := os.ReadFile(filepath.Join(s.dir, "server.log"))
-	return fmt.Errorf("vault did not answer within 60s: %s", log)
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, answers); err != nil {
+		s.Stop()
+		log, _ := os.ReadFile(filepath.Join(s.dir, "server.log"))
+		return fmt.Errorf("vault did not answer within 60s: %s", log)
+	}
+	return nil
 }
 
 // Unseal unseals the server and waits until it is active.
@@ -162,18 +204,18 @@ func (s *Server) Unseal() error {
 	if err := s.call(http.MethodPut, "sys/unseal", "", map[string]any{"key": s.unsealKey}, nil); err != nil {
 		return fmt.Errorf("unsealing vault: %w", err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	active := func(context.Context) (bool, error) {
 		resp, err := s.client.Get(s.Addr() + "/v1/sys/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		if err != nil {
+			return false, nil
 		}
-		time.Sleep(100 * time.Millisecond)
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
 	}
-	return errors.New("vault did not become active after unsealing")
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, active); err != nil {
+		return errors.New("vault did not become active after unsealing")
+	}
+	return nil
 }
 
 // Seal seals the server.

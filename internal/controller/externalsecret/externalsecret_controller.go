@@ -76,7 +76,7 @@ type scope struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
 	start := r.Clock.Now()
 	var es v1alpha1.ExternalSecret
-	if err := r.Client.Get(ctx, req.NamespacedName, &es); err != nil {
+	if err = r.Client.Get(ctx, req.NamespacedName, &es); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.pending.Delete(req.String())
 		}

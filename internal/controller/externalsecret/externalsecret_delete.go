@@ -51,8 +51,8 @@ func (r *Reconciler) cleanTarget(ctx context.Context, es *v1alpha1.ExternalSecre
 		return client.IgnoreNotFound(err)
 	}
 	desired := cur.DeepCopy()
-	switch {
-	case es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyMerge:
+	switch es.Spec.Target.CreationPolicy {
+	case v1alpha1.CreationPolicyMerge:
 		claims := mergeClaims(desired)
 		mine, ok := claims[es.Name]
 		if !ok {

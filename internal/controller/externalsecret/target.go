@@ -301,15 +301,15 @@ func setMergeClaims(s *corev1.Secret, claims map[string][]string) {
 }
 
 // diffKeys lists keys added, changed or removed between two data maps.
-func diffKeys(old, new map[string][]byte) []string {
+func diffKeys(before, after map[string][]byte) []string {
 	var out []string
-	for k, v := range new {
-		if ov, ok := old[k]; !ok || !bytes.Equal(ov, v) {
+	for k, v := range after {
+		if ov, ok := before[k]; !ok || !bytes.Equal(ov, v) {
 			out = append(out, k)
 		}
 	}
-	for k := range old {
-		if _, ok := new[k]; !ok {
+	for k := range before {
+		if _, ok := after[k]; !ok {
 			out = append(out, k)
 		}
 	}

@@ -138,7 +138,7 @@ func (w *Watch) ResourceVersion(ctx context.Context, ref provider.NamespacedName
 				return "", false, ctx.Err()
 			}
 			cause := "it did not start within " + w.SyncTimeout.String()
-			if err := e.err(); err != nil {
+			if err = e.err(); err != nil {
 				cause = err.Error()
 			}
 			return "", false, fmt.Errorf("%w: cannot watch Secret %q: %s", engine.ErrUnavailable, ref.String(), cause)

@@ -84,7 +84,7 @@ func (c *Clients) build(ctx context.Context, r *Resolved) (*engine.Client, error
 	if err != nil {
 		return nil, err
 	}
-	if err := factory.Validate(r.Store); err != nil {
+	if err = factory.Validate(r.Store); err != nil {
 		return nil, err
 	}
 	refs, err := c.registry.Refs(r.Store)

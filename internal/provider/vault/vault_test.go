@@ -21,16 +21,22 @@ import (
 // These tests run against a real Vault server built from the
 // github.com/hashicorp/vault module (make tools-vault).
 
-var srv *vaultserver.Server
+var (
+	srv *vaultserver.Server
+	// skipVault says why srv is nil.
+	skipVault = "needs a Vault server; skipped with -short"
+)
 
 func TestMain(m *testing.M) {
 	if !testingShort() {
-		bin, err := vaultserver.Find()
+		bin, skip, err := vaultserver.Lookup()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		if srv, err = vaultserver.Start(bin); err != nil {
+		if bin == "" {
+			skipVault = skip
+		} else if srv, err = vaultserver.Start(bin); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -54,7 +60,7 @@ func testingShort() bool {
 func needVault(t *testing.T) {
 	t.Helper()
 	if srv == nil {
-		t.Skip("needs a Vault server; skipped with -short")
+		t.Skip(skipVault)
 	}
 }
 
@@ -377,7 +383,7 @@ func TestSealedAndUnreachable(t *testing.T) {
 		t.Fatalf("sealed: %v", err)
 	}
 	must(t, srv.Unseal())
-	if _, err := get(t, c, "avail/x", ""); err != nil {
+	if _, err = get(t, c, "avail/x", ""); err != nil {
 		t.Fatalf("after unseal: %v", err)
 	}
 	srv.Stop()
