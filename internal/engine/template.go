@@ -237,8 +237,8 @@ func fieldOrMissing(m any, key string) (any, error) {
 // of define and block) as the comment above missingKey describes.
 func tolerateMissingKeys(t *template.Template) {
 	for _, tt := range t.Templates() {
-		if tt.Tree != nil && tt.Tree.Root != nil {
-			rewriteNode(tt.Tree, tt.Tree.Root)
+		if tt.Tree != nil && tt.Root != nil {
+			rewriteNode(tt.Tree, tt.Root)
 		}
 	}
 }
