@@ -285,15 +285,21 @@ const (
 
 // Condition types of an ExternalSecret.
 const (
-	// ConditionInSync tells whether the last sync succeeded.
+	// ConditionInSync tells whether the last sync succeeded; its
+	// lastSyncTime is the time of the last successful one.
 	ConditionInSync = "InSync"
-	// ConditionReady tells whether the target holds the desired data.
+	// ConditionReady tells whether the object is fully reconciled: for an
+	// ExternalSecret, the target holds the data of its current spec. Every
+	// kind has it.
 	ConditionReady = "Ready"
+	// ConditionStalled is present, and True, while the object cannot make
+	// progress until the user changes something. Every kind has it.
+	ConditionStalled = "Stalled"
 )
 
 // ExternalSecretCondition is a condition with the time of the last sync.
 type ExternalSecretCondition struct {
-	// type of the condition: InSync or Ready.
+	// type of the condition: Ready, InSync or Stalled.
 	// +required
 	// +kubebuilder:validation:MaxLength=64
 	Type string `json:"type"`

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/failure"
 )
 
 // canary is a fetched value that no error may repeat.
@@ -138,7 +139,7 @@ func assertTemplateError(t *testing.T, err error, name string, want ...string) {
 	if strings.Contains(err.Error(), canary) {
 		t.Errorf("error %q repeats a fetched value", err)
 	}
-	if _, retry := Classify(err); retry {
+	if !failure.Terminal(err) {
 		t.Error("a template error must not be retried")
 	}
 }

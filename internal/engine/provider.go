@@ -6,10 +6,11 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/watchword-dev/watchword/internal/failure"
 )
 
 // Ref names one version of one remote object. An empty Version means the
@@ -263,76 +264,20 @@ func (c *Client) notSupported(capability Capabilities) error {
 	return fmt.Errorf("the %q provider does not have the %s capability (it has %s): %w", c.provider, capability, c.Capabilities(), ErrNotSupported)
 }
 
-// The classes of provider errors. Providers wrap one of them with %w and a
-// message that names the key, never a value.
+// The classes of provider errors, part of the provider contract. A provider
+// wraps one of them with %w and a message that names the key, never a
+// value. They are defined by the error model (package failure), which
+// tells their reasons and which of them are retried.
 var (
-	// ErrNotFound: the key, version or property does not exist.
-	ErrNotFound = errors.New("not found")
-	// ErrPermissionDenied: the store's credentials may not read it.
-	ErrPermissionDenied = errors.New("permission denied")
-	// ErrUnavailable: the backend could not be reached or is not ready.
-	ErrUnavailable = errors.New("store unavailable")
-	// ErrThrottled: the backend asked us to slow down.
-	ErrThrottled = errors.New("throttled by the store")
-	// ErrInvalidConfig: the store's configuration is wrong; the user must
-	// fix it.
-	ErrInvalidConfig = errors.New("invalid store configuration")
-	// ErrNotSupported: the provider cannot do this operation; callers fall
-	// back to another way.
-	ErrNotSupported = errors.New("not supported by this provider")
-	// ErrNotOwned: a remote secret belongs to someone else.
-	ErrNotOwned = errors.New("not owned by this object")
-	// ErrNotImplemented: the provider exists in the API but not in this
-	// build.
-	ErrNotImplemented = errors.New("provider not implemented")
+	ErrNotFound         = failure.ErrNotFound
+	ErrPermissionDenied = failure.ErrPermissionDenied
+	ErrUnavailable      = failure.ErrUnavailable
+	ErrThrottled        = failure.ErrThrottled
+	ErrInvalidConfig    = failure.ErrInvalidConfig
+	ErrNotSupported     = failure.ErrNotSupported
+	ErrNotOwned         = failure.ErrNotOwned
+	ErrNotImplemented   = failure.ErrNotImplemented
 )
-
-// Reason is a one-word cause, used as a condition reason and a metric label.
-type Reason string
-
-// Reasons of sync failures.
-const (
-	ReasonNotFound         Reason = "NotFound"
-	ReasonPermissionDenied Reason = "PermissionDenied"
-	ReasonUnavailable      Reason = "StoreUnavailable"
-	ReasonThrottled        Reason = "Throttled"
-	ReasonInvalidConfig    Reason = "InvalidStoreConfig"
-	ReasonNotImplemented   Reason = "ProviderNotImplemented"
-	ReasonProperty         Reason = "PropertyError"
-	ReasonTemplate         Reason = "TemplateError"
-	ReasonProviderError    Reason = "ProviderError"
-	ReasonNotOwned         Reason = "NotOwned"
-)
-
-// Classify maps an error to its reason and tells whether retrying later
-// can help without a change by the user.
-func Classify(err error) (reason Reason, retry bool) {
-	var te *TemplateError
-	var pe *PropertyError
-	switch {
-	case errors.As(err, &te):
-		return ReasonTemplate, false
-	case errors.As(err, &pe):
-		// The remote data may change, so a later read may succeed.
-		return ReasonProperty, true
-	case errors.Is(err, ErrNotImplemented):
-		return ReasonNotImplemented, false
-	case errors.Is(err, ErrInvalidConfig):
-		return ReasonInvalidConfig, false
-	case errors.Is(err, ErrNotOwned):
-		return ReasonNotOwned, false
-	case errors.Is(err, ErrNotFound):
-		return ReasonNotFound, true
-	case errors.Is(err, ErrPermissionDenied):
-		return ReasonPermissionDenied, true
-	case errors.Is(err, ErrThrottled):
-		return ReasonThrottled, true
-	case errors.Is(err, ErrUnavailable):
-		return ReasonUnavailable, true
-	default:
-		return ReasonProviderError, true
-	}
-}
 
 type timedReader struct{ inner Reader }
 

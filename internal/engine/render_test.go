@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/failure"
 )
 
 func data(key, prop, secretKey string) v1alpha1.ExternalSecretData {
@@ -165,7 +166,7 @@ func TestTemplateErrorsNameTheKeyAndNoValue(t *testing.T) {
 			if strings.Contains(err.Error(), "TOPSECRET") {
 				t.Errorf("error %q leaks the value", err)
 			}
-			if _, retry := Classify(err); retry {
+			if !failure.Terminal(err) {
 				t.Error("a template error must not be retried")
 			}
 		})

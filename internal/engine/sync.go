@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -161,7 +162,7 @@ func versionsOf(objs map[Ref]Object) []v1alpha1.RemoteVersion {
 func applyTemplate(t *v1alpha1.ExternalSecretTemplate, res *Result, sources map[string]map[string]string) error {
 	ctx := templateContext(res.Data)
 	rendered := map[string][]byte{}
-	for _, name := range sortedKeys(t.Data) {
+	for _, name := range slices.Sorted(maps.Keys(t.Data)) {
 		b, err := renderTemplate(name, t.Data[name], ctx)
 		if err != nil {
 			return err
@@ -215,13 +216,4 @@ func templateContext(data map[string][]byte) map[string]any {
 	}
 	ctx["data"] = strs
 	return ctx
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -10,7 +10,9 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -166,7 +168,7 @@ func renderMetadata(kind string, in map[string]string, ctx any, check func(key, 
 		return nil, nil
 	}
 	out := make(map[string]string, len(in))
-	for _, k := range sortedKeys(in) {
+	for _, k := range slices.Sorted(maps.Keys(in)) {
 		b, err := renderTemplate(kind+" "+k, in[k], ctx)
 		if err != nil {
 			var te *TemplateError

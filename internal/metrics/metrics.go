@@ -11,6 +11,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 )
 
 var (
@@ -83,8 +84,7 @@ type observer struct{ provider, kind string }
 func (o observer) observe(op string, start time.Time, err error) {
 	result := "ok"
 	if err != nil {
-		reason, _ := engine.Classify(err)
-		result = string(reason)
+		result = string(failure.Classify(err).Reason)
 	}
 	ProviderCalls.WithLabelValues(o.provider, o.kind, op, result).Inc()
 	ProviderLatency.WithLabelValues(o.provider, o.kind, op).Observe(time.Since(start).Seconds())

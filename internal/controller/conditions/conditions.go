@@ -1,16 +1,33 @@
-// Package conditions sets status conditions, and holds the labels and
-// annotations Watchword puts on the objects it writes.
+// Package conditions sets the status conditions of every kind from the
+// outcome of a reconcile, and holds the labels and annotations Watchword
+// puts on the objects it writes.
+//
+// Every kind has the same two standard conditions:
+//
+//   - Ready: the object is fully reconciled, and what it manages (a target
+//     Secret, a store's client) is up to date with its current spec. False
+//     while it fails, with the reason of the failure.
+//   - Stalled: present, and True, only while the object cannot make
+//     progress until the user changes something (a terminal error of the
+//     error model). Watchword does not retry it until then.
+//
+// An ExternalSecret also has seed 004's InSync, with the time of the last
+// successful sync; see package externalsecret.
 package conditions
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/failure"
 )
 
 // Labels and annotations on written Secrets.
 const (
-	// ManagedByLabel marks every Secret Watchword writes to.
+	// ManagedByLabel marks the Secrets Watchword creates and owns
+	// (creationPolicy Owner). A Merge target belongs to someone else and
+	// keeps its own labels; MergeClaimsAnnotation marks it instead.
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	// ManagedByValue is the value of ManagedByLabel.
 	ManagedByValue = "watchword"
@@ -26,9 +43,73 @@ const (
 	Finalizer = "watchword.io/target-cleanup"
 )
 
-// SetES sets a condition of an ExternalSecret, moving lastTransitionTime
-// only when the status changes. It reports whether anything changed.
-func SetES(conds *[]v1alpha1.ExternalSecretCondition, c v1alpha1.ExternalSecretCondition, now metav1.Time) bool {
+// Outcome is what one reconcile concluded: the input of the standard
+// conditions.
+type Outcome struct {
+	// Err is the failure, nil on success.
+	Err error
+	// Reason and Message describe a success.
+	Reason  failure.Reason
+	Message string
+}
+
+// Standard returns the Ready condition of an outcome and, when the error
+// is terminal, the Stalled condition (nil otherwise). The messages of
+// errors are redacted by the error model: they name objects, keys and
+// fields, never a value.
+func Standard(o Outcome, generation int64) (ready metav1.Condition, stalled *metav1.Condition) {
+	ready = metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: generation}
+	if o.Err == nil {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, string(o.Reason), o.Message
+		return ready, nil
+	}
+	class, msg := failure.Describe(o.Err)
+	ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, string(class.Reason), msg
+	if o.Message != "" {
+		// The caller's view of what the failure means for the object.
+		ready.Message = msg + "; " + o.Message
+	}
+	if !class.Terminal {
+		return ready, nil
+	}
+	return ready, &metav1.Condition{
+		Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue, ObservedGeneration: generation,
+		Reason: string(class.Reason), Message: "not retried until the object or what it names changes: " + msg,
+	}
+}
+
+// Set records the standard conditions of an outcome in conds: the
+// conditions of a store, or of any kind with metav1.Conditions.
+func Set(conds *[]metav1.Condition, o Outcome, generation int64) {
+	ready, stalled := Standard(o, generation)
+	meta.SetStatusCondition(conds, ready)
+	if stalled != nil {
+		meta.SetStatusCondition(conds, *stalled)
+	} else {
+		meta.RemoveStatusCondition(conds, v1alpha1.ConditionStalled)
+	}
+}
+
+// SetES records the standard conditions of an outcome in the conditions
+// of an ExternalSecret, which carry the time of the last sync.
+func SetES(conds *[]v1alpha1.ExternalSecretCondition, o Outcome, generation int64, now metav1.Time) {
+	ready, stalled := Standard(o, generation)
+	PutES(conds, fromMeta(ready), now)
+	if stalled != nil {
+		PutES(conds, fromMeta(*stalled), now)
+	} else {
+		RemoveES(conds, v1alpha1.ConditionStalled)
+	}
+}
+
+func fromMeta(c metav1.Condition) v1alpha1.ExternalSecretCondition {
+	return v1alpha1.ExternalSecretCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message, ObservedGeneration: c.ObservedGeneration}
+}
+
+// PutES sets one condition of an ExternalSecret, moving
+// lastTransitionTime only when the status changes and keeping
+// lastSyncTime when c has none.
+func PutES(conds *[]v1alpha1.ExternalSecretCondition, c v1alpha1.ExternalSecretCondition, now metav1.Time) {
 	for i := range *conds {
 		old := &(*conds)[i]
 		if old.Type != c.Type {
@@ -42,19 +123,22 @@ func SetES(conds *[]v1alpha1.ExternalSecretCondition, c v1alpha1.ExternalSecretC
 		if c.LastSyncTime == nil {
 			c.LastSyncTime = old.LastSyncTime
 		}
-		changed := *old != c && !equalCond(*old, c)
 		*old = c
-		return changed
+		return
 	}
 	c.LastTransitionTime = now
 	*conds = append(*conds, c)
-	return true
 }
 
-func equalCond(a, b v1alpha1.ExternalSecretCondition) bool {
-	sameSync := (a.LastSyncTime == nil) == (b.LastSyncTime == nil) && (a.LastSyncTime == nil || a.LastSyncTime.Equal(b.LastSyncTime))
-	return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message &&
-		a.LastTransitionTime.Equal(&b.LastTransitionTime) && sameSync && a.ObservedGeneration == b.ObservedGeneration
+// RemoveES drops the condition of the given type.
+func RemoveES(conds *[]v1alpha1.ExternalSecretCondition, t string) {
+	out := (*conds)[:0]
+	for _, c := range *conds {
+		if c.Type != t {
+			out = append(out, c)
+		}
+	}
+	*conds = out
 }
 
 // FindES returns the condition of the given type, or nil.

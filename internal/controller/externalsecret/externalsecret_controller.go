@@ -1,11 +1,13 @@
 // Package externalsecret reconciles ExternalSecrets: it resolves the store,
 // asks the engine for the target's content and writes it as the creation
 // policy says, keeping the last good data when anything fails.
+//
+// A reconcile is the list of steps in syncSteps, over one scope; when to
+// sync is decided by the scheduling policy in schedule.go.
 package externalsecret
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -15,15 +17,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/conditions"
 	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 )
 
 // Reconciler reconciles ExternalSecrets.
@@ -31,8 +32,9 @@ type Reconciler struct {
 	// Client reads ExternalSecrets and stores from the cache, and Secrets
 	// and ConfigMaps from the API server.
 	Client client.Client
-	// Meta reads object metadata from the cache; of Secrets it holds only
-	// those that carry Watchword's label (the targets it owns).
+	// Meta reads object metadata from the cache: of Secrets only those
+	// that carry Watchword's label (the targets it owns), and every
+	// ConfigMap (the templates).
 	Meta client.Reader
 	// Named tells the resourceVersion of a Secret watched by name: the
 	// targets of creationPolicy Merge.
@@ -42,14 +44,13 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	// Class is this instance's --controller-class.
 	Class string
+	// Clock is the only source of time of a reconcile.
 	Clock engine.Clock
 	// Metrics, if set, is told about each sync.
 	Metrics Observer
 
 	// written remembers what this instance last wrote to each target
-	// ("ns/name" to written): the watch event of its own write does not
-	// queue the ExternalSecret again, and a refresh that brings nothing new
-	// neither reads nor writes the target.
+	// ("ns/name" to written); writeTarget records it.
 	written sync.Map
 
 	// pending holds the status of a successful sync until the cache shows
@@ -63,13 +64,50 @@ type Observer interface {
 	ObserveSync(duration time.Duration, reason string)
 }
 
-// scope is one reconcile of one ExternalSecret.
+// scope is one reconcile of one ExternalSecret: what the steps read and
+// what they leave for the steps after them.
 type scope struct {
-	es       *v1alpha1.ExternalSecret
-	before   *v1alpha1.ExternalSecret
-	now      metav1.Time
+	es     *v1alpha1.ExternalSecret
+	before *v1alpha1.ExternalSecret
+	now    metav1.Time
+
+	// store is the resolved store; storeErr why it could not be.
 	store    *storeaccess.Resolved
-	interval time.Duration
+	storeErr error
+
+	// inputs identifies everything a sync renders from but the remote
+	// data: the spec's generation, the store and the template ConfigMaps.
+	inputs string
+	plan   schedule
+
+	client  *engine.Client
+	sources map[string]map[string]string
+	result  *engine.Result
+	written *writeResult
+
+	// outcome is the reconcile's result when a step ends it early.
+	outcome ctrl.Result
+}
+
+// step is one named part of a reconcile. It returns done when the
+// reconcile ends after it (the scope's outcome says how it goes on), or
+// an error when it failed.
+type step struct {
+	name string
+	run  func(r *Reconciler, ctx context.Context, s *scope) (done bool, err error)
+}
+
+// syncSteps is a reconcile of an ExternalSecret, in order.
+var syncSteps = []step{
+	{"store", (*Reconciler).checkStore},
+	{"finalizer", (*Reconciler).addFinalizer},
+	{"inputs", (*Reconciler).readInputs},
+	{"schedule", (*Reconciler).skipIfNotDue},
+	{"templates", (*Reconciler).readTemplates},
+	{"client", (*Reconciler).storeClient},
+	{"fetch", (*Reconciler).fetch},
+	{"write", (*Reconciler).write},
+	{"record", (*Reconciler).record},
 }
 
 // Reconcile brings one ExternalSecret's target to its desired state.
@@ -83,32 +121,122 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !es.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, &es)
+		return ctrl.Result{}, failure.Redacted(r.finalize(ctx, &es))
 	}
 	store, storeErr := storeaccess.Resolve(ctx, r.Client, es.Namespace, es.Spec.SecretStoreRef)
 	if !r.ours(store) {
 		return ctrl.Result{}, nil
 	}
 	r.catchUp(&es)
-	s := &scope{es: &es, before: es.DeepCopy(), now: metav1.NewTime(r.Clock.Now()), store: store, interval: refreshInterval(&es)}
-	defer func() {
-		switch perr := r.writeStatus(ctx, s); {
-		case perr == nil || err != nil:
-		case apierrors.IsConflict(perr):
-			// The ExternalSecret changed meanwhile: sync it again as it
-			// is now (its target write, if any, is remembered).
-			res = ctrl.Result{RequeueAfter: conflictRetry}
-		default:
-			res, err = ctrl.Result{}, perr
-		}
-		if r.Metrics != nil {
-			r.Metrics.ObserveSync(r.Clock.Now().Sub(start), string(outcomeReason(err, s)))
-		}
-	}()
-	if storeErr != nil {
-		return r.fail(s, storeErr)
+	s := &scope{es: &es, before: es.DeepCopy(), now: metav1.NewTime(start), store: store, storeErr: storeErr}
+	res, err = r.run(ctx, s)
+	res, err = r.writeStatus(ctx, s, res, err)
+	if r.Metrics != nil {
+		r.Metrics.ObserveSync(r.Clock.Now().Sub(start), outcomeReason(s, err))
 	}
-	return r.sync(ctx, s)
+	return res, err
+}
+
+// run runs the steps until one ends the reconcile or fails.
+func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
+	for _, st := range syncSteps {
+		done, err := st.run(r, ctx, s)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).V(1).Info("sync step failed", "step", st.name, "reason", failure.Classify(err).Reason)
+			return r.fail(s, err)
+		}
+		if done {
+			break
+		}
+	}
+	return s.outcome, nil
+}
+
+// checkStore fails when the store could not be resolved.
+func (r *Reconciler) checkStore(_ context.Context, s *scope) (bool, error) {
+	return false, s.storeErr
+}
+
+// addFinalizer adds the finalizer where the target needs cleaning up.
+func (r *Reconciler) addFinalizer(ctx context.Context, s *scope) (bool, error) {
+	return false, r.ensureFinalizer(ctx, s.es)
+}
+
+// readInputs tells the versions of the sync's inputs other than the remote
+// data, from caches only, and plans the reconcile.
+func (r *Reconciler) readInputs(ctx context.Context, s *scope) (bool, error) {
+	versions, err := r.templateVersions(ctx, s.es)
+	if err != nil {
+		return false, err
+	}
+	s.inputs = fmt.Sprintf("%d|%s|%s", s.es.Generation, s.store.ID(), versions)
+	s.plan = newSchedule(s.es, s.now.Time, s.store.ID(), s.inputs)
+	return false, nil
+}
+
+// skipIfNotDue ends the reconcile when no sync is due, the target is as
+// it was written and the last sync succeeded; it schedules the next
+// refresh.
+func (r *Reconciler) skipIfNotDue(ctx context.Context, s *scope) (bool, error) {
+	due := s.plan.due()
+	drifted := !due && r.targetDrifted(ctx, s.es)
+	if !due && !drifted && !failing(s.es) {
+		s.outcome = s.plan.next(refreshTime(s.es))
+		return true, nil
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("syncing", "due", due, "forced", s.plan.forced, "drifted", drifted, "inputsChanged", s.plan.inputsChanged)
+	return false, nil
+}
+
+// readTemplates reads the templateFrom ConfigMaps a sync renders.
+func (r *Reconciler) readTemplates(ctx context.Context, s *scope) (bool, error) {
+	sources, err := r.templateSources(ctx, s.es)
+	s.sources = sources
+	return false, err
+}
+
+// storeClient gets the store's client from the client cache.
+func (r *Reconciler) storeClient(ctx context.Context, s *scope) (bool, error) {
+	c, err := r.Clients.Get(ctx, s.store)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", s.store.Describe(), err)
+	}
+	s.client = c
+	return false, nil
+}
+
+// fetch asks the engine for the target's content, through the shared read
+// cache.
+func (r *Reconciler) fetch(ctx context.Context, s *scope) (bool, error) {
+	res, err := r.Fetcher.Sync(ctx, engine.Input{Spec: &s.es.Spec, Store: s.store.ID(), Reader: s.client,
+		TemplateSources: s.sources, MaxAge: s.plan.maxAge()})
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", s.store.Describe(), err)
+	}
+	s.result = res
+	return false, nil
+}
+
+// write writes the target and tells what changed in an event.
+func (r *Reconciler) write(ctx context.Context, s *scope) (bool, error) {
+	w, err := r.writeTarget(ctx, s.es, s.result)
+	if err != nil {
+		return false, err
+	}
+	s.written = w
+	if w.action != "" {
+		r.Recorder.Eventf(s.es, corev1.EventTypeNormal, w.action, "Secret %q %s; keys changed: %s",
+			targetName(s.es), strings.ToLower(w.action), keyList(w.changedKeys))
+	}
+	return false, nil
+}
+
+// record records the successful sync in the status and schedules the
+// next refresh.
+func (r *Reconciler) record(_ context.Context, s *scope) (bool, error) {
+	r.succeed(s)
+	s.outcome = s.plan.next(refreshTime(s.es))
+	return true, nil
 }
 
 // catchUp replaces a cached status that is older than the one this
@@ -159,90 +287,6 @@ func (r *Reconciler) ours(store *storeaccess.Resolved) bool {
 	return store.Controller == r.Class
 }
 
-func (r *Reconciler) sync(ctx context.Context, s *scope) (ctrl.Result, error) {
-	es := s.es
-	if err := r.ensureFinalizer(ctx, es); err != nil {
-		return ctrl.Result{}, err
-	}
-	reader, err := r.Clients.Get(ctx, s.store)
-	if err != nil {
-		return r.fail(s, fmt.Errorf("%s: %w", s.store.Describe(), err))
-	}
-	sources, srcVersion, err := r.templateSources(ctx, es)
-	if err != nil {
-		return r.fail(s, err)
-	}
-	inputs := fmt.Sprintf("%d|%s|%s", es.Generation, s.store.ID(), srcVersion)
-	force := es.Annotations[conditions.ForceSyncAnnotation]
-	forced := force != "" && force != es.Status.ForceSyncedValue
-	offset := phaseOffset(es, s.store.ID(), max(s.interval, time.Second))
-	due := forced || es.Status.RefreshTime == nil || inputs != es.Status.InputsVersion
-	// A timer may fire a hair early; that still counts as due, and the
-	// read of one interval ago is then too old to serve.
-	slack := min(s.interval/100, time.Second)
-	if !due && s.interval > 0 {
-		due = !s.now.Time.Add(slack).Before(nextRefresh(es.Status.RefreshTime.Time, s.interval, offset))
-	}
-	drifted := !due && r.targetDrifted(ctx, es)
-	if !due && !drifted && !failing(es) {
-		return r.requeue(s, offset), nil
-	}
-	ctrl.LoggerFrom(ctx).V(1).Info("syncing", "due", due, "forced", forced, "drifted", drifted, "inputsChanged", inputs != es.Status.InputsVersion)
-	maxAge := readMaxAge(es, s.interval, forced)
-	if due && maxAge > slack {
-		maxAge -= slack
-	}
-	result, err := r.Fetcher.Sync(ctx, engine.Input{Spec: &es.Spec, Store: s.store.ID(), Reader: reader, TemplateSources: sources, MaxAge: maxAge})
-	if err != nil {
-		return r.fail(s, fmt.Errorf("%s: %w", s.store.Describe(), err))
-	}
-	out, err := r.write(ctx, es, result)
-	if err != nil {
-		return r.fail(s, err)
-	}
-	if out.resourceVersion != "" {
-		rec := written{resourceVersion: out.resourceVersion}
-		if es.Spec.Target.CreationPolicy != v1alpha1.CreationPolicyMerge {
-			rec.sum, rec.hasSum = resultSum(result), true
-		}
-		r.written.Store(es.Namespace+"/"+targetName(es), rec)
-	}
-	if out.action != "" {
-		r.Recorder.Eventf(es, corev1.EventTypeNormal, out.action, "Secret %q %s; keys changed: %s",
-			targetName(es), strings.ToLower(out.action), keyList(out.changedKeys))
-	}
-	r.succeed(s, result, out, inputs, force, due)
-	return r.requeue(s, offset), nil
-}
-
-// readMaxAge is how old a shared read may be to serve this sync: a forced
-// sync reads anew; otherwise a read younger than the refresh interval is
-// fresh enough. With refreshInterval 0 a spec change reads anew, while a
-// drift repair reuses what was read.
-func readMaxAge(es *v1alpha1.ExternalSecret, interval time.Duration, forced bool) time.Duration {
-	switch {
-	case forced:
-		return 0
-	case interval > 0:
-		return interval
-	case es.Generation != es.Status.ObservedGeneration:
-		return 0
-	default:
-		return 24 * time.Hour
-	}
-}
-
-func (r *Reconciler) write(ctx context.Context, es *v1alpha1.ExternalSecret, res *engine.Result) (*writeResult, error) {
-	switch es.Spec.Target.CreationPolicy {
-	case v1alpha1.CreationPolicyNone:
-		return &writeResult{keys: sortedKeys(res.Data)}, nil
-	case v1alpha1.CreationPolicyMerge:
-		return r.writeMerge(ctx, es, res)
-	default:
-		return r.writeOwner(ctx, es, res)
-	}
-}
-
 // targetDrifted tells whether the target changed since the last write, from
 // the metadata cache alone.
 func (r *Reconciler) targetDrifted(ctx context.Context, es *v1alpha1.ExternalSecret) bool {
@@ -258,45 +302,73 @@ func failing(es *v1alpha1.ExternalSecret) bool {
 	return c == nil || c.Status != metav1.ConditionTrue
 }
 
-// templateSources reads the ConfigMaps of templateFrom from the
-// ExternalSecret's own namespace, and returns their versions.
-func (r *Reconciler) templateSources(ctx context.Context, es *v1alpha1.ExternalSecret) (map[string]map[string]string, string, error) {
-	t := es.Spec.Target.Template
-	if t == nil || len(t.TemplateFrom) == 0 {
-		return nil, "", nil
+func refreshTime(es *v1alpha1.ExternalSecret) *time.Time {
+	if es.Status.RefreshTime == nil {
+		return nil
 	}
-	out := map[string]map[string]string{}
-	var versions []string
+	return &es.Status.RefreshTime.Time
+}
+
+// templateNames lists the templateFrom ConfigMaps, each once.
+func templateNames(es *v1alpha1.ExternalSecret) []string {
+	t := es.Spec.Target.Template
+	if t == nil {
+		return nil
+	}
+	var names []string
+	seen := map[string]bool{}
 	for _, from := range t.TemplateFrom {
-		name := from.ConfigMap.Name
-		if _, done := out[name]; done {
-			continue
+		if name := from.ConfigMap.Name; !seen[name] {
+			seen[name] = true
+			names = append(names, name)
 		}
+	}
+	return names
+}
+
+func templateNotFound(es *v1alpha1.ExternalSecret, name string) error {
+	return failure.Terminalf(failure.TemplateNotFound,
+		"template ConfigMap %q not found in namespace %q (spec.target.template.templateFrom)", name, es.Namespace)
+}
+
+// templateVersions tells the resourceVersions of the templateFrom
+// ConfigMaps from the metadata cache, without reading them.
+func (r *Reconciler) templateVersions(ctx context.Context, es *v1alpha1.ExternalSecret) (string, error) {
+	var versions []string
+	for _, name := range templateNames(es) {
+		var m metav1.PartialObjectMetadata
+		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+		if err := r.Meta.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: name}, &m); err != nil {
+			if apierrors.IsNotFound(err) {
+				return "", templateNotFound(es, name)
+			}
+			return "", fmt.Errorf("reading the metadata of template ConfigMap %q: %w", name, err)
+		}
+		versions = append(versions, name+"="+m.ResourceVersion)
+	}
+	return strings.Join(versions, ","), nil
+}
+
+// templateSources reads the templateFrom ConfigMaps from the
+// ExternalSecret's own namespace, from the API server (their contents are
+// not cached).
+func (r *Reconciler) templateSources(ctx context.Context, es *v1alpha1.ExternalSecret) (map[string]map[string]string, error) {
+	names := templateNames(es)
+	if len(names) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]map[string]string, len(names))
+	for _, name := range names {
 		var cm corev1.ConfigMap
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: name}, &cm); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, "", &storeaccess.UserError{Reason: "TemplateNotFound", Msg: fmt.Sprintf(
-					"template ConfigMap %q not found in namespace %q (spec.target.template.templateFrom)", name, es.Namespace)}
+				return nil, templateNotFound(es, name)
 			}
-			return nil, "", fmt.Errorf("reading template ConfigMap %q: %w", name, err)
+			return nil, fmt.Errorf("reading template ConfigMap %q: %w", name, err)
 		}
 		out[name] = cm.Data
-		versions = append(versions, name+"="+cm.ResourceVersion)
 	}
-	return out, strings.Join(versions, ","), nil
-}
-
-func (r *Reconciler) requeue(s *scope, offset time.Duration) ctrl.Result {
-	if s.interval <= 0 || s.es.Status.RefreshTime == nil {
-		return ctrl.Result{}
-	}
-	next := nextRefresh(s.es.Status.RefreshTime.Time, s.interval, offset)
-	wait := next.Sub(s.now.Time)
-	if wait < time.Second {
-		wait = time.Second
-	}
-	// Periodic refreshes queue behind new and changed objects.
-	return ctrl.Result{RequeueAfter: wait, Priority: ptr.To(handler.LowPriority)}
+	return out, nil
 }
 
 func keyList(keys []string) string {
@@ -306,29 +378,15 @@ func keyList(keys []string) string {
 	return strings.Join(keys, ", ")
 }
 
-// outcomeReason is the reason label of a sync for metrics.
-func outcomeReason(err error, s *scope) string {
+// outcomeReason is the reason label of a reconcile for metrics: the reason
+// its Ready condition shows, or the error model's reason of an error that
+// ended it before the status.
+func outcomeReason(s *scope, err error) string {
 	if err != nil {
-		return "Error"
-	}
-	if s == nil {
-		return "Skipped"
+		return string(failure.Classify(err).Reason)
 	}
 	if c := conditions.FindES(s.es.Status.Conditions, v1alpha1.ConditionReady); c != nil {
 		return c.Reason
 	}
 	return "Unknown"
-}
-
-// retryable tells whether an error is worth a retry with backoff.
-func retryable(err error) bool {
-	var ue *storeaccess.UserError
-	if errors.As(err, &ue) {
-		return false
-	}
-	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-		return true
-	}
-	_, retry := engine.Classify(err)
-	return retry
 }

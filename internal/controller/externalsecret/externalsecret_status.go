@@ -2,133 +2,147 @@ package externalsecret
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/conditions"
-	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
-	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 )
 
-// conflictRetry is how soon a sync that met a concurrent change runs again
-// (by then the cache shows the change).
-const conflictRetry = time.Second
+// The conditions of an ExternalSecret:
+//
+//   - InSync (seed 004): the outcome of the last sync. True with
+//     lastSyncTime, the time of the last successful sync; False with the
+//     reason and message of the failure, lastSyncTime still telling when
+//     the target last got its data.
+//   - Ready: the ExternalSecret is fully reconciled, its target holding the
+//     data of its current spec. False while a sync fails, with the same
+//     reason, and a message that says what the target holds meanwhile.
+//   - Stalled: present while a terminal failure waits for a change.
 
-// succeed records a successful sync.
-// A due refresh moves refreshTime to now, which schedules the next one; a
-// drift repair or re-render between refreshes leaves it.
-func (r *Reconciler) succeed(s *scope, res *engine.Result, w *writeResult, inputs, force string, refreshed bool) {
+// succeed records a successful sync. A due refresh moves refreshTime to
+// now, which schedules the next one; a drift repair or re-render between
+// refreshes leaves it.
+func (r *Reconciler) succeed(s *scope) {
 	st := &s.es.Status
-	if refreshed || st.RefreshTime == nil {
+	if s.plan.due() || st.RefreshTime == nil {
 		st.RefreshTime = &s.now
 	}
 	read := *st.RefreshTime
-	st.Versions = res.Versions
-	st.InputsVersion = inputs
-	st.ForceSyncedValue = force
+	st.Versions = s.result.Versions
+	st.InputsVersion = s.inputs
+	st.ForceSyncedValue = s.es.Annotations[conditions.ForceSyncAnnotation]
 	st.ObservedGeneration = s.es.Generation
-	st.SyncedKeys = w.keys
+	st.SyncedKeys = s.written.keys
 	if s.es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyNone {
 		st.Target = ""
 		st.TargetResourceVersion = ""
 	} else {
 		st.Target = targetName(s.es)
-		st.TargetResourceVersion = w.resourceVersion
+		st.TargetResourceVersion = s.written.resourceVersion
 	}
 	st.Phase = v1alpha1.PhaseSyncing
-	msg := "Secret " + quote(targetName(s.es)) + " holds the data of " + s.store.Describe()
-	if s.es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyNone {
-		msg = "data read from " + s.store.Describe() + " (creationPolicy None: no Secret written)"
-	}
-	if s.interval == 0 {
+	if s.plan.interval == 0 {
 		st.Phase = v1alpha1.PhaseCompleted
 	}
-	r.setConds(s, metav1.ConditionTrue, "SecretSynced", msg, &read)
+	from := s.store.Describe()
+	ready := "Secret " + quote(targetName(s.es)) + " holds the data of " + from
+	inSync := "synced from " + from
+	if s.es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyNone {
+		ready = "data read from " + from + " (creationPolicy None: no Secret written)"
+		inSync = ready
+	}
+	conditions.SetES(&st.Conditions, conditions.Outcome{Reason: failure.Synced, Message: ready}, s.es.Generation, s.now)
+	conditions.PutES(&st.Conditions, v1alpha1.ExternalSecretCondition{
+		Type: v1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: string(failure.Synced), Message: inSync,
+		LastSyncTime: &read, ObservedGeneration: s.es.Generation,
+	}, s.now)
 }
 
 // fail records a failed sync and decides how to retry. The target is left
 // as it is: it keeps its last good data.
 func (r *Reconciler) fail(s *scope, err error) (ctrl.Result, error) {
-	reason, msg := describe(err)
-	retry := retryable(err)
+	class, msg := failure.Describe(err)
+	st := &s.es.Status
 	switch {
-	case reason == "StoreNotFound" || reason == "TargetMissing" || reason == "TemplateNotFound":
-		s.es.Status.Phase = v1alpha1.PhasePending
-	case retry:
-		s.es.Status.Phase = v1alpha1.PhaseFailing
+	case class.Reason == failure.StoreNotFound || class.Reason == failure.TargetMissing || class.Reason == failure.TemplateNotFound:
+		st.Phase = v1alpha1.PhasePending
+	case class.Terminal:
+		st.Phase = v1alpha1.PhaseFailed
 	default:
-		s.es.Status.Phase = v1alpha1.PhaseFailed
+		st.Phase = v1alpha1.PhaseFailing
 	}
-	r.setConds(s, metav1.ConditionFalse, reason, msg, nil)
-	r.Recorder.Event(s.es, corev1.EventTypeWarning, reason, msg)
-	if apierrors.IsConflict(err) {
+	conditions.SetES(&st.Conditions, conditions.Outcome{Err: err, Message: r.targetState(s)}, s.es.Generation, s.now)
+	conditions.PutES(&st.Conditions, v1alpha1.ExternalSecretCondition{
+		Type: v1alpha1.ConditionInSync, Status: metav1.ConditionFalse, Reason: string(class.Reason), Message: msg,
+		ObservedGeneration: s.es.Generation,
+	}, s.now)
+	r.Recorder.Event(s.es, corev1.EventTypeWarning, string(class.Reason), msg)
+	switch {
+	case class.Reason == failure.WriteConflict:
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	}
-	if retry {
-		// Returned so that the work queue retries with exponential
-		// backoff; the message names keys and stores, never values.
-		return ctrl.Result{}, err
-	}
-	if reason == "TargetMissing" {
-		// The Secret's creation also triggers a reconcile; this is a
-		// safety net.
-		return ctrl.Result{RequeueAfter: 5 * time.Minute}, nil
-	}
-	return ctrl.Result{}, nil
-}
-
-// describe turns an error into a condition reason and message.
-func describe(err error) (string, string) {
-	var ue *storeaccess.UserError
-	if errors.As(err, &ue) {
-		return ue.Reason, ue.Msg
-	}
-	if apierrors.IsConflict(err) {
-		return "WriteConflict", "the target changed while it was being written; retrying: " + err.Error()
-	}
-	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-		return "TargetRejected", "the API server refused the target Secret: " + err.Error()
-	}
-	reason, _ := engine.Classify(err)
-	return string(reason), err.Error()
-}
-
-func (r *Reconciler) setConds(s *scope, status metav1.ConditionStatus, reason, msg string, synced *metav1.Time) {
-	for _, t := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionInSync} {
-		conditions.SetES(&s.es.Status.Conditions, v1alpha1.ExternalSecretCondition{
-			Type: t, Status: status, Reason: reason, Message: msg, LastSyncTime: synced, ObservedGeneration: s.es.Generation,
-		}, s.now)
+	case class.Reason == failure.TargetMissing:
+		return ctrl.Result{RequeueAfter: targetMissingRecheck}, nil
+	case class.Terminal:
+		// Not retried: a change of the ExternalSecret, its store, its
+		// template or its target queues it again.
+		return ctrl.Result{}, reconcile.TerminalError(failure.Redacted(err))
+	default:
+		// The work queue retries with exponential backoff; the error's
+		// text is redacted, as it is logged.
+		return ctrl.Result{}, failure.Redacted(err)
 	}
 }
 
-// writeStatus writes the status once, if it changed. It is a whole update
-// of the status subresource carrying the resourceVersion that was read:
-// cheaper for the API server than a patch (which it must apply to the
-// stored object first), and a concurrent change of the ExternalSecret
-// makes it fail with a conflict instead of recording the outcome of a
-// stale spec.
-func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
+// targetState says, for Ready's message, what the target holds while a
+// sync fails.
+func (r *Reconciler) targetState(s *scope) string {
+	st := &s.es.Status
+	switch {
+	case s.es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyNone:
+		return "no Secret is written (creationPolicy None)"
+	case st.Target == "" || st.RefreshTime == nil:
+		return "Secret " + quote(targetName(s.es)) + " has not been written yet"
+	default:
+		return "Secret " + quote(st.Target) + " keeps the data last synced at " + st.RefreshTime.UTC().Format("2006-01-02T15:04:05Z")
+	}
+}
+
+// writeStatus writes the status once, if it changed, and returns the
+// reconcile's result. It is a whole update of the status subresource
+// carrying the resourceVersion that was read: cheaper for the API server
+// than a patch (which it must apply to the stored object first), and a
+// concurrent change of the ExternalSecret makes it fail with a conflict
+// instead of recording the outcome of a stale spec; then the
+// ExternalSecret is synced again as it is now (its target write, if any,
+// is remembered).
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope, res ctrl.Result, err error) (ctrl.Result, error) {
 	if apiequality.Semantic.DeepEqual(s.before.Status, s.es.Status) {
-		return nil
+		return res, err
 	}
-	err := r.Client.Status().Update(ctx, s.es)
+	perr := r.Client.Status().Update(ctx, s.es)
 	key := s.es.Namespace + "/" + s.es.Name
 	switch {
-	case err != nil:
+	case perr != nil:
 	case s.es.Status.RefreshTime != nil && !failing(s.es):
 		r.pending.Store(key, s.es.Status.DeepCopy())
 	default:
 		r.pending.Delete(key)
 	}
-	return client.IgnoreNotFound(err)
+	switch {
+	case perr == nil || apierrors.IsNotFound(perr) || err != nil:
+		return res, err
+	case apierrors.IsConflict(perr):
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	default:
+		return ctrl.Result{}, failure.Redacted(perr)
+	}
 }
 
 func quote(s string) string { return `"` + s + `"` }

@@ -4,18 +4,134 @@ import (
 	"hash/fnv"
 	"time"
 
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
 	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/controller/conditions"
 	"github.com/watchword-dev/watchword/internal/engine"
 )
 
+// This file is the scheduling policy of ExternalSecrets: every rule about
+// when a sync is due, how old a shared read may be to serve it, and when
+// and at which priority the next reconcile comes. It is pure: it reads
+// nothing but its arguments, and the time is the reconcile's (from the
+// injected clock).
+
 // defaultRefresh applies when spec.refreshInterval is unset.
 const defaultRefresh = time.Hour
+
+// conflictRetry is how soon a sync that met a concurrent change runs again
+// (by then the cache shows the change).
+const conflictRetry = time.Second
+
+// targetMissingRecheck is how often a Merge target that does not exist is
+// looked for again. The Secret's creation also queues the ExternalSecret;
+// this is a safety net.
+const targetMissingRecheck = 5 * time.Minute
+
+// schedule is what the policy decides from: one ExternalSecret's status
+// and inputs, at one moment.
+type schedule struct {
+	now time.Time
+	// interval is spec.refreshInterval (0: no periodic refresh).
+	interval time.Duration
+	// offset is the ExternalSecret's phase within its interval.
+	offset time.Duration
+	// lastRead is status.refreshTime: when the data was last read; nil
+	// before the first sync.
+	lastRead *time.Time
+	// forced: the force-sync annotation has a value not yet synced.
+	forced bool
+	// inputsChanged: the spec, the store or a template ConfigMap changed
+	// since the last sync.
+	inputsChanged bool
+	// generationChanged: the spec changed since the last sync.
+	generationChanged bool
+}
+
+func newSchedule(es *v1alpha1.ExternalSecret, now time.Time, store, inputs string) schedule {
+	s := schedule{
+		now:               now,
+		interval:          refreshInterval(es),
+		forced:            forcePending(es),
+		inputsChanged:     inputs != es.Status.InputsVersion,
+		generationChanged: es.Generation != es.Status.ObservedGeneration,
+	}
+	s.offset = phaseOffset(es, store, max(s.interval, time.Second))
+	if es.Status.RefreshTime != nil {
+		t := es.Status.RefreshTime.Time
+		s.lastRead = &t
+	}
+	return s
+}
 
 func refreshInterval(es *v1alpha1.ExternalSecret) time.Duration {
 	if es.Spec.RefreshInterval == nil {
 		return defaultRefresh
 	}
 	return es.Spec.RefreshInterval.Duration
+}
+
+// forcePending tells whether the force-sync annotation holds a value that
+// has not been synced yet.
+func forcePending(es *v1alpha1.ExternalSecret) bool {
+	force := es.Annotations[conditions.ForceSyncAnnotation]
+	return force != "" && force != es.Status.ForceSyncedValue
+}
+
+// slack is how early a timer may fire and still count as on time: then
+// the read of one interval ago is too old to serve.
+func (s schedule) slack() time.Duration {
+	return min(s.interval/100, time.Second)
+}
+
+// due tells whether the store must be read: the sync is forced, it never
+// ran, an input changed, or the periodic refresh time has come.
+func (s schedule) due() bool {
+	if s.forced || s.lastRead == nil || s.inputsChanged {
+		return true
+	}
+	if s.interval <= 0 {
+		return false
+	}
+	return !s.now.Add(s.slack()).Before(nextRefresh(*s.lastRead, s.interval, s.offset))
+}
+
+// maxAge is how old a shared read may be to serve a sync: a forced sync
+// reads anew; otherwise a read younger than the refresh interval is fresh
+// enough, less the slack when the sync is due (so that a refresh never
+// takes the previous refresh's read). With refreshInterval 0 a spec change
+// reads anew, while a drift repair reuses what was read.
+func (s schedule) maxAge() time.Duration {
+	var age time.Duration
+	switch {
+	case s.forced:
+		return 0
+	case s.interval > 0:
+		age = s.interval
+	case s.generationChanged:
+		return 0
+	default:
+		age = 24 * time.Hour
+	}
+	if s.due() && age > s.slack() {
+		age -= s.slack()
+	}
+	return age
+}
+
+// next is the result that schedules the next periodic refresh, after a
+// sync or a check that found nothing to do. lastRead is the read time in
+// effect after it. Periodic refreshes queue behind new and changed
+// objects, at low priority.
+func (s schedule) next(lastRead *time.Time) ctrl.Result {
+	if s.interval <= 0 || lastRead == nil {
+		return ctrl.Result{}
+	}
+	wait := max(nextRefresh(*lastRead, s.interval, s.offset).Sub(s.now), time.Second)
+	return ctrl.Result{RequeueAfter: wait, Priority: ptr.To(handler.LowPriority)}
 }
 
 // phaseOffset places an ExternalSecret's refreshes on a fixed phase of its

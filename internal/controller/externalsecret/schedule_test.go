@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 )
@@ -63,5 +64,65 @@ func TestSameObjectsShareAPhase(t *testing.T) {
 	}
 	if diff > interval/10 {
 		t.Fatalf("ExternalSecrets reading the same object are %v apart, want within %v so that one read serves both", diff, interval/10)
+	}
+}
+
+func TestSchedulePolicy(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *time.Time { v := now.Add(d); return &v }
+	// Offset 0 puts the phase points on whole hours.
+	hourly := schedule{now: now, interval: time.Hour}
+	cases := []struct {
+		name   string
+		s      schedule
+		due    bool
+		maxAge time.Duration
+	}{
+		{name: "never synced", s: schedule{now: now, interval: time.Hour}, due: true, maxAge: time.Hour - time.Second},
+		{name: "read 10 minutes ago", s: with(hourly, func(s *schedule) { s.lastRead = at(-10 * time.Minute) }), due: false, maxAge: time.Hour},
+		{name: "phase point reached", s: with(hourly, func(s *schedule) { s.lastRead = at(-time.Hour) }), due: true, maxAge: time.Hour - time.Second},
+		{name: "timer fires within the slack", s: with(hourly, func(s *schedule) { s.lastRead = at(-time.Hour + 500*time.Millisecond) }), due: true, maxAge: time.Hour - time.Second},
+		{name: "forced", s: with(hourly, func(s *schedule) { s.lastRead = at(-time.Minute); s.forced = true }), due: true, maxAge: 0},
+		{name: "inputs changed", s: with(hourly, func(s *schedule) { s.lastRead = at(-time.Minute); s.inputsChanged = true }), due: true, maxAge: time.Hour - time.Second},
+		{name: "interval 0, synced", s: schedule{now: now, lastRead: at(-48 * time.Hour)}, due: false, maxAge: 24 * time.Hour},
+		{name: "interval 0, spec changed", s: schedule{now: now, lastRead: at(-time.Hour), inputsChanged: true, generationChanged: true}, due: true, maxAge: 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.s.due(); got != tc.due {
+				t.Errorf("due = %v, want %v", got, tc.due)
+			}
+			if got := tc.s.maxAge(); got != tc.maxAge {
+				t.Errorf("maxAge = %v, want %v", got, tc.maxAge)
+			}
+		})
+	}
+}
+
+func with(s schedule, f func(*schedule)) schedule {
+	f(&s)
+	return s
+}
+
+func TestScheduleNext(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	s := schedule{now: now, interval: time.Hour, offset: 20 * time.Minute}
+	if res := s.next(nil); res.RequeueAfter != 0 {
+		t.Errorf("nothing read yet: requeue after %v, want none", res.RequeueAfter)
+	}
+	res := s.next(&now)
+	// Half an interval after the read, then the next phase point: 13:20.
+	if res.RequeueAfter != 80*time.Minute {
+		t.Errorf("requeue after %v, want 1h20m", res.RequeueAfter)
+	}
+	if res.Priority == nil || *res.Priority != handler.LowPriority {
+		t.Errorf("a periodic refresh must queue at low priority, got %v", res.Priority)
+	}
+	past := now.Add(-5 * time.Hour)
+	if res := s.next(&past); res.RequeueAfter != time.Second {
+		t.Errorf("an overdue refresh requeues after %v, want the 1s floor", res.RequeueAfter)
+	}
+	if res := (schedule{now: now}).next(&now); res.RequeueAfter != 0 {
+		t.Errorf("refreshInterval 0 requeues after %v, want never", res.RequeueAfter)
 	}
 }

@@ -19,8 +19,8 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/conditions"
-	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
 )
 
@@ -40,7 +40,33 @@ func targetName(es *v1alpha1.ExternalSecret) string {
 }
 
 func conflict(format string, args ...any) error {
-	return &storeaccess.UserError{Reason: "TargetConflict", Msg: fmt.Sprintf(format, args...)}
+	return failure.Terminalf(failure.TargetConflict, format, args...)
+}
+
+// writeTarget writes the target as the creation policy says, and records
+// the write, so that the watch event of its own write does not queue the
+// ExternalSecret again and a refresh that brings nothing new neither reads
+// nor writes the target.
+func (r *Reconciler) writeTarget(ctx context.Context, es *v1alpha1.ExternalSecret, res *engine.Result) (*writeResult, error) {
+	var w *writeResult
+	var err error
+	switch es.Spec.Target.CreationPolicy {
+	case v1alpha1.CreationPolicyNone:
+		return &writeResult{keys: slices.Sorted(maps.Keys(res.Data))}, nil
+	case v1alpha1.CreationPolicyMerge:
+		w, err = r.writeMerge(ctx, es, res)
+	default:
+		w, err = r.writeOwner(ctx, es, res)
+	}
+	if err != nil || w.resourceVersion == "" {
+		return w, err
+	}
+	rec := written{resourceVersion: w.resourceVersion}
+	if es.Spec.Target.CreationPolicy != v1alpha1.CreationPolicyMerge {
+		rec.sum, rec.hasSum = resultSum(res), true
+	}
+	r.written.Store(es.Namespace+"/"+targetName(es), rec)
+	return w, nil
 }
 
 // writeOwner creates or updates a target that this ExternalSecret owns.
@@ -58,7 +84,7 @@ func (r *Reconciler) writeOwner(ctx context.Context, es *v1alpha1.ExternalSecret
 	if r.unchangedSinceWrite(ctx, es, name, sum) {
 		// Neither our data nor the Secret changed since we wrote it: no
 		// read, no write.
-		return &writeResult{resourceVersion: es.Status.TargetResourceVersion, keys: sortedKeys(res.Data)}, nil
+		return &writeResult{resourceVersion: r.writtenVersion(es, name), keys: slices.Sorted(maps.Keys(res.Data))}, nil
 	}
 	var cur corev1.Secret
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: name}, &cur)
@@ -90,14 +116,14 @@ func (r *Reconciler) writeOwner(ctx context.Context, es *v1alpha1.ExternalSecret
 		slices.EqualFunc(cur.OwnerReferences, desired.OwnerReferences, func(a, b metav1.OwnerReference) bool {
 			return a.UID == b.UID && ptr.Deref(a.Controller, false) == ptr.Deref(b.Controller, false)
 		}) {
-		return &writeResult{resourceVersion: cur.ResourceVersion, keys: sortedKeys(res.Data)}, nil
+		return &writeResult{resourceVersion: cur.ResourceVersion, keys: slices.Sorted(maps.Keys(res.Data))}, nil
 	}
 	// The update carries cur's resourceVersion: a concurrent writer makes
 	// it fail with a conflict instead of being overwritten.
 	if err := r.Client.Update(ctx, desired); err != nil {
 		return nil, fmt.Errorf("updating Secret %q: %w", name, err)
 	}
-	return &writeResult{action: "Updated", changedKeys: changed, resourceVersion: desired.ResourceVersion, keys: sortedKeys(res.Data)}, nil
+	return &writeResult{action: "Updated", changedKeys: changed, resourceVersion: desired.ResourceVersion, keys: slices.Sorted(maps.Keys(res.Data))}, nil
 }
 
 func (r *Reconciler) createOwned(ctx context.Context, es *v1alpha1.ExternalSecret, name string, res *engine.Result) (*writeResult, error) {
@@ -109,7 +135,7 @@ func (r *Reconciler) createOwned(ctx context.Context, es *v1alpha1.ExternalSecre
 		}
 		return nil, fmt.Errorf("creating Secret %q: %w", name, err)
 	}
-	keys := sortedKeys(res.Data)
+	keys := slices.Sorted(maps.Keys(res.Data))
 	return &writeResult{action: "Created", changedKeys: keys, resourceVersion: s.ResourceVersion, keys: keys}, nil
 }
 
@@ -123,13 +149,13 @@ func resultSum(res *engine.Result) [32]byte {
 		}
 	}
 	write("type", res.Type)
-	for _, k := range sortedKeys(res.Data) {
+	for _, k := range slices.Sorted(maps.Keys(res.Data)) {
 		write("data", k, string(res.Data[k]))
 	}
-	for _, k := range sortedKeys(res.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(res.Labels)) {
 		write("label", k, res.Labels[k])
 	}
-	for _, k := range sortedKeys(res.Annotations) {
+	for _, k := range slices.Sorted(maps.Keys(res.Annotations)) {
 		write("annotation", k, res.Annotations[k])
 	}
 	var out [32]byte
@@ -154,11 +180,20 @@ func (r *Reconciler) unchangedSinceWrite(ctx context.Context, es *v1alpha1.Exter
 		return false
 	}
 	w := v.(written)
-	if !w.hasSum || w.sum != sum || w.resourceVersion == "" || w.resourceVersion != es.Status.TargetResourceVersion {
+	if !w.hasSum || w.sum != sum || w.resourceVersion == "" {
 		return false
 	}
 	rv, ok := r.targetVersion(ctx, es)
 	return ok && rv == w.resourceVersion
+}
+
+// writtenVersion is the resourceVersion of this instance's last write of
+// the target.
+func (r *Reconciler) writtenVersion(es *v1alpha1.ExternalSecret, name string) string {
+	if v, ok := r.written.Load(es.Namespace + "/" + name); ok {
+		return v.(written).resourceVersion
+	}
+	return ""
 }
 
 // targetVersion reads the target's resourceVersion without reading the
@@ -193,7 +228,7 @@ func (r *Reconciler) checkOwnable(es *v1alpha1.ExternalSecret, cur *corev1.Secre
 	}
 	if claims := mergeClaims(cur); len(claims) > 0 {
 		return conflict("Secret %q already receives keys from ExternalSecret(s) %s with creationPolicy Merge; use creationPolicy Merge here too, or another spec.target.name",
-			name, strings.Join(sortedKeys(claims), ", "))
+			name, strings.Join(slices.Sorted(maps.Keys(claims)), ", "))
 	}
 	if !es.Spec.Target.Adopt {
 		return conflict("Secret %q already exists and is not owned by this ExternalSecret; Watchword will not write over it. Set spec.target.adopt: true to take it over, use creationPolicy Merge, or choose another spec.target.name", name)
@@ -239,8 +274,8 @@ func (r *Reconciler) writeMerge(ctx context.Context, es *v1alpha1.ExternalSecret
 	var cur corev1.Secret
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: name}, &cur); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, &storeaccess.UserError{Reason: "TargetMissing", Msg: fmt.Sprintf(
-				"waiting for Secret %q to exist: creationPolicy Merge only adds keys to an existing Secret (use Owner to create it)", name)}
+			return nil, failure.Terminalf(failure.TargetMissing,
+				"waiting for Secret %q to exist: creationPolicy Merge only adds keys to an existing Secret (use Owner to create it)", name)
 		}
 		return nil, fmt.Errorf("reading Secret %q: %w", name, err)
 	}
@@ -248,7 +283,7 @@ func (r *Reconciler) writeMerge(ctx context.Context, es *v1alpha1.ExternalSecret
 		return nil, conflict("Secret %q is owned by ExternalSecret %q (creationPolicy Owner), which replaces its data on every sync; merge into another Secret", name, ref.Name)
 	}
 	claims := mergeClaims(&cur)
-	ours := sortedKeys(res.Data)
+	ours := slices.Sorted(maps.Keys(res.Data))
 	for other, keys := range claims {
 		if other == es.Name {
 			continue
@@ -324,14 +359,5 @@ func intersect(a, b []string) []string {
 			out = append(out, x)
 		}
 	}
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }

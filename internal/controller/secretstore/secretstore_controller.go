@@ -4,14 +4,11 @@ package secretstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,8 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/controller/conditions"
 	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
-	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
 )
 
@@ -89,61 +87,56 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	status.Provider = name
-	v := r.check(ctx, resolved)
-	cond := metav1.Condition{Type: "Ready", ObservedGeneration: obj.GetGeneration(), Reason: v.reason, Message: v.message}
-	if v.ready {
-		cond.Status, status.Phase = metav1.ConditionTrue, v1alpha1.StorePhaseRunning
-	} else {
-		cond.Status, status.Phase = metav1.ConditionFalse, v1alpha1.StorePhasePending
+	err := r.check(ctx, resolved)
+	conditions.Set(&status.Conditions, conditions.Outcome{Err: err, Reason: failure.Valid, Message: "configuration and credentials are valid"}, obj.GetGeneration())
+	status.Phase = v1alpha1.StorePhaseRunning
+	if err != nil {
+		status.Phase = v1alpha1.StorePhasePending
 	}
-	meta.SetStatusCondition(&status.Conditions, cond)
 	status.ObservedGeneration = obj.GetGeneration()
 	if !apiequality.Semantic.DeepEqual(beforeStatus, status) {
-		if !v.ready {
-			r.Recorder.Event(obj, corev1.EventTypeWarning, cond.Reason, cond.Message)
+		if err != nil {
+			class, msg := failure.Describe(err)
+			r.Recorder.Event(obj, corev1.EventTypeWarning, string(class.Reason), msg)
 		}
 		if perr := r.Client.Status().Patch(ctx, obj, client.MergeFrom(before)); perr != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(perr)
+			return ctrl.Result{}, failure.Redacted(client.IgnoreNotFound(perr))
 		}
 	}
 	switch {
-	case v.retry != nil:
-		// The work queue tries again with backoff (RetryBackoff).
-		return ctrl.Result{}, v.retry
-	case !v.ready:
+	case err == nil:
+		return ctrl.Result{RequeueAfter: recheck}, nil
+	case failure.Terminal(err):
 		// Only an edit of the store can help; the edit reconciles it.
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, reconcile.TerminalError(failure.Redacted(err))
+	default:
+		// The work queue tries again with backoff (RetryBackoff).
+		return ctrl.Result{}, failure.Redacted(err)
 	}
-	return ctrl.Result{RequeueAfter: recheck}, nil
 }
 
-// verdict is what one validation of a store concludes.
-type verdict struct {
-	ready           bool
-	reason, message string
-	// retry, when set, is handed to the work queue so that it tries again
-	// with backoff: the store waits for something a change in the cluster
-	// can fix.
-	retry error
-}
-
-// check validates a store and tells whether it is worth another try. A
+// check validates a store; the error it returns is classed by the error
+// model and says what is wrong in a message fit for the condition. A
 // store whose validation fails because a Secret, ConfigMap, service
 // account or namespace it names does not exist waits for it, with backoff:
 // nothing else tells it that the object appeared (only credential Secrets
 // are watched). The objects are looked up before and after the validation,
 // so that one created while it ran is not taken for a configuration error.
-func (r *Reconciler) check(ctx context.Context, s *storeaccess.Resolved) verdict {
+func (r *Reconciler) check(ctx context.Context, s *storeaccess.Resolved) error {
 	deps := dependencies(s.Store)
 	missingBefore, lookupErr := missing(ctx, r.APIReader, s.Store, deps)
 	err := r.validate(ctx, s)
 	if err == nil {
-		return verdict{ready: true, reason: "Valid", message: "configuration and credentials are valid"}
+		return nil
 	}
-	reason, retry := engine.Classify(err)
-	if retry {
-		msg := fmt.Sprintf("%s: %v; retrying with backoff", s.Describe(), err)
-		return verdict{reason: string(reason), message: msg, retry: errors.New(msg)}
+	class, described := failure.Describe(err)
+	if !class.Terminal {
+		return &failure.Error{Class: class, Msg: fmt.Sprintf("%s: %s; retrying with backoff", s.Describe(), described), Err: err}
+	}
+	if class.Reason != failure.InvalidStoreConf {
+		// An unimplemented provider or capability does not come with an
+		// object that appears.
+		return &failure.Error{Class: class, Msg: fmt.Sprintf("%s: %s", s.Describe(), described), Err: err}
 	}
 	missingAfter, err2 := missing(ctx, r.APIReader, s.Store, deps)
 	waitingFor := missingAfter
@@ -152,15 +145,13 @@ func (r *Reconciler) check(ctx context.Context, s *storeaccess.Resolved) verdict
 	}
 	switch {
 	case len(waitingFor) > 0:
-		msg := fmt.Sprintf("%s: waiting for %s to exist; retrying with backoff", s.Describe(), listed(waitingFor))
-		return verdict{reason: ReasonDependencyMissing, message: msg, retry: errors.New(msg)}
+		return failure.Retryf(failure.DependencyMissing, "%s: waiting for %s to exist; retrying with backoff", s.Describe(), listed(waitingFor))
 	case lookupErr != nil || err2 != nil:
 		// Whether the objects exist is unknown: try again rather than
 		// wait for an edit that may not be needed.
-		msg := fmt.Sprintf("%s: %v; retrying with backoff", s.Describe(), err)
-		return verdict{reason: string(reason), message: msg, retry: fmt.Errorf("%s: %w", msg, errors.Join(lookupErr, err2))}
+		return &failure.Error{Class: failure.Class{Reason: class.Reason}, Msg: fmt.Sprintf("%s: %s; retrying with backoff", s.Describe(), described), Err: err}
 	}
-	return verdict{reason: string(reason), message: fmt.Sprintf("%s: %v", s.Describe(), err)}
+	return &failure.Error{Class: class, Msg: fmt.Sprintf("%s: %s", s.Describe(), described), Err: err}
 }
 
 func (r *Reconciler) validate(ctx context.Context, s *storeaccess.Resolved) error {

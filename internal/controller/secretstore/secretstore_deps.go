@@ -20,10 +20,6 @@ import (
 	"github.com/watchword-dev/watchword/internal/provider"
 )
 
-// ReasonDependencyMissing is the Ready reason of a store that waits for a
-// Secret, ConfigMap, service account or namespace it names to exist.
-const ReasonDependencyMissing = "DependencyMissing"
-
 // dependency is an object of the cluster that a store needs to exist.
 type dependency struct {
 	// Kind is Secret, ConfigMap or ServiceAccount.

@@ -116,7 +116,7 @@ func TestMissing(t *testing.T) {
 	// A lookup the API server refuses is an error that names the object
 	// and the reason, not the server's text.
 	refusing := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
-		Get: func(_ context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		Get: func(_ context.Context, _ client.WithWatch, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
 			return apierrors.NewForbidden(schema.GroupResource{Resource: "serviceaccounts"}, key.Name, errorWithText("server text"))
 		},
 	}).Build()

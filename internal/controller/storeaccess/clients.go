@@ -25,6 +25,10 @@ import (
 // Clients hands out one provider client per store generation and version of
 // its credential Secrets.
 type Clients struct {
+	// Clock tells when a client built from a short-lived token expires;
+	// nil is the wall clock.
+	Clock engine.Clock
+
 	registry provider.Registry
 	// creds tells the resourceVersion of a credential Secret.
 	creds SecretVersions
@@ -57,6 +61,13 @@ func NewClients(reg provider.Registry, creds SecretVersions, direct client.Reade
 	return &Clients{registry: reg, creds: creds, direct: direct, kube: kube, local: local, clients: map[types.UID]*cached{}}
 }
 
+func (c *Clients) now() time.Time {
+	if c.Clock == nil {
+		return engine.RealClock.Now()
+	}
+	return c.Clock.Now()
+}
+
 // Registry returns the provider registry.
 func (c *Clients) Registry() provider.Registry { return c.registry }
 
@@ -67,7 +78,7 @@ func (c *Clients) Get(ctx context.Context, r *Resolved) (*engine.Client, error) 
 	c.mu.Lock()
 	hit := c.clients[r.UID]
 	c.mu.Unlock()
-	if hit != nil && hit.generation == r.Generation && (hit.expires.IsZero() || time.Now().Before(hit.expires)) {
+	if hit != nil && hit.generation == r.Generation && (hit.expires.IsZero() || c.now().Before(hit.expires)) {
 		key, err := c.credentialKey(ctx, r.Store, hit.refs)
 		if err != nil {
 			return nil, err
@@ -108,7 +119,7 @@ func (c *Clients) build(ctx context.Context, r *Resolved) (*engine.Client, error
 	entry := &cached{generation: r.Generation, refs: refs.Secrets, key: key, client: client}
 	if deps.tokenExpiry > 0 {
 		// Rebuild well before a requested token expires.
-		entry.expires = time.Now().Add(time.Duration(deps.tokenExpiry) * time.Second * 4 / 5)
+		entry.expires = c.now().Add(time.Duration(deps.tokenExpiry) * time.Second * 4 / 5)
 	}
 	c.mu.Lock()
 	old := c.clients[r.UID]

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
 )
 
@@ -46,15 +47,6 @@ func Describe(kind, namespace, name string) string {
 	}
 	return fmt.Sprintf("%s %q", kind, namespace+"/"+name)
 }
-
-// UserError is a problem the user must fix; retrying will not help until
-// something changes in the cluster (which triggers a new reconcile).
-type UserError struct {
-	Reason string
-	Msg    string
-}
-
-func (e *UserError) Error() string { return e.Msg }
 
 // FromSecretStore turns a SecretStore into a Resolved.
 func FromSecretStore(s *v1alpha1.SecretStore) *Resolved {
@@ -104,7 +96,7 @@ func Resolve(ctx context.Context, c client.Reader, ns string, ref v1alpha1.Store
 		var s v1alpha1.SecretStore
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &s, client.UnsafeDisableDeepCopy); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, &UserError{Reason: "StoreNotFound", Msg: fmt.Sprintf("SecretStore %q not found in namespace %q; create it or fix spec.secretStoreRef", ref.Name, ns)}
+				return nil, failure.Terminalf(failure.StoreNotFound, "SecretStore %q not found in namespace %q; create it or fix spec.secretStoreRef", ref.Name, ns)
 			}
 			return nil, err
 		}
@@ -113,7 +105,7 @@ func Resolve(ctx context.Context, c client.Reader, ns string, ref v1alpha1.Store
 		var s v1alpha1.ClusterSecretStore
 		if err := c.Get(ctx, client.ObjectKey{Name: ref.Name}, &s, client.UnsafeDisableDeepCopy); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, &UserError{Reason: "StoreNotFound", Msg: fmt.Sprintf("ClusterSecretStore %q not found; create it or fix spec.secretStoreRef", ref.Name)}
+				return nil, failure.Terminalf(failure.StoreNotFound, "ClusterSecretStore %q not found; create it or fix spec.secretStoreRef", ref.Name)
 			}
 			return nil, err
 		}
@@ -122,7 +114,7 @@ func Resolve(ctx context.Context, c client.Reader, ns string, ref v1alpha1.Store
 		}
 		return FromClusterSecretStore(&s), nil
 	default:
-		return nil, &UserError{Reason: "InvalidStoreRef", Msg: fmt.Sprintf("spec.secretStoreRef.kind %q is not SecretStore or ClusterSecretStore", ref.Kind)}
+		return nil, failure.Terminalf(failure.InvalidStoreRef, "spec.secretStoreRef.kind %q is not SecretStore or ClusterSecretStore", ref.Kind)
 	}
 }
 
@@ -141,7 +133,7 @@ func allowNamespace(ctx context.Context, c client.Reader, s *v1alpha1.ClusterSec
 	if s.Spec.NamespaceSelector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(s.Spec.NamespaceSelector)
 		if err != nil {
-			return &UserError{Reason: "InvalidStore", Msg: fmt.Sprintf("ClusterSecretStore %q has an invalid namespaceSelector: %v", s.Name, err)}
+			return failure.Terminalf(failure.InvalidStore, "ClusterSecretStore %q has an invalid namespaceSelector: %v", s.Name, err)
 		}
 		var nsObj corev1.Namespace
 		if err := c.Get(ctx, client.ObjectKey{Name: ns}, &nsObj); err != nil {
@@ -152,7 +144,7 @@ func allowNamespace(ctx context.Context, c client.Reader, s *v1alpha1.ClusterSec
 		}
 		allowedBy = append(allowedBy, "those matching namespaceSelector "+sel.String())
 	}
-	return &UserError{Reason: "NamespaceNotAllowed", Msg: fmt.Sprintf(
+	return failure.Terminalf(failure.NamespaceDenied,
 		"ClusterSecretStore %q does not allow namespace %q (it allows %s); ask its owner to add the namespace, or use another store",
-		s.Name, ns, strings.Join(allowedBy, " or "))}
+		s.Name, ns, strings.Join(allowedBy, " or "))
 }

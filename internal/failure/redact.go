@@ -1,0 +1,134 @@
+package failure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Safe is implemented by errors that came from outside (a store's API, a
+// plugin) and know how to tell themselves without repeating their input:
+// Redact uses SafeText in place of Error.
+type Safe interface {
+	error
+	SafeText() string
+}
+
+// Redact returns the text of err with every part that came from the API
+// server or a store replaced by a form that cannot repeat input: the API
+// server's status errors keep their reason, the kind and name of the
+// object, and the field paths and types of their causes, but not their
+// messages (an "Invalid value" message quotes the value it refused).
+func Redact(err error) string {
+	if err == nil {
+		return ""
+	}
+	return redact(err.Error(), err)
+}
+
+// redact rewrites text, the text of an error chain, at the first link of
+// err's chain that came from outside. An Error's message is ours and fit
+// for a condition already, so the walk stops there.
+func redact(text string, err error) string {
+	for e := err; e != nil; {
+		switch v := e.(type) {
+		case *Error:
+			return text
+		case Safe:
+			return replace(text, v.Error(), v.SafeText())
+		case apierrors.APIStatus:
+			if ee, ok := v.(error); ok {
+				return replace(text, ee.Error(), statusText(v.Status()))
+			}
+		case interface{ Unwrap() []error }:
+			for _, part := range v.Unwrap() {
+				if part != nil {
+					text = replace(text, part.Error(), redact(part.Error(), part))
+				}
+			}
+			return text
+		}
+		e = errors.Unwrap(e)
+	}
+	return text
+}
+
+// replace puts safe in place of raw within text; when raw is not a part of
+// text (a wrapper that reformatted it), only safe is kept.
+func replace(text, raw, safe string) string {
+	if raw == "" || raw == safe {
+		return text
+	}
+	if strings.Contains(text, raw) {
+		return strings.ReplaceAll(text, raw, safe)
+	}
+	return safe
+}
+
+// statusText tells an API server status without its message.
+func statusText(s metav1.Status) string {
+	var b strings.Builder
+	b.WriteString("the API server answered ")
+	reason := string(s.Reason)
+	if reason == "" {
+		reason = http.StatusText(int(s.Code))
+	}
+	b.WriteString(reason)
+	if d := s.Details; d != nil {
+		if d.Kind != "" || d.Name != "" {
+			fmt.Fprintf(&b, " for %s %q", d.Kind, d.Name)
+		}
+		var causes []string
+		for _, c := range d.Causes {
+			switch {
+			case c.Field != "" && c.Type != "":
+				causes = append(causes, fmt.Sprintf("%s: %s", c.Field, c.Type))
+			case c.Field != "":
+				causes = append(causes, c.Field)
+			case c.Type != "":
+				causes = append(causes, string(c.Type))
+			}
+		}
+		if len(causes) > 0 {
+			b.WriteString(" (" + strings.Join(causes, "; ") + ")")
+		}
+	}
+	return b.String()
+}
+
+// classifyAPI classes the API server's own errors.
+func classifyAPI(err error) (Class, bool) {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return Class{}, false
+	}
+	switch {
+	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
+		return Class{Reason: WriteConflict}, true
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+		return Class{Reason: TargetRejected, Terminal: true}, true
+	case apierrors.IsForbidden(err):
+		// Access can be granted, or an admission rule changed.
+		return Class{Reason: TargetRejected}, true
+	case apierrors.IsNotFound(err):
+		return Class{Reason: NotFound}, true
+	default:
+		return Class{Reason: KubernetesAPI}, true
+	}
+}
+
+// classifyContext classes a canceled or timed-out call.
+func classifyContext(err error) (Class, bool) {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return Class{Reason: ReconcileCanceled}, true
+	case errors.Is(err, context.DeadlineExceeded):
+		return Class{Reason: StoreUnavailable}, true
+	}
+	return Class{}, false
+}
