@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -62,7 +63,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv("WATCHWORD_TEST_LOG") != "" {
 		logTo = os.Stderr
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(logTo)))
+	// Debug lines are written too, to the leak scanner at least.
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(logTo, leakLog)), zap.Level(zapcore.DebugLevel)))
 	var err error
 	cluster, err = localcluster.Start(localcluster.Options{})
 	if err != nil {
@@ -113,6 +115,8 @@ func newNamespace(t *testing.T, labels map[string]string) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	must(t, k8s.Create(context.Background(), ns))
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
+	// Registered after the deletion, so it runs before it.
+	t.Cleanup(func() { assertNoLeak(t, name) })
 	return name
 }
 

@@ -123,6 +123,7 @@ func TestStoreWaitsForCredentialSecret(t *testing.T) {
 func TestStoreWaitsForCAConfigMap(t *testing.T) {
 	// The shared Vault server speaks plain HTTP, so any valid PEM serves
 	// as the CA: what is tested is that the store waits for the ConfigMap.
+	needVault(t)
 	ns := newNamespace(t, nil)
 	createSecret(t, ns, "vault-token", map[string]string{"token": vaultSrv.RootToken})
 	s := &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vault"},
