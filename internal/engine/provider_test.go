@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/watchword-dev/watchword/internal/failure"
 )
 
 type stubOps struct{ name string }
@@ -76,6 +78,11 @@ func TestMissingCapabilityNamesProviderAndCapability(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %s", err, want)
 		}
+	}
+	// A publisher asking a read-only store to write is told so once: the
+	// error model makes it terminal, with its own reason.
+	if class := failure.Classify(err); class.Reason != failure.NotSupported || !class.Terminal {
+		t.Errorf("a missing capability is classed %+v, want a terminal NotSupported", class)
 	}
 	_, err = c.AsVersionReader()
 	if !errors.Is(err, ErrNotSupported) || !strings.Contains(err.Error(), "versionCheck") {

@@ -16,6 +16,8 @@
 package conditions
 
 import (
+	"unicode/utf8"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -59,6 +61,12 @@ type Outcome struct {
 // fields, never a value.
 func Standard(o Outcome, generation int64) (ready metav1.Condition, stalled *metav1.Condition) {
 	ready = metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: generation}
+	defer func() {
+		ready.Message = clip(ready.Message)
+		if stalled != nil {
+			stalled.Message = clip(stalled.Message)
+		}
+	}()
 	if o.Err == nil {
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, string(o.Reason), o.Message
 		return ready, nil
@@ -110,6 +118,7 @@ func fromMeta(c metav1.Condition) v1alpha1.ExternalSecretCondition {
 // lastTransitionTime only when the status changes and keeping
 // lastSyncTime when c has none.
 func PutES(conds *[]v1alpha1.ExternalSecretCondition, c v1alpha1.ExternalSecretCondition, now metav1.Time) {
+	c.Message = clip(c.Message)
 	for i := range *conds {
 		old := &(*conds)[i]
 		if old.Type != c.Type {
@@ -128,6 +137,23 @@ func PutES(conds *[]v1alpha1.ExternalSecretCondition, c v1alpha1.ExternalSecretC
 	}
 	c.LastTransitionTime = now
 	*conds = append(*conds, c)
+}
+
+// maxMessage is the bound of a condition message in the API (4096 for an
+// ExternalSecret's; a metav1.Condition allows more).
+const maxMessage = 4096
+
+// clip shortens a message to what the API accepts, on a rune boundary.
+func clip(msg string) string {
+	if len(msg) <= maxMessage {
+		return msg
+	}
+	const more = " …"
+	cut := maxMessage - len(more)
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + more
 }
 
 // RemoveES drops the condition of the given type.
