@@ -23,13 +23,18 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 type countingReader struct {
 	calls atomic.Int64
-	delay time.Duration
-	err   error
+	// gate, when set, holds every read until it is closed; entered is
+	// told of each read that starts.
+	gate, entered chan struct{}
+	err           error
 }
 
 func (r *countingReader) GetSecret(_ context.Context, ref Ref) (Object, error) {
 	r.calls.Add(1)
-	time.Sleep(r.delay)
+	if r.gate != nil {
+		r.entered <- struct{}{}
+		<-r.gate
+	}
 	if r.err != nil {
 		return Object{}, r.err
 	}
@@ -76,18 +81,25 @@ func TestFetcherSharesReadsWithinMaxAge(t *testing.T) {
 
 func TestFetcherCoalescesConcurrentReads(t *testing.T) {
 	f := NewFetcher(nil, nil)
-	r := &countingReader{delay: 50 * time.Millisecond}
+	r := &countingReader{gate: make(chan struct{}), entered: make(chan struct{}, 20)}
 	c := readOnly(r)
 	var wg sync.WaitGroup
-	for i := 0; i < 20; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := f.Get(context.Background(), "s", c, Ref{Key: "k"}, time.Minute); err != nil {
-				t.Error(err)
-			}
-		}()
+	// A read that joins the held one shares it; one that comes after it
+	// finished is served from the cache: either way, one provider call.
+	get := func() {
+		defer wg.Done()
+		if _, err := f.Get(context.Background(), "s", c, Ref{Key: "k"}, time.Minute); err != nil {
+			t.Error(err)
+		}
 	}
+	wg.Add(1)
+	go get()
+	<-r.entered // the first read is in flight and held
+	for i := 0; i < 19; i++ {
+		wg.Add(1)
+		go get()
+	}
+	close(r.gate)
 	wg.Wait()
 	if n := r.calls.Load(); n != 1 {
 		t.Fatalf("20 concurrent reads made %d calls, want 1", n)
