@@ -87,6 +87,9 @@ type scope struct {
 
 	// outcome is the reconcile's result when a step ends it early.
 	outcome ctrl.Result
+	// abandoned: the reconcile stopped because the operator is stopping;
+	// its status is left as it was.
+	abandoned bool
 }
 
 // step is one named part of a reconcile. It returns done when the
@@ -141,6 +144,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 	for _, st := range syncSteps {
 		done, err := st.run(r, ctx, s)
+		if err != nil && ctx.Err() != nil {
+			// The operator is stopping: the next start syncs it again;
+			// nothing failed that the status should tell.
+			s.abandoned = true
+			return ctrl.Result{}, nil
+		}
 		if err != nil {
 			ctrl.LoggerFrom(ctx).V(1).Info("sync step failed", "step", st.name, "reason", failure.Classify(err).Reason)
 			return r.fail(s, err)

@@ -123,7 +123,7 @@ func (r *Reconciler) targetState(s *scope) string {
 // ExternalSecret is synced again as it is now (its target write, if any,
 // is remembered).
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope, res ctrl.Result, err error) (ctrl.Result, error) {
-	if apiequality.Semantic.DeepEqual(s.before.Status, s.es.Status) {
+	if s.abandoned || apiequality.Semantic.DeepEqual(s.before.Status, s.es.Status) {
 		return res, err
 	}
 	perr := r.Client.Status().Update(ctx, s.es)
@@ -136,7 +136,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, res ctrl.Result,
 		r.pending.Delete(key)
 	}
 	switch {
-	case perr == nil || apierrors.IsNotFound(perr) || err != nil:
+	case perr == nil || apierrors.IsNotFound(perr) || err != nil || ctx.Err() != nil:
 		return res, err
 	case apierrors.IsConflict(perr):
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
