@@ -73,9 +73,9 @@ const (
 	TemplateNotFound  Reason = "TemplateNotFound"       // terminal: the ConfigMap's creation queues the object
 	TargetConflict    Reason = "TargetConflict"         // terminal
 	TargetMissing     Reason = "TargetMissing"          // terminal: the Secret's creation queues the object
-	TargetRejected    Reason = "TargetRejected"         // terminal when invalid, retried when forbidden
+	TargetRejected    Reason = "TargetRejected"         // the API server refused a target write (Rejected): terminal when invalid, retried when forbidden
 	WriteConflict     Reason = "WriteConflict"          // retried
-	KubernetesAPI     Reason = "KubernetesAPIError"     // retried
+	KubernetesAPI     Reason = "KubernetesAPIError"     // retried; terminal when the API server found the request invalid
 	ReconcileCanceled Reason = "Canceled"               // retried
 )
 

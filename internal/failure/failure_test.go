@@ -50,8 +50,11 @@ func TestClassify(t *testing.T) {
 		{"wrapped own", fmt.Errorf("store: %w", Terminalf(StoreNotFound, "gone")), StoreNotFound, true},
 		{"classified type", fmt.Errorf("x: %w", classified{}), TemplateError, true},
 		{"api conflict", apierrors.NewConflict(schema.GroupResource{Resource: "secrets"}, "app", errors.New("changed")), WriteConflict, false},
-		{"api invalid", invalid, TargetRejected, true},
-		{"api forbidden", apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "app", errors.New("no")), TargetRejected, false},
+		{"api invalid", invalid, KubernetesAPI, true},
+		{"api forbidden", apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "app", errors.New("no")), PermissionDenied, false},
+		{"target write invalid", Rejected(fmt.Errorf("updating Secret %q: %w", "app", invalid), TargetRejected), TargetRejected, true},
+		{"target write forbidden", Rejected(apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "app", errors.New("no")), TargetRejected), TargetRejected, false},
+		{"target write conflict", Rejected(apierrors.NewConflict(schema.GroupResource{Resource: "secrets"}, "app", errors.New("changed")), TargetRejected), WriteConflict, false},
 		{"api other", apierrors.NewServiceUnavailable("busy"), KubernetesAPI, false},
 		{"canceled", context.Canceled, ReconcileCanceled, false},
 		{"deadline", fmt.Errorf("read: %w", context.DeadlineExceeded), StoreUnavailable, false},
@@ -67,6 +70,25 @@ func TestClassify(t *testing.T) {
 				t.Errorf("Terminal = %v, want %v", Terminal(tc.err), tc.terminal)
 			}
 		})
+	}
+}
+
+func TestRejectedRedactsAndKeepsTheCause(t *testing.T) {
+	invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, "app", field.ErrorList{
+		field.Invalid(field.NewPath("metadata", "labels"), canary, "a valid label must be 63 characters or less"),
+	})
+	err := Rejected(fmt.Errorf("updating Secret %q: %w", "app", invalid), TargetRejected)
+	if strings.Contains(err.Error(), canary) {
+		t.Fatalf("Rejected = %q repeats the value", err)
+	}
+	if !strings.Contains(err.Error(), `updating Secret "app": the API server answered Invalid`) {
+		t.Errorf("Rejected = %q, want what was refused and why", err)
+	}
+	if !errors.Is(err, invalid) {
+		t.Error("Rejected lost the cause")
+	}
+	if other := errors.New("boom"); Rejected(other, TargetRejected) != other {
+		t.Error("Rejected changed an error that is not a refusal")
 	}
 }
 

@@ -101,7 +101,9 @@ func statusText(s metav1.Status) string {
 	return b.String()
 }
 
-// classifyAPI classes the API server's own errors.
+// classifyAPI classes the API server's own errors. A refusal says nothing
+// here of what was refused: the caller that knows (a target write) names
+// it with Rejected.
 func classifyAPI(err error) (Class, bool) {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
@@ -111,15 +113,27 @@ func classifyAPI(err error) (Class, bool) {
 	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
 		return Class{Reason: WriteConflict}, true
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
-		return Class{Reason: TargetRejected, Terminal: true}, true
+		// The same request would be refused again.
+		return Class{Reason: KubernetesAPI, Terminal: true}, true
 	case apierrors.IsForbidden(err):
 		// Access can be granted, or an admission rule changed.
-		return Class{Reason: TargetRejected}, true
+		return Class{Reason: PermissionDenied}, true
 	case apierrors.IsNotFound(err):
 		return Class{Reason: NotFound}, true
 	default:
 		return Class{Reason: KubernetesAPI}, true
 	}
+}
+
+// Rejected gives the API server's refusal of a write (invalid, bad
+// request, forbidden) the reason that names what was being written, such
+// as TargetRejected, keeping whether it is terminal and redacting its
+// text. Other errors are returned as they are.
+func Rejected(err error, reason Reason) error {
+	if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) && !apierrors.IsForbidden(err) {
+		return err
+	}
+	return &Error{Class: Class{Reason: reason, Terminal: !apierrors.IsForbidden(err)}, Msg: Redact(err), Err: err}
 }
 
 // classifyContext classes a canceled or timed-out call.

@@ -109,7 +109,7 @@ func TestAPIServerErrorsAreRedacted(t *testing.T) {
 	if !strings.Contains(err.Error(), sentinel) {
 		t.Fatalf("this API server does not repeat the value (%v); the test proves nothing", err)
 	}
-	wrapped := fmt.Errorf("creating Secret %q: %w", "bad", err)
+	wrapped := failure.Rejected(fmt.Errorf("creating Secret %q: %w", "bad", err), failure.TargetRejected)
 	class, msg := failure.Describe(wrapped)
 	if strings.Contains(msg, sentinel) {
 		t.Fatalf("the redacted message repeats the value: %s", strings.ReplaceAll(msg, sentinel, "<sentinel>"))

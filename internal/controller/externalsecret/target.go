@@ -58,14 +58,17 @@ func (r *Reconciler) writeTarget(ctx context.Context, es *v1alpha1.ExternalSecre
 	default:
 		w, err = r.writeOwner(ctx, es, res)
 	}
-	if err != nil || w.resourceVersion == "" {
-		return w, err
+	if err != nil {
+		return nil, failure.Rejected(err, failure.TargetRejected)
 	}
-	rec := written{resourceVersion: w.resourceVersion}
+	if w.resourceVersion == "" {
+		return w, nil
+	}
+	rec := ownWrite{resourceVersion: w.resourceVersion}
 	if es.Spec.Target.CreationPolicy != v1alpha1.CreationPolicyMerge {
 		rec.sum, rec.hasSum = resultSum(res), true
 	}
-	r.written.Store(es.Namespace+"/"+targetName(es), rec)
+	r.ownWrites.Store(es.Namespace+"/"+targetName(es), rec)
 	return w, nil
 }
 
@@ -163,9 +166,9 @@ func resultSum(res *engine.Result) [32]byte {
 	return out
 }
 
-// written is what this instance last wrote to a target: its
+// ownWrite is what this instance last wrote to a target: its
 // resourceVersion, and for an Owner target a digest of its content.
-type written struct {
+type ownWrite struct {
 	resourceVersion string
 	sum             [32]byte
 	hasSum          bool
@@ -175,11 +178,11 @@ type written struct {
 // whether the target still holds exactly what this instance wrote and the
 // new content is the same.
 func (r *Reconciler) unchangedSinceWrite(ctx context.Context, es *v1alpha1.ExternalSecret, name string, sum [32]byte) bool {
-	v, ok := r.written.Load(es.Namespace + "/" + name)
+	v, ok := r.ownWrites.Load(es.Namespace + "/" + name)
 	if !ok {
 		return false
 	}
-	w := v.(written)
+	w := v.(ownWrite)
 	if !w.hasSum || w.sum != sum || w.resourceVersion == "" {
 		return false
 	}
@@ -190,8 +193,8 @@ func (r *Reconciler) unchangedSinceWrite(ctx context.Context, es *v1alpha1.Exter
 // writtenVersion is the resourceVersion of this instance's last write of
 // the target.
 func (r *Reconciler) writtenVersion(es *v1alpha1.ExternalSecret, name string) string {
-	if v, ok := r.written.Load(es.Namespace + "/" + name); ok {
-		return v.(written).resourceVersion
+	if v, ok := r.ownWrites.Load(es.Namespace + "/" + name); ok {
+		return v.(ownWrite).resourceVersion
 	}
 	return ""
 }

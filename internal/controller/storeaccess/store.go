@@ -133,7 +133,7 @@ func allowNamespace(ctx context.Context, c client.Reader, s *v1alpha1.ClusterSec
 	if s.Spec.NamespaceSelector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(s.Spec.NamespaceSelector)
 		if err != nil {
-			return failure.Terminalf(failure.InvalidStore, "ClusterSecretStore %q has an invalid namespaceSelector: %v", s.Name, err)
+			return failure.Terminalf(failure.InvalidStore, "ClusterSecretStore %q has an invalid namespaceSelector: %s", s.Name, failure.Redact(err))
 		}
 		var nsObj corev1.Namespace
 		if err := c.Get(ctx, client.ObjectKey{Name: ns}, &nsObj); err != nil {
