@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,4 +115,27 @@ func TestRefreshIntervalZeroSyncsOnce(t *testing.T) {
 	if c := readyCond(getES(t, ns, "once")); c == nil || c.Status != metav1.ConditionTrue {
 		t.Fatal("not Ready after the spec change")
 	}
+}
+
+// TestRejectedTargetIsSyncedAgainAtRefresh: the API server refuses a
+// target made too large by the store's data, a terminal failure that no
+// watch can end, since the store's data is the cause. It is synced again
+// at the refresh interval all the same, and recovers once the data
+// shrinks.
+func TestRejectedTargetIsSyncedAgainAtRefresh(t *testing.T) {
+	ns := newNamespace(t, nil)
+	src := newNamespace(t, nil)
+	createSecret(t, ns, "reader-token", map[string]string{"token": readerToken(t, src)})
+	big := strings.Repeat("x", 600<<10)
+	createSecret(t, src, "upstream", map[string]string{"v": big})
+	kubeStore(t, ns, "remote", src, "reader-token")
+	newES(t, ns, "twice", "remote", withRefresh(2*time.Second), withData("v", "upstream", "v"),
+		withTemplate(&v1alpha1.ExternalSecretTemplate{Data: map[string]string{"blob": "{{ .data.v }}{{ .data.v }}"}}))
+	es := waitCondition(t, ns, "twice", "TargetRejected", `Secret "twice"`)
+	if s := conditions.FindES(es.Status.Conditions, v1alpha1.ConditionStalled); s == nil || !strings.Contains(s.Message, "checked again every 2s") {
+		t.Errorf("Stalled = %+v, want it to say when it is checked again", s)
+	}
+	updateSecret(t, src, "upstream", func(s *corev1.Secret) { s.Data["v"] = []byte("small") })
+	waitSecretData(t, ns, "twice", map[string]string{"blob": "smallsmall"})
+	waitReady(t, ns, "twice")
 }

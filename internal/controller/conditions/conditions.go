@@ -9,13 +9,17 @@
 //     while it fails, with the reason of the failure.
 //   - Stalled: present, and True, only while the object cannot make
 //     progress until the user changes something (a terminal error of the
-//     error model). Watchword does not retry it until then.
+//     error model). It is not retried with backoff: a change of the object
+//     or of what it names queues it, and where the cause may be something
+//     no watch sees (the data in a store), it is looked at again on a
+//     timer, which its message names.
 //
 // An ExternalSecret also has seed 004's InSync, with the time of the last
 // successful sync; see package externalsecret.
 package conditions
 
 import (
+	"time"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -53,6 +57,10 @@ type Outcome struct {
 	// Reason and Message describe a success.
 	Reason  failure.Reason
 	Message string
+	// Recheck, for a terminal failure, is how often the object is looked
+	// at again all the same, for a cause that no watch sees (the data of
+	// a store); 0 when only a change queues it.
+	Recheck time.Duration
 }
 
 // Standard returns the Ready condition of an outcome and, when the error
@@ -80,9 +88,13 @@ func Standard(o Outcome, generation int64) (ready metav1.Condition, stalled *met
 	if !class.Terminal {
 		return ready, nil
 	}
+	wait := "not retried until the object or what it names changes"
+	if o.Recheck > 0 {
+		wait += ", and checked again every " + o.Recheck.String()
+	}
 	return ready, &metav1.Condition{
 		Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue, ObservedGeneration: generation,
-		Reason: string(class.Reason), Message: "not retried until the object or what it names changes: " + msg,
+		Reason: string(class.Reason), Message: wait + ": " + msg,
 	}
 }
 
@@ -115,8 +127,9 @@ func fromMeta(c metav1.Condition) v1alpha1.ExternalSecretCondition {
 }
 
 // PutES sets one condition of an ExternalSecret, moving
-// lastTransitionTime only when the status changes and keeping
-// lastSyncTime when c has none.
+// lastTransitionTime only when the status changes. InSync keeps its
+// lastSyncTime when c has none (a failure does not move it); no other
+// condition carries one.
 func PutES(conds *[]v1alpha1.ExternalSecretCondition, c v1alpha1.ExternalSecretCondition, now metav1.Time) {
 	c.Message = clip(c.Message)
 	for i := range *conds {
@@ -129,11 +142,14 @@ func PutES(conds *[]v1alpha1.ExternalSecretCondition, c v1alpha1.ExternalSecretC
 		} else {
 			c.LastTransitionTime = now
 		}
-		if c.LastSyncTime == nil {
+		if c.LastSyncTime == nil && c.Type == v1alpha1.ConditionInSync {
 			c.LastSyncTime = old.LastSyncTime
 		}
 		*old = c
 		return
+	}
+	if c.Type != v1alpha1.ConditionInSync {
+		c.LastSyncTime = nil
 	}
 	c.LastTransitionTime = now
 	*conds = append(*conds, c)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,6 +73,36 @@ func TestSetESKeepsLastSyncTime(t *testing.T) {
 	SetES(&conds, Outcome{Reason: failure.Synced, Message: "ok"}, 2, t1)
 	if FindES(conds, v1alpha1.ConditionStalled) != nil {
 		t.Fatal("Stalled stays after a success")
+	}
+}
+
+// TestOnlyInSyncCarriesLastSyncTime: a Ready condition written by an
+// older version with a lastSyncTime loses it on its next update.
+func TestOnlyInSyncCarriesLastSyncTime(t *testing.T) {
+	t0, t1 := metav1.Unix(1000, 0), metav1.Unix(2000, 0)
+	conds := []v1alpha1.ExternalSecretCondition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, LastSyncTime: &t0}}
+	SetES(&conds, Outcome{Reason: failure.Synced, Message: "ok"}, 1, t1)
+	if r := FindES(conds, v1alpha1.ConditionReady); r.LastSyncTime != nil {
+		t.Errorf("Ready kept lastSyncTime %v", r.LastSyncTime)
+	}
+	PutES(&conds, v1alpha1.ExternalSecretCondition{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue, LastSyncTime: &t0}, t1)
+	if s := FindES(conds, v1alpha1.ConditionStalled); s.LastSyncTime != nil {
+		t.Errorf("a new Stalled carries lastSyncTime %v", s.LastSyncTime)
+	}
+}
+
+// TestStalledSaysWhenItIsCheckedAgain: a terminal failure that is looked at
+// again on a timer says so, and one that waits for a change says only
+// that.
+func TestStalledSaysWhenItIsCheckedAgain(t *testing.T) {
+	err := failure.Terminalf(failure.TargetRejected, "Secret %q refused", "app")
+	_, stalled := Standard(Outcome{Err: err, Recheck: time.Hour}, 1)
+	if stalled == nil || !strings.Contains(stalled.Message, "checked again every 1h0m0s") {
+		t.Errorf("Stalled = %+v, want it to say it is checked again every hour", stalled)
+	}
+	_, stalled = Standard(Outcome{Err: err}, 1)
+	if stalled == nil || strings.Contains(stalled.Message, "checked again") {
+		t.Errorf("Stalled = %+v, want no recheck promised", stalled)
 	}
 }
 

@@ -8,6 +8,7 @@ package externalsecret
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -49,9 +50,9 @@ type Reconciler struct {
 	// Metrics, if set, is told about each sync.
 	Metrics Observer
 
-	// written remembers what this instance last wrote to each target
-	// ("ns/name" to written); writeTarget records it.
-	written sync.Map
+	// ownWrites remembers what this instance last wrote to each target
+	// ("ns/name" to ownWrite); writeTarget records it.
+	ownWrites sync.Map
 
 	// pending holds the status of a successful sync until the cache shows
 	// it ("ns/name" to *v1alpha1.ExternalSecretStatus), so that a reconcile
@@ -134,7 +135,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	s := &scope{es: &es, before: es.DeepCopy(), now: metav1.NewTime(start), store: store, storeErr: storeErr}
 	res, err = r.run(ctx, s)
 	res, err = r.writeStatus(ctx, s, res, err)
-	if r.Metrics != nil {
+	if r.Metrics != nil && !s.abandoned {
 		r.Metrics.ObserveSync(r.Clock.Now().Sub(start), outcomeReason(s, err))
 	}
 	return res, err
@@ -144,7 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 	for _, st := range syncSteps {
 		done, err := st.run(r, ctx, s)
-		if err != nil && ctx.Err() != nil {
+		if err != nil && errors.Is(ctx.Err(), context.Canceled) {
 			// The operator is stopping: the next start syncs it again;
 			// nothing failed that the status should tell.
 			s.abandoned = true
@@ -152,7 +153,7 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 		}
 		if err != nil {
 			ctrl.LoggerFrom(ctx).V(1).Info("sync step failed", "step", st.name, "reason", failure.Classify(err).Reason)
-			return r.fail(s, err)
+			return r.fail(ctx, s, err)
 		}
 		if done {
 			break
@@ -279,7 +280,7 @@ func (r *Reconciler) forget(es *v1alpha1.ExternalSecret, deleted bool) {
 	key := es.Namespace + "/" + es.Name
 	if deleted {
 		r.pending.Delete(key)
-		r.written.Delete(es.Namespace + "/" + targetName(es))
+		r.ownWrites.Delete(es.Namespace + "/" + targetName(es))
 		return
 	}
 	if v, ok := r.pending.Load(key); ok && caughtUp(es, v.(*v1alpha1.ExternalSecretStatus)) {

@@ -202,7 +202,7 @@ func indexStoreSecrets(ctx context.Context, mgr ctrl.Manager, reg provider.Regis
 // targetChanged queues the ExternalSecrets whose target is the Secret,
 // unless the change is the echo of this instance's own last write.
 func (r *Reconciler) targetChanged(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], deleted bool) {
-	if w, ok := r.written.Load(o.GetNamespace() + "/" + o.GetName()); deleted || !ok || w.(written).resourceVersion != o.GetResourceVersion() {
+	if w, ok := r.ownWrites.Load(o.GetNamespace() + "/" + o.GetName()); deleted || !ok || w.(ownWrite).resourceVersion != o.GetResourceVersion() {
 		for _, req := range byIndex(ctx, r.Client, IndexTarget, o.GetName(), o.GetNamespace()) {
 			q.Add(req)
 		}

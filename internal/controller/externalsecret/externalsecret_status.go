@@ -2,13 +2,13 @@ package externalsecret
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/conditions"
@@ -67,7 +67,7 @@ func (r *Reconciler) succeed(s *scope) {
 
 // fail records a failed sync and decides how to retry. The target is left
 // as it is: it keeps its last good data.
-func (r *Reconciler) fail(s *scope, err error) (ctrl.Result, error) {
+func (r *Reconciler) fail(ctx context.Context, s *scope, err error) (ctrl.Result, error) {
 	class, msg := failure.Describe(err)
 	st := &s.es.Status
 	switch {
@@ -78,7 +78,11 @@ func (r *Reconciler) fail(s *scope, err error) (ctrl.Result, error) {
 	default:
 		st.Phase = v1alpha1.PhaseFailing
 	}
-	conditions.SetES(&st.Conditions, conditions.Outcome{Err: err, Message: r.targetState(s)}, s.es.Generation, s.now)
+	var recheck time.Duration
+	if class.Terminal {
+		recheck = terminalRecheck(s.es, class.Reason)
+	}
+	conditions.SetES(&st.Conditions, conditions.Outcome{Err: err, Message: r.targetState(s), Recheck: recheck}, s.es.Generation, s.now)
 	conditions.PutES(&st.Conditions, v1alpha1.ExternalSecretCondition{
 		Type: v1alpha1.ConditionInSync, Status: metav1.ConditionFalse, Reason: string(class.Reason), Message: msg,
 		ObservedGeneration: s.es.Generation,
@@ -87,12 +91,12 @@ func (r *Reconciler) fail(s *scope, err error) (ctrl.Result, error) {
 	switch {
 	case class.Reason == failure.WriteConflict:
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	case class.Reason == failure.TargetMissing:
-		return ctrl.Result{RequeueAfter: targetMissingRecheck}, nil
 	case class.Terminal:
-		// Not retried: a change of the ExternalSecret, its store, its
-		// template or its target queues it again.
-		return ctrl.Result{}, reconcile.TerminalError(failure.Redacted(err))
+		// No backoff: a change of the ExternalSecret, its store, its
+		// templates or its target queues it again, and so does the
+		// recheck, for a cause no watch sees.
+		ctrl.LoggerFrom(ctx).Info("sync failed; waiting for a change", "reason", class.Reason, "error", msg, "recheckIn", recheck)
+		return ctrl.Result{RequeueAfter: recheck}, nil
 	default:
 		// The work queue retries with exponential backoff; the error's
 		// text is redacted, as it is logged.

@@ -215,7 +215,7 @@ func TestOwnWriteEventDoesNotQueue(t *testing.T) {
 	if err := h.c.Update(context.Background(), &s); err != nil {
 		t.Fatal(err)
 	}
-	if w, _ := h.r.written.Load("app/es"); w.(written).resourceVersion == s.ResourceVersion {
+	if w, _ := h.r.ownWrites.Load("app/es"); w.(ownWrite).resourceVersion == s.ResourceVersion {
 		t.Fatal("an edit by someone else was recorded as our write")
 	}
 }
@@ -269,15 +269,21 @@ func TestTerminalFailureStallsAndKeepsTarget(t *testing.T) {
 	if err := h.c.Update(context.Background(), es); err != nil {
 		t.Fatal(err)
 	}
-	_, err := h.r.Reconcile(context.Background(), h.req)
-	if !errors.Is(err, reconcile.TerminalError(nil)) {
-		t.Fatalf("a template error returns a terminal error, got %v", err)
+	res, err := h.r.Reconcile(context.Background(), h.req)
+	if err != nil {
+		t.Fatalf("a terminal failure is not retried with backoff, got %v", err)
+	}
+	// Not retried with backoff, but looked at again at the refresh
+	// interval: the store's data, which no watch sees, may be the cause.
+	if want := refreshInterval(es); res.RequeueAfter != want {
+		t.Errorf("requeue after %v, want the refresh interval %v", res.RequeueAfter, want)
 	}
 	es = h.es(t)
 	stalled := conditions.FindES(es.Status.Conditions, v1alpha1.ConditionStalled)
 	ready := conditions.FindES(es.Status.Conditions, v1alpha1.ConditionReady)
 	inSync := conditions.FindES(es.Status.Conditions, v1alpha1.ConditionInSync)
-	if stalled == nil || stalled.Status != metav1.ConditionTrue || stalled.Reason != string(failure.TemplateError) {
+	if stalled == nil || stalled.Status != metav1.ConditionTrue || stalled.Reason != string(failure.TemplateError) ||
+		!strings.Contains(stalled.Message, "checked again every "+refreshInterval(es).String()) {
 		t.Fatalf("Stalled = %+v", stalled)
 	}
 	if ready.Status != metav1.ConditionFalse || !strings.Contains(ready.Message, `Secret "es" keeps the data last synced at`) {

@@ -11,6 +11,7 @@ import (
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/conditions"
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 )
 
 // This file is the scheduling policy of ExternalSecrets: every rule about
@@ -30,6 +31,20 @@ const conflictRetry = time.Second
 // looked for again. The Secret's creation also queues the ExternalSecret;
 // this is a safety net.
 const targetMissingRecheck = 5 * time.Minute
+
+// terminalRecheck is how often an ExternalSecret whose sync failed for
+// good (a terminal failure) is synced again all the same: its spec, store,
+// templates and target queue it when they change, but the store's data,
+// which may be the cause (a key that is not a valid Secret key, data too
+// large for a Secret), is only seen at a refresh. A missing Merge target is
+// looked for every targetMissingRecheck; with refreshInterval 0, only a
+// change queues it.
+func terminalRecheck(es *v1alpha1.ExternalSecret, reason failure.Reason) time.Duration {
+	if reason == failure.TargetMissing {
+		return targetMissingRecheck
+	}
+	return refreshInterval(es)
+}
 
 // schedule is what the policy decides from: one ExternalSecret's status
 // and inputs, at one moment.
