@@ -130,12 +130,12 @@ func TestRejectedTargetIsSyncedAgainAtRefresh(t *testing.T) {
 	createSecret(t, src, "upstream", map[string]string{"v": big})
 	kubeStore(t, ns, "remote", src, "reader-token")
 	newES(t, ns, "twice", "remote", withRefresh(2*time.Second), withData("v", "upstream", "v"),
-		withTemplate(&v1alpha1.ExternalSecretTemplate{Data: map[string]string{"blob": "{{ .data.v }}{{ .data.v }}"}}))
+		withTemplate(&v1alpha1.ExternalSecretTemplate{Data: map[string]string{"a": "{{ .data.v }}", "b": "{{ .data.v }}"}}))
 	es := waitCondition(t, ns, "twice", "TargetRejected", `Secret "twice"`)
 	if s := conditions.FindES(es.Status.Conditions, v1alpha1.ConditionStalled); s == nil || !strings.Contains(s.Message, "checked again every 2s") {
 		t.Errorf("Stalled = %+v, want it to say when it is checked again", s)
 	}
 	updateSecret(t, src, "upstream", func(s *corev1.Secret) { s.Data["v"] = []byte("small") })
-	waitSecretData(t, ns, "twice", map[string]string{"blob": "smallsmall"})
+	waitSecretData(t, ns, "twice", map[string]string{"a": "small", "b": "small"})
 	waitReady(t, ns, "twice")
 }
