@@ -133,6 +133,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		return nil, err
 	}
 	clients := storeaccess.NewClients(opts.Registry, named, mgr.GetAPIReader(), kube, cfg)
+	clients.Clock = clock
 	fetcher := engine.NewFetcher(clock, nil)
 	es := &externalsecret.Reconciler{
 		Client: mgr.GetClient(), Meta: mgr.GetCache(), Named: named, Clients: clients, Fetcher: fetcher,
