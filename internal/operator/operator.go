@@ -161,6 +161,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if leaseID == "" {
 		leaseID = LeaderElectionID(opts.ControllerClass)
 	}
+	// A leader releases its lease when the manager stops. That is safe
+	// because the process ends then: nothing of this replica runs on once
+	// a successor holds the lease.
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        Scheme(),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
