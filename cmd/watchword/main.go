@@ -5,16 +5,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
-	"github.com/go-logr/logr"
-	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/watchword-dev/watchword/internal/dev"
 	"github.com/watchword-dev/watchword/internal/memlimit"
@@ -54,17 +54,22 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	switch os.Args[1] {
+	switch cmd := os.Args[1]; cmd {
 	case "controller":
-		err = runController(ctx, os.Args[2:])
+		c, perr := parseController(os.Args[2:], os.Stderr)
+		exitOnFlagError(cmd, perr)
+		err = runController(ctx, c)
 	case "dev":
-		err = runDev(ctx, os.Args[2:])
+		o, l, perr := parseDev(os.Args[2:], os.Stderr)
+		exitOnFlagError(cmd, perr)
+		ctrl.SetLogger(l.logger())
+		err = dev.Run(ctx, o, os.Stdout)
 	case "version", "--version", "-v":
 		fmt.Println("watchword", version.Version)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 	default:
-		fmt.Fprintf(os.Stderr, "unknown command %q\n\n%s", os.Args[1], usage)
+		fmt.Fprintf(os.Stderr, "unknown command %q\n\n%s", cmd, usage)
 		os.Exit(2)
 	}
 	if err != nil {
@@ -73,86 +78,41 @@ func main() {
 	}
 }
 
-// logFlags adds --log-level and returns a function that builds the logger.
-func logFlags(fs *flag.FlagSet) func() logr.Logger {
-	level := fs.String("log-level", "info", "log level: debug, info or error")
-	devMode := fs.Bool("log-console", false, "human-readable console logs instead of JSON")
-	return func() logr.Logger {
-		lvl := zapcore.InfoLevel
-		switch *level {
-		case "debug":
-			lvl = zapcore.DebugLevel
-		case "error":
-			lvl = zapcore.ErrorLevel
-		}
-		return zap.New(zap.UseDevMode(*devMode), zap.Level(lvl))
+// exitOnFlagError ends the program when the flags of cmd were refused: 0
+// after -h, 2 otherwise.
+func exitOnFlagError(cmd string, err error) {
+	var reported reportedError
+	switch {
+	case err == nil:
+		return
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case errors.As(err, &reported):
+		// The flag package printed it, with the usage.
+	default:
+		fmt.Fprintf(os.Stderr, "error: %v\nRun \"watchword %s -h\" for the flags.\n", err, cmd)
 	}
+	os.Exit(2)
 }
 
-func operatorFlags(fs *flag.FlagSet) *operator.Options {
-	o := operator.DefaultOptions()
-	o.Registry = registry()
-	fs.StringVar(&o.ControllerClass, "controller-class", "", "serve only stores whose spec.controller equals this (empty: stores without one)")
-	fs.IntVar(&o.Workers, "workers", o.Workers, "concurrent ExternalSecret reconciles")
-	fs.Float64("kube-api-qps", float64(o.QPS), "requests per second to the API server")
-	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "burst of requests to the API server")
-	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address of the Prometheus metrics endpoint (0 disables)")
-	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of the /healthz and /readyz endpoints (0 disables)")
-	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address of the Go profiling endpoints (empty disables)")
-	fs.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader among replicas")
-	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease")
-	return &o
-}
-
-func runController(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("controller", flag.ExitOnError)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: in-cluster config, or $KUBECONFIG)")
-	mkLog := logFlags(fs)
-	opts := operatorFlags(fs)
-	qps := fs.Lookup("kube-api-qps")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	var q float64
-	if _, err := fmt.Sscan(qps.Value.String(), &q); err != nil {
-		return fmt.Errorf("--kube-api-qps: %w", err)
-	}
-	opts.QPS = float32(q)
-	ctrl.SetLogger(mkLog())
+func runController(ctx context.Context, c controllerConfig) error {
+	ctrl.SetLogger(c.Log.logger())
 	if soft := memlimit.Apply(0.9); soft > 0 {
 		ctrl.Log.Info("soft memory limit set to 90% of the container's", "bytes", soft)
 	}
-	if *kubeconfig != "" {
-		os.Setenv("KUBECONFIG", *kubeconfig)
+	var cfg *rest.Config
+	var err error
+	if c.Kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
 	}
-	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("loading the cluster configuration: %w", err)
 	}
-	op, err := operator.New(ctx, cfg, *opts)
+	op, err := operator.New(ctx, cfg, c.Operator)
 	if err != nil {
 		return err
 	}
 	return op.Start(ctx)
-}
-
-func runDev(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("dev", flag.ExitOnError)
-	var o dev.Options
-	fs.StringVar(&o.AssetsDir, "assets", "", "folder with kube-apiserver, etcd, kube-controller-manager and kubectl (default: $WATCHWORD_ASSETS or .cache/tools/bin of this repository)")
-	fs.StringVar(&o.CRDDir, "crds", "", "folder of the CRD manifests (default: config/crd/bases of this repository)")
-	fs.StringVar(&o.ExamplesDir, "examples", "", "folder of the demo manifests (default: examples/dev of this repository)")
-	fs.StringVar(&o.WorkDir, "workdir", ".watchword-dev", "folder for the kubeconfig")
-	fs.BoolVar(&o.ExitAfterDemo, "exit-after-demo", false, "exit 0 once the demo Secret is synced, non-zero otherwise")
-	fs.DurationVar(&o.Timeout, "timeout", 0, "with --exit-after-demo: how long to wait for the sync (default 2m)")
-	mkLog := logFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	ctrl.SetLogger(mkLog())
-	opts := operator.DefaultOptions()
-	opts.Registry = registry()
-	opts.MetricsAddr, opts.HealthAddr = "0", "0"
-	o.Operator = opts
-	return dev.Run(ctx, o, os.Stdout)
 }

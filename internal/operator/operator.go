@@ -5,23 +5,29 @@ package operator
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -53,17 +59,73 @@ type Options struct {
 	MetricsAddr string
 	HealthAddr  string
 	PprofAddr   string
-	// LeaderElection, with its namespace and ID.
+	// LeaderElection makes one replica among those with the same lease
+	// active. The lease is LeaderElectionID in LeaderElectionNamespace;
+	// an empty ID is derived from ControllerClass (see LeaderElectionID),
+	// so instances of different classes never wait for each other. A
+	// replica that stops cleanly releases the lease for a successor.
 	LeaderElection          bool
 	LeaderElectionNamespace string
 	LeaderElectionID        string
+	// LeaseDuration, RenewDeadline and RetryPeriod time the election;
+	// zero means controller-runtime's defaults (15s, 10s and 2s).
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+	// SkipNameValidation lets several operators run in one process (tests):
+	// controller-runtime otherwise refuses a second controller of one name.
+	SkipNameValidation bool
 	// Clock is injected by tests; nil means the wall clock.
 	Clock engine.Clock
 }
 
 // DefaultOptions are sized for thousands of ExternalSecrets.
 func DefaultOptions() Options {
-	return Options{Workers: 16, QPS: 500, Burst: 1000, MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElectionID: "watchword-leader"}
+	return Options{Workers: 16, QPS: 500, Burst: 1000, MetricsAddr: ":8080", HealthAddr: ":8081"}
+}
+
+// leaderElectionBase is the lease of the default (empty) class.
+const leaderElectionBase = "watchword-leader"
+
+// LeaderElectionID is the name of the leader election lease of a
+// controller class: watchword-leader for the default class and
+// watchword-leader-<class> for another, when that is a valid object name
+// (a DNS-1123 subdomain), as it is for every class a store can name.
+// Otherwise the class is reduced to lowercase letters, digits and dashes,
+// shortened, and followed by a hash of the class as given, so that two
+// classes do not share a lease.
+func LeaderElectionID(class string) string {
+	if class == "" {
+		return leaderElectionBase
+	}
+	id := leaderElectionBase + "-" + class
+	if len(validation.IsDNS1123Subdomain(id)) == 0 {
+		return id
+	}
+	sum := sha256.Sum256([]byte(class))
+	hash := hex.EncodeToString(sum[:5])
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(class) {
+		if ('a' <= r && r <= 'z') || ('0' <= r && r <= '9') {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	// The result is kept to a DNS-1123 label's 63 characters.
+	keep := validation.DNS1123LabelMaxLength - len(leaderElectionBase) - len(hash) - 2
+	name := b.String()
+	if len(name) > keep {
+		name = name[:keep]
+	}
+	name = strings.Trim(name, "-")
+	if name == "" {
+		return leaderElectionBase + "-" + hash
+	}
+	return leaderElectionBase + "-" + name + "-" + hash
 }
 
 // Scheme has the kinds the operator uses.
@@ -95,14 +157,26 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if clock == nil {
 		clock = engine.RealClock
 	}
+	leaseID := opts.LeaderElectionID
+	if leaseID == "" {
+		leaseID = LeaderElectionID(opts.ControllerClass)
+	}
+	// A leader releases its lease when the manager stops. That is safe
+	// because the process ends then: nothing of this replica runs on once
+	// a successor holds the lease.
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  Scheme(),
-		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
-		HealthProbeBindAddress:  opts.HealthAddr,
-		PprofBindAddress:        opts.PprofAddr,
-		LeaderElection:          opts.LeaderElection,
-		LeaderElectionID:        opts.LeaderElectionID,
-		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		Scheme:                        Scheme(),
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:        opts.HealthAddr,
+		PprofBindAddress:              opts.PprofAddr,
+		LeaderElection:                opts.LeaderElection,
+		LeaderElectionID:              leaseID,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 durationOrNil(opts.LeaseDuration),
+		RenewDeadline:                 durationOrNil(opts.RenewDeadline),
+		RetryPeriod:                   durationOrNil(opts.RetryPeriod),
+		Controller:                    config.Controller{SkipNameValidation: ptr.To(opts.SkipNameValidation)},
 		Cache: cache.Options{DefaultTransform: slimTransform, ByObject: map[client.Object]cache.ByObject{
 			// Of Secrets, only the targets Watchword owns are watched (their
 			// metadata, by label); credentials and Merge targets are watched
@@ -133,6 +207,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		return nil, err
 	}
 	clients := storeaccess.NewClients(opts.Registry, named, mgr.GetAPIReader(), kube, cfg)
+	clients.Clock = clock
 	fetcher := engine.NewFetcher(clock, nil)
 	es := &externalsecret.Reconciler{
 		Client: mgr.GetClient(), Meta: mgr.GetCache(), Named: named, Clients: clients, Fetcher: fetcher,
@@ -196,6 +271,14 @@ func slimTransform(obj any) (any, error) {
 }
 
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// durationOrNil is nil for zero, which leaves the manager's default.
+func durationOrNil(d time.Duration) *time.Duration {
+	if d == 0 {
+		return nil
+	}
+	return &d
+}
 
 // Start runs the operator until ctx ends.
 func (o *Operator) Start(ctx context.Context) error { return o.Manager.Start(ctx) }

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/watchword-dev/watchword/internal/dev"
+	"github.com/watchword-dev/watchword/internal/operator"
+)
+
+// controllerConfig is what the flags of `watchword controller` ask for.
+type controllerConfig struct {
+	// Kubeconfig is the --kubeconfig file; empty means in-cluster, or
+	// $KUBECONFIG.
+	Kubeconfig string
+	Log        logConfig
+	Operator   operator.Options
+}
+
+// logConfig is what --log-level and --log-console ask for.
+type logConfig struct {
+	Level   string
+	Console bool
+}
+
+// logLevels are the values --log-level accepts.
+var logLevels = map[string]zapcore.Level{"debug": zapcore.DebugLevel, "info": zapcore.InfoLevel, "error": zapcore.ErrorLevel}
+
+// logger builds the logger; the level was checked by the parser.
+func (l logConfig) logger() logr.Logger {
+	return zap.New(zap.UseDevMode(l.Console), zap.Level(logLevels[l.Level]))
+}
+
+// reportedError is an error of the flag syntax, which the flag package has
+// already printed with the usage.
+type reportedError struct{ error }
+
+func (e reportedError) Unwrap() error { return e.error }
+
+// newFlagSet returns a flag set that reports to out and returns its errors.
+func newFlagSet(name, synopsis string, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintf(out, "Usage: watchword %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args, which must be flags only. -h gives flag.ErrHelp.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return reportedError{err}
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: watchword %s takes flags only", fs.Arg(0), fs.Name())
+	}
+	return nil
+}
+
+func addLogFlags(fs *flag.FlagSet, l *logConfig) {
+	fs.StringVar(&l.Level, "log-level", "info", "log level: debug, info or error")
+	fs.BoolVar(&l.Console, "log-console", false, "human-readable console logs instead of JSON")
+}
+
+func (l logConfig) validate() error {
+	if _, ok := logLevels[l.Level]; !ok {
+		return fmt.Errorf("--log-level %q is not a log level: use debug, info or error", l.Level)
+	}
+	return nil
+}
+
+// parseController parses and checks the flags of `watchword controller`
+// without reaching anything but the kubeconfig file's metadata.
+func parseController(args []string, out io.Writer) (controllerConfig, error) {
+	c := controllerConfig{Operator: operator.DefaultOptions()}
+	o := &c.Operator
+	o.Registry = registry()
+	fs := newFlagSet("controller", "controller [flags]", out)
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config, or $KUBECONFIG)")
+	addLogFlags(fs, &c.Log)
+	fs.StringVar(&o.ControllerClass, "controller-class", "", "serve only stores whose spec.controller equals this (empty: stores without one)")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "concurrent ExternalSecret reconciles (at least 1)")
+	qps := float64(o.QPS)
+	fs.Float64Var(&qps, "kube-api-qps", qps, "requests per second to the API server (above 0)")
+	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "burst of requests to the API server (at least 1)")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address of the Prometheus metrics endpoint (0 disables)")
+	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of the /healthz and /readyz endpoints (0 disables)")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address of the Go profiling endpoints, /debug/pprof/ (empty disables)")
+	fs.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader among the replicas of the controller class")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", "", "name of the leader election lease (default: watchword-leader, or watchword-leader-CLASS with --controller-class)")
+	o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
+	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration, "how long a lease that is not renewed keeps other replicas waiting")
+	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", o.RenewDeadline, "how long the leader tries to renew its lease before it steps down")
+	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "how often replicas try to take or renew the lease")
+	if err := parseFlags(fs, args); err != nil {
+		return c, err
+	}
+	if err := c.Log.validate(); err != nil {
+		return c, err
+	}
+	if o.Workers < 1 {
+		return c, fmt.Errorf("--workers %d: use a whole number of at least 1", o.Workers)
+	}
+	if !(qps > 0) || qps > math.MaxFloat32 {
+		return c, fmt.Errorf("--kube-api-qps %g: use a number above 0 (and at most %g)", qps, float64(math.MaxFloat32))
+	}
+	o.QPS = float32(qps)
+	if o.Burst < 1 {
+		return c, fmt.Errorf("--kube-api-burst %d: use a whole number of at least 1", o.Burst)
+	}
+	if err := checkLeaderElection(o); err != nil {
+		return c, err
+	}
+	if c.Kubeconfig != "" {
+		if err := checkKubeconfig(c.Kubeconfig); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+func checkLeaderElection(o *operator.Options) error {
+	if o.LeaderElectionID != "" {
+		if errs := validation.IsDNS1123Subdomain(o.LeaderElectionID); len(errs) > 0 {
+			return fmt.Errorf("--leader-election-id %q is not a valid lease name: %s", o.LeaderElectionID, strings.Join(errs, "; "))
+		}
+	}
+	if o.LeaderElectionNamespace != "" {
+		if errs := validation.IsDNS1123Label(o.LeaderElectionNamespace); len(errs) > 0 {
+			return fmt.Errorf("--leader-election-namespace %q is not a valid namespace name: %s", o.LeaderElectionNamespace, strings.Join(errs, "; "))
+		}
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"lease-duration", o.LeaseDuration}, {"renew-deadline", o.RenewDeadline}, {"retry-period", o.RetryPeriod}} {
+		if d.v <= 0 {
+			return fmt.Errorf("--leader-election-%s %s: use a duration above 0, such as 10s", d.flag, d.v)
+		}
+	}
+	// The same rules as client-go's leader election, which would refuse
+	// them only once the operator started.
+	if o.LeaseDuration <= o.RenewDeadline {
+		return fmt.Errorf("--leader-election-lease-duration %s must be longer than --leader-election-renew-deadline %s", o.LeaseDuration, o.RenewDeadline)
+	}
+	if o.RenewDeadline <= time.Duration(1.2*float64(o.RetryPeriod)) {
+		return fmt.Errorf("--leader-election-renew-deadline %s must be longer than 1.2 times --leader-election-retry-period %s", o.RenewDeadline, o.RetryPeriod)
+	}
+	return nil
+}
+
+// checkKubeconfig says plainly what is wrong with a --kubeconfig file that
+// client-go would only report as a missing configuration.
+func checkKubeconfig(path string) error {
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("kubeconfig file %s does not exist", path)
+	case err != nil:
+		return fmt.Errorf("kubeconfig file: %w", err)
+	case st.IsDir():
+		return fmt.Errorf("kubeconfig file %s is a directory", path)
+	}
+	return nil
+}
+
+// parseDev parses and checks the flags of `watchword dev`.
+func parseDev(args []string, out io.Writer) (dev.Options, logConfig, error) {
+	var o dev.Options
+	var l logConfig
+	fs := newFlagSet("dev", "dev [flags]", out)
+	fs.StringVar(&o.AssetsDir, "assets", "", "folder with kube-apiserver, etcd, kube-controller-manager and kubectl (default: $WATCHWORD_ASSETS or .cache/tools/bin of this repository)")
+	fs.StringVar(&o.CRDDir, "crds", "", "folder of the CRD manifests (default: config/crd/bases of this repository)")
+	fs.StringVar(&o.ExamplesDir, "examples", "", "folder of the demo manifests (default: examples/dev of this repository)")
+	fs.StringVar(&o.WorkDir, "workdir", ".watchword-dev", "folder for the kubeconfig")
+	fs.BoolVar(&o.ExitAfterDemo, "exit-after-demo", false, "exit 0 once the demo Secret is synced, non-zero otherwise")
+	fs.DurationVar(&o.Timeout, "timeout", 0, "with --exit-after-demo: how long to wait for the sync (default 2m)")
+	addLogFlags(fs, &l)
+	if err := parseFlags(fs, args); err != nil {
+		return o, l, err
+	}
+	if err := l.validate(); err != nil {
+		return o, l, err
+	}
+	if o.Timeout < 0 {
+		return o, l, fmt.Errorf("--timeout %s: use a duration above 0, such as 5m (0 means 2m)", o.Timeout)
+	}
+	if o.WorkDir == "" {
+		return o, l, errors.New("--workdir is empty: name a folder for the kubeconfig")
+	}
+	o.Operator = operator.DefaultOptions()
+	o.Operator.Registry = registry()
+	o.Operator.MetricsAddr, o.Operator.HealthAddr = "0", "0"
+	return o, l, nil
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/watchword-dev/watchword/internal/operator"
+)
+
+func TestParseControllerDefaults(t *testing.T) {
+	c, err := parseController(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := c.Operator
+	want := operator.DefaultOptions()
+	if c.Kubeconfig != "" || c.Log != (logConfig{Level: "info"}) {
+		t.Errorf("kubeconfig %q, log %+v; want none and info as JSON", c.Kubeconfig, c.Log)
+	}
+	if o.Workers != want.Workers || o.QPS != want.QPS || o.Burst != want.Burst ||
+		o.MetricsAddr != want.MetricsAddr || o.HealthAddr != want.HealthAddr || o.PprofAddr != "" {
+		t.Errorf("options %+v, want the defaults %+v", o, want)
+	}
+	if o.ControllerClass != "" || o.LeaderElection || o.LeaderElectionID != "" || o.LeaderElectionNamespace != "" {
+		t.Errorf("leader election %v, class %q, lease %q in %q; want off, default class, derived lease",
+			o.LeaderElection, o.ControllerClass, o.LeaderElectionID, o.LeaderElectionNamespace)
+	}
+	if o.LeaseDuration != 15*time.Second || o.RenewDeadline != 10*time.Second || o.RetryPeriod != 2*time.Second {
+		t.Errorf("lease timing %s/%s/%s, want 15s/10s/2s", o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)
+	}
+	if o.SkipNameValidation {
+		t.Error("the binary skips controller name validation")
+	}
+	if o.Registry["fake"] == nil || o.Registry["kubernetes"] == nil || o.Registry["vault"] == nil {
+		t.Errorf("registry %v lacks a provider", o.Registry)
+	}
+}
+
+func TestParseControllerAccepts(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseController([]string{
+		"--kubeconfig", kubeconfig, "--log-level", "debug", "--log-console",
+		"--controller-class", "shard-a", "--workers", "4", "--kube-api-qps", "20.5", "--kube-api-burst", "40",
+		"--metrics-bind-address", "0", "--health-probe-bind-address", ":9000", "--pprof-bind-address", "127.0.0.1:6060",
+		"--leader-elect", "--leader-election-namespace", "watchword", "--leader-election-id", "my-lease",
+		"--leader-election-lease-duration", "30s", "--leader-election-renew-deadline", "20s", "--leader-election-retry-period", "5s",
+	}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := c.Operator
+	if c.Kubeconfig != kubeconfig || c.Log != (logConfig{Level: "debug", Console: true}) {
+		t.Errorf("kubeconfig %q, log %+v", c.Kubeconfig, c.Log)
+	}
+	if o.ControllerClass != "shard-a" || o.Workers != 4 || o.QPS != 20.5 || o.Burst != 40 ||
+		o.MetricsAddr != "0" || o.HealthAddr != ":9000" || o.PprofAddr != "127.0.0.1:6060" {
+		t.Errorf("options %+v", o)
+	}
+	if !o.LeaderElection || o.LeaderElectionNamespace != "watchword" || o.LeaderElectionID != "my-lease" ||
+		o.LeaseDuration != 30*time.Second || o.RenewDeadline != 20*time.Second || o.RetryPeriod != 5*time.Second {
+		t.Errorf("leader election %+v", o)
+	}
+}
+
+func TestParseControllerRefuses(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing")
+	cases := []struct {
+		name string
+		args []string
+		want string // a fragment of the error
+	}{
+		{"missing kubeconfig", []string{"--kubeconfig", missing}, "kubeconfig file " + missing + " does not exist"},
+		{"kubeconfig is a folder", []string{"--kubeconfig", dir}, "is a directory"},
+		{"unknown log level", []string{"--log-level", "verbose"}, `--log-level "verbose" is not a log level: use debug, info or error`},
+		{"empty log level", []string{"--log-level", ""}, "use debug, info or error"},
+		{"no workers", []string{"--workers", "0"}, "--workers 0: use a whole number of at least 1"},
+		{"negative workers", []string{"--workers", "-3"}, "--workers -3: use a whole number of at least 1"},
+		{"zero qps", []string{"--kube-api-qps", "0"}, "--kube-api-qps 0: use a number above 0"},
+		{"negative qps", []string{"--kube-api-qps", "-1"}, "use a number above 0"},
+		{"qps not a number", []string{"--kube-api-qps", "NaN"}, "use a number above 0"},
+		{"infinite qps", []string{"--kube-api-qps", "+Inf"}, "use a number above 0"},
+		{"zero burst", []string{"--kube-api-burst", "0"}, "--kube-api-burst 0: use a whole number of at least 1"},
+		{"negative burst", []string{"--kube-api-burst", "-10"}, "use a whole number of at least 1"},
+		{"invalid lease name", []string{"--leader-election-id", "My_Lease"}, `--leader-election-id "My_Lease" is not a valid lease name`},
+		{"invalid lease namespace", []string{"--leader-election-namespace", "Kube.System"}, "is not a valid namespace name"},
+		{"zero lease duration", []string{"--leader-election-lease-duration", "0s"}, "--leader-election-lease-duration 0s: use a duration above 0"},
+		{"negative retry period", []string{"--leader-election-retry-period", "-1s"}, "--leader-election-retry-period -1s: use a duration above 0"},
+		{"lease shorter than renewal", []string{"--leader-election-lease-duration", "10s"}, "must be longer than --leader-election-renew-deadline"},
+		{"renewal too close to retry", []string{"--leader-election-retry-period", "9s"}, "must be longer than 1.2 times --leader-election-retry-period"},
+		{"an argument", []string{"--workers", "2", "extra"}, `unexpected argument "extra"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := parseController(c.args, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("parseController(%q) = %v, want an error with %q", c.args, err, c.want)
+			}
+		})
+	}
+}
+
+// Syntax errors are the flag package's, already printed with the usage.
+func TestParseControllerSyntaxErrors(t *testing.T) {
+	for _, args := range [][]string{{"--no-such-flag"}, {"--workers", "many"}, {"--kube-api-qps", "fast"}, {"--leader-election-retry-period", "2"}} {
+		var out strings.Builder
+		_, err := parseController(args, &out)
+		var reported reportedError
+		if !errors.As(err, &reported) {
+			t.Errorf("parseController(%q) = %v, want a reported syntax error", args, err)
+		}
+		if !strings.Contains(out.String(), "Usage: watchword controller") {
+			t.Errorf("parseController(%q) printed %q, want the usage", args, out.String())
+		}
+	}
+	if _, err := parseController([]string{"-h"}, io.Discard); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h gives %v, want flag.ErrHelp", err)
+	}
+}
+
+func TestParseDev(t *testing.T) {
+	o, l, err := parseDev(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.WorkDir != ".watchword-dev" || o.Timeout != 0 || o.ExitAfterDemo || l.Level != "info" {
+		t.Errorf("defaults: %+v, log %+v", o, l)
+	}
+	if o.Operator.MetricsAddr != "0" || o.Operator.HealthAddr != "0" || o.Operator.Registry["fake"] == nil || o.Operator.Workers != operator.DefaultOptions().Workers {
+		t.Errorf("operator options %+v", o.Operator)
+	}
+	o, _, err = parseDev([]string{"--exit-after-demo", "--timeout", "5m", "--workdir", "x"}, io.Discard)
+	if err != nil || !o.ExitAfterDemo || o.Timeout != 5*time.Minute || o.WorkDir != "x" {
+		t.Errorf("options %+v, error %v", o, err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--timeout", "-1m"}, "--timeout -1m0s: use a duration above 0"},
+		{[]string{"--log-level", "warn"}, "use debug, info or error"},
+		{[]string{"--workdir", ""}, "--workdir is empty"},
+		{[]string{"demo"}, `unexpected argument "demo"`},
+	} {
+		if _, _, err := parseDev(c.args, io.Discard); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("parseDev(%q) = %v, want an error with %q", c.args, err, c.want)
+		}
+	}
+}
