@@ -54,9 +54,29 @@ type Owner struct {
 	Adopt bool
 }
 
-// Writer writes and deletes remote secrets, for publishing.
+// Publication is what a publisher writes to one remote secret: its
+// fields, and metadata for the backends that keep metadata with a secret
+// (labels, annotations and type of a Kubernetes Secret). A backend
+// without such metadata refuses a publication that sets it, with an error
+// wrapping ErrNotSupported.
+type Publication struct {
+	Fields      map[string][]byte
+	Labels      map[string]string
+	Annotations map[string]string
+	Type        string
+}
+
+// HasMetadata tells whether the publication sets labels, annotations or a
+// type.
+func (p Publication) HasMetadata() bool {
+	return len(p.Labels) > 0 || len(p.Annotations) > 0 || p.Type != ""
+}
+
+// Writer writes and deletes remote secrets, for publishing. PutSecret
+// returns the version of the secret it wrote, or "" when the backend has
+// no versions.
 type Writer interface {
-	PutSecret(ctx context.Context, key string, fields map[string][]byte, owner Owner) error
+	PutSecret(ctx context.Context, key string, p Publication, owner Owner) (version string, err error)
 	DeleteSecret(ctx context.Context, key string, owner Owner) error
 }
 
@@ -297,10 +317,10 @@ func (t timedVersions) CurrentVersion(ctx context.Context, key string) (string, 
 
 type timedWriter struct{ inner Writer }
 
-func (t timedWriter) PutSecret(ctx context.Context, key string, fields map[string][]byte, owner Owner) error {
+func (t timedWriter) PutSecret(ctx context.Context, key string, p Publication, owner Owner) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()
-	return t.inner.PutSecret(ctx, key, fields, owner)
+	return t.inner.PutSecret(ctx, key, p, owner)
 }
 
 func (t timedWriter) DeleteSecret(ctx context.Context, key string, owner Owner) error {

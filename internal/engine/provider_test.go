@@ -15,10 +15,12 @@ func (s stubOps) GetSecret(context.Context, Ref) (Object, error) { return Object
 func (s stubOps) CurrentVersion(context.Context, string) (string, error) {
 	return s.name, nil
 }
-func (s stubOps) PutSecret(context.Context, string, map[string][]byte, Owner) error { return nil }
-func (s stubOps) DeleteSecret(context.Context, string, Owner) error                 { return nil }
-func (s stubOps) Check(context.Context) error                                       { return nil }
-func (s stubOps) Close() error                                                      { return nil }
+func (s stubOps) PutSecret(context.Context, string, Publication, Owner) (string, error) {
+	return "", nil
+}
+func (s stubOps) DeleteSecret(context.Context, string, Owner) error { return nil }
+func (s stubOps) Check(context.Context) error                       { return nil }
+func (s stubOps) Close() error                                      { return nil }
 
 func TestCapabilitiesString(t *testing.T) {
 	for _, tc := range []struct {
@@ -147,9 +149,9 @@ func (d deadlines) CurrentVersion(ctx context.Context, _ string) (string, error)
 	d.note(ctx)
 	return "", nil
 }
-func (d deadlines) PutSecret(ctx context.Context, _ string, _ map[string][]byte, _ Owner) error {
+func (d deadlines) PutSecret(ctx context.Context, _ string, _ Publication, _ Owner) (string, error) {
 	d.note(ctx)
-	return nil
+	return "", nil
 }
 func (d deadlines) DeleteSecret(ctx context.Context, _ string, _ Owner) error {
 	d.note(ctx)
@@ -166,7 +168,7 @@ func TestEveryCallHasADeadline(t *testing.T) {
 	vr, _ := c.AsVersionReader()
 	_, _ = vr.CurrentVersion(ctx, "k")
 	w, _ := c.AsWriter()
-	_ = w.PutSecret(ctx, "k", nil, Owner{})
+	_, _ = w.PutSecret(ctx, "k", Publication{}, Owner{})
 	_ = w.DeleteSecret(ctx, "k", Owner{})
 	_ = c.Check(ctx)
 	if len(seen) != 5 {

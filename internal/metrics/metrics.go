@@ -119,11 +119,11 @@ type writer struct {
 	observer
 }
 
-func (w writer) PutSecret(ctx context.Context, key string, fields map[string][]byte, owner engine.Owner) error {
+func (w writer) PutSecret(ctx context.Context, key string, p engine.Publication, owner engine.Owner) (string, error) {
 	start := time.Now()
-	err := w.inner.PutSecret(ctx, key, fields, owner)
+	version, err := w.inner.PutSecret(ctx, key, p, owner)
 	w.observe("put", start, err)
-	return err
+	return version, err
 }
 
 func (w writer) DeleteSecret(ctx context.Context, key string, owner engine.Owner) error {

@@ -17,10 +17,12 @@ func (readOnly) GetSecret(context.Context, engine.Ref) (engine.Object, error) {
 
 type full struct{ readOnly }
 
-func (full) CurrentVersion(context.Context, string) (string, error)                   { return "1", nil }
-func (full) PutSecret(context.Context, string, map[string][]byte, engine.Owner) error { return nil }
-func (full) DeleteSecret(context.Context, string, engine.Owner) error                 { return nil }
-func (full) Check(context.Context) error                                              { return nil }
+func (full) CurrentVersion(context.Context, string) (string, error) { return "1", nil }
+func (full) PutSecret(context.Context, string, engine.Publication, engine.Owner) (string, error) {
+	return "1", nil
+}
+func (full) DeleteSecret(context.Context, string, engine.Owner) error { return nil }
+func (full) Check(context.Context) error                              { return nil }
 
 func TestInstrumentClaimsExactlyTheProvidersCapabilities(t *testing.T) {
 	f := full{}
@@ -57,7 +59,7 @@ func TestInstrumentCountsCalls(t *testing.T) {
 	vr, _ := w.AsVersionReader()
 	_, _ = vr.CurrentVersion(ctx, "k")
 	wr, _ := w.AsWriter()
-	_ = wr.PutSecret(ctx, "k", nil, engine.Owner{})
+	_, _ = wr.PutSecret(ctx, "k", engine.Publication{}, engine.Owner{})
 	for _, op := range []string{"get", "version", "put"} {
 		var m dto.Metric
 		if err := ProviderCalls.WithLabelValues("counted", "ClusterSecretStore", op, "ok").Write(&m); err != nil {

@@ -35,6 +35,7 @@ import (
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/conditions"
 	"github.com/watchword-dev/watchword/internal/controller/externalsecret"
+	"github.com/watchword-dev/watchword/internal/controller/pushsecret"
 	"github.com/watchword-dev/watchword/internal/controller/secretstore"
 	"github.com/watchword-dev/watchword/internal/controller/secretwatch"
 	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
@@ -229,6 +230,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 			return nil, fmt.Errorf("setting up the store controller: %w", err)
 		}
 	}
+	if err := addPushSecrets(ctx, mgr, metaClient, clients, clock, opts); err != nil {
+		return nil, err
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
@@ -244,6 +248,27 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		return nil, err
 	}
 	return &Operator{Manager: mgr, Fetcher: fetcher}, nil
+}
+
+// addPushSecrets registers the PushSecret controller. The Secrets that
+// PushSecrets publish are watched by name (their metadata only), by a
+// watch of their own, so that a change is published at once.
+func addPushSecrets(ctx context.Context, mgr ctrl.Manager, metaClient metadata.Interface, clients *storeaccess.Clients, clock engine.Clock, opts Options) error {
+	sources := secretwatch.New(metaClient, pushsecret.SourceSecrets(mgr.GetCache()))
+	changes := sources.Subscribe()
+	if err := mgr.Add(sources); err != nil {
+		return err
+	}
+	if err := mgr.Add(every{time.Minute, sources.Sweep}); err != nil {
+		return err
+	}
+	ps := &pushsecret.Reconciler{Client: mgr.GetClient(), Sources: sources, Clients: clients,
+		//nolint:staticcheck // SA1019: as for the ExternalSecret reconciler.
+		Recorder: mgr.GetEventRecorderFor("watchword"), Class: opts.ControllerClass, Clock: clock}
+	if err := ps.SetupWithManager(ctx, mgr, pushsecret.Options{Workers: opts.Workers, RateLimiter: rateLimiter(), SourceChanges: changes}); err != nil {
+		return fmt.Errorf("setting up the PushSecret controller: %w", err)
+	}
+	return nil
 }
 
 // slimTransform drops what Watchword never reads from cached objects:

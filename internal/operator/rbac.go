@@ -12,3 +12,9 @@ package operator
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+//
+// PushSecrets: read and finalize them, write their status.
+//
+// +kubebuilder:rbac:groups=external-secrets.x-k8s.io,resources=pushsecrets,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=external-secrets.x-k8s.io,resources=pushsecrets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=external-secrets.x-k8s.io,resources=pushsecrets/finalizers,verbs=update

@@ -89,6 +89,7 @@ const (
 	kindES  = "ExternalSecret"
 	kindSS  = "SecretStore"
 	kindCSS = "ClusterSecretStore"
+	kindPS  = "PushSecret"
 )
 
 var storeKinds = []string{kindSS, kindCSS}
@@ -171,6 +172,19 @@ var ruleCases = []ruleCase{
 		invalid: []string{
 			`{secretStoreRef: {name: s}, target: {creationPolicy: Merge, adopt: true}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
 			`{secretStoreRef: {name: s}, target: {creationPolicy: None, adopt: true}, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
+
+	// PushSecrets.
+	{rule: "refreshInterval must be a Go duration", kinds: []string{kindPS},
+		valid:   `{secretName: s, refreshInterval: "0", destinations: [{name: d}]}`,
+		invalid: []string{`{secretName: s, refreshInterval: daily, destinations: [{name: d}]}`}},
+	{rule: "metadata.type kubernetes.io/service-account-token is not allowed", kinds: []string{kindPS},
+		valid:   `{secretName: s, destinations: [{name: d, metadata: {type: kubernetes.io/tls}}]}`,
+		invalid: []string{`{secretName: s, destinations: [{name: d, metadata: {type: kubernetes.io/service-account-token}}]}`}},
+	{rule: "destinations must be unique", kinds: []string{kindPS},
+		valid: `{secretName: s, destinations: [{name: d}, {name: d, configRef: {name: other}}, {name: e, configRef: {name: default}}]}`,
+		invalid: []string{
+			`{secretName: s, destinations: [{name: d}, {name: d, configRef: {name: default}}]}`,
+			`{secretName: s, destinations: [{name: d, configRef: {name: v}}, {name: d, configRef: {name: v, kind: SecretStore}}]}`}},
 }
 
 // targetNameRule is the message of the transition rule on target.name.

@@ -49,8 +49,8 @@ func (w *leakWriter) lines() []string {
 }
 
 // assertNoLeak fails the test when the sentinel appears in an event, a
-// condition or status of an ExternalSecret or store of the namespace, in
-// the operator's log or in a metric label.
+// condition or status of an ExternalSecret, PushSecret or store of the
+// namespace, in the operator's log or in a metric label.
 func assertNoLeak(t *testing.T, ns string) {
 	t.Helper()
 	ctx := context.Background()
@@ -67,6 +67,20 @@ func assertNoLeak(t *testing.T, ns string) {
 		for _, c := range es.Status.Conditions {
 			if strings.Contains(c.Message, sentinel) || strings.Contains(c.Reason, sentinel) {
 				t.Errorf("condition %s of %s leaks a secret value", c.Type, es.Name)
+			}
+		}
+	}
+	var pushes v1alpha1.PushSecretList
+	must(t, k8s.List(ctx, &pushes, client.InNamespace(ns)))
+	for _, ps := range pushes.Items {
+		for _, c := range ps.Status.Conditions {
+			if strings.Contains(c.Message, sentinel) || strings.Contains(c.Reason, sentinel) {
+				t.Errorf("condition %s of PushSecret %s leaks a secret value", c.Type, ps.Name)
+			}
+		}
+		for _, d := range ps.Status.Destinations {
+			if strings.Contains(d.Message, sentinel) || strings.Contains(d.DataHash, sentinel) {
+				t.Errorf("the status of destination %q of PushSecret %s leaks a secret value", d.Name, ps.Name)
 			}
 		}
 	}

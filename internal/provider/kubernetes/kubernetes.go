@@ -1,7 +1,7 @@
 // Package kubernetes is a provider that reads Secrets from a namespace of
-// this cluster or of another one. remoteRef.key is a Secret's name,
-// remoteRef.property a key of its data, and the version is the Secret's
-// resourceVersion.
+// this cluster or of another one, and publishes Secrets there. remoteRef.key
+// is a Secret's name, remoteRef.property a key of its data, and the version
+// is the Secret's resourceVersion.
 package kubernetes
 
 import (
@@ -60,8 +60,9 @@ func (Factory) Refs(store provider.Store) []provider.ObjectRef {
 }
 
 // New builds a client that authenticates as the store says. It reads and
-// checks its credentials; it tells no versions apart from reading, and
-// does not write.
+// checks its credentials; it tells no versions apart from reading. It
+// writes and deletes the Secrets it publishes (write.go), as far as the
+// store's identity may.
 func (f Factory) New(ctx context.Context, store provider.Store, deps provider.Deps) (engine.Ops, error) {
 	if err := f.Validate(store); err != nil {
 		return engine.Ops{}, err
@@ -80,7 +81,7 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 		ns = store.Namespace
 	}
 	c := newClient(cs, ns, who)
-	return engine.Ops{Reader: c, Checker: c}, nil
+	return engine.Ops{Reader: c, Checker: c, Writer: c}, nil
 }
 
 // restConfig builds the client configuration and the identity it acts as.
@@ -141,7 +142,7 @@ func restConfig(ctx context.Context, store provider.Store, deps provider.Deps) (
 	}
 }
 
-// Client reads Secrets of one namespace.
+// Client reads, and publishes, Secrets of one namespace.
 type Client struct {
 	secrets   typedcorev1.SecretInterface
 	namespace string

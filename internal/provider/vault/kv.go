@@ -223,45 +223,54 @@ func (c *Client) Check(ctx context.Context) error {
 	return nil
 }
 
-// PutSecret writes a KV v2 secret that owner owns. It refuses a secret that
-// exists without Watchword's marker (unless adopt) or with another owner's,
-// and writes with check-and-set so that a concurrent writer is not
-// overwritten blindly.
-func (c *Client) PutSecret(ctx context.Context, key string, fields map[string][]byte, owner engine.Owner) error {
+// PutSecret writes a KV v2 secret that owner owns and returns its new
+// version. It refuses a secret that exists without Watchword's marker
+// (unless adopt) or with another owner's, and writes with check-and-set so
+// that a concurrent writer is not overwritten blindly. A Vault secret has
+// no labels, annotations or type: a publication that sets them is refused.
+func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication, owner engine.Owner) (string, error) {
 	if c.version != "2" {
-		return fmt.Errorf("writing needs a KV v2 mount (it keeps the ownership marker in custom metadata); %q is KV v1: %w", c.mount, engine.ErrInvalidConfig)
+		return "", fmt.Errorf("writing needs a KV v2 mount (it keeps the ownership marker in custom metadata); %q is KV v1: %w", c.mount, engine.ErrInvalidConfig)
 	}
 	key = strings.Trim(key, "/")
+	if p.HasMetadata() {
+		return "", fmt.Errorf("%s: a Vault secret has no labels, annotations or type; remove the destination's metadata: %w", c.where(key), engine.ErrNotSupported)
+	}
 	cas := 0
 	m, err := c.metadata(ctx, key)
 	switch {
 	case errors.Is(err, engine.ErrNotFound):
 	case err != nil:
-		return err
+		return "", err
 	default:
 		if err := checkOwner(c.where(key), m, owner); err != nil {
-			return err
+			return "", err
 		}
 		cas = m.CurrentVersion
 	}
 	if m == nil || m.CustomMetadata[markerOwner] != owner.ID {
 		custom := map[string]string{markerManagedBy: managedByValue, markerOwner: owner.ID}
 		if err := c.call(ctx, http.MethodPost, c.mount+"/metadata/"+key, nil, map[string]any{"custom_metadata": custom}, nil); err != nil {
-			return classify("marking "+c.where(key)+" as owned", err)
+			return "", classify("marking "+c.where(key)+" as owned", err)
 		}
 	}
-	data := make(map[string]string, len(fields))
-	for k, v := range fields {
+	data := make(map[string]string, len(p.Fields))
+	for k, v := range p.Fields {
 		data[k] = string(v)
 	}
 	body := map[string]any{"data": data, "options": map[string]any{"cas": cas}}
-	if err := c.call(ctx, http.MethodPost, c.dataPath(key), nil, body, nil); err != nil {
-		if isStatus(err, http.StatusBadRequest) {
-			return fmt.Errorf("%s changed while it was being written (check-and-set failed); retrying: %w", c.where(key), engine.ErrUnavailable)
-		}
-		return classify("writing "+c.where(key), err)
+	var out struct {
+		Data struct {
+			Version int `json:"version"`
+		} `json:"data"`
 	}
-	return nil
+	if err := c.call(ctx, http.MethodPost, c.dataPath(key), nil, body, &out); err != nil {
+		if isStatus(err, http.StatusBadRequest) {
+			return "", fmt.Errorf("%s changed while it was being written (check-and-set failed); retrying: %w", c.where(key), engine.ErrUnavailable)
+		}
+		return "", classify("writing "+c.where(key), err)
+	}
+	return strconv.Itoa(out.Data.Version), nil
 }
 
 // DeleteSecret deletes every version and the metadata of a secret, only if

@@ -220,7 +220,7 @@ func TestPermissionDeniedIsSpecific(t *testing.T) {
 		t.Fatal("the error leaks the token")
 	}
 	// A write refused names the write.
-	err = c.PutSecret(context.Background(), "private/y", map[string][]byte{"v": []byte("1")}, engine.Owner{ID: "PushSecret/ns/p"})
+	_, err = c.PutSecret(context.Background(), "private/y", fields("v", "1"), engine.Owner{ID: "PushSecret/ns/p"})
 	if !errors.Is(err, engine.ErrPermissionDenied) || !strings.Contains(err.Error(), "read-public") {
 		t.Fatalf("got %v, want a refusal naming the token's policies", err)
 	}
@@ -344,28 +344,39 @@ func TestWriteOwnershipAndCheckAndSet(t *testing.T) {
 	c := rootClient(t, "secret", "v2")
 	ctx := context.Background()
 	me := engine.Owner{ID: "PushSecret/ns/mine"}
-	must(t, c.PutSecret(ctx, "pub/owned", map[string][]byte{"k": []byte("v1")}, me))
-	must(t, c.PutSecret(ctx, "pub/owned", map[string][]byte{"k": []byte("v2")}, me))
+	if v, err := c.PutSecret(ctx, "pub/owned", fields("k", "v1"), me); err != nil || v != "1" {
+		t.Fatalf("first write: version %q, %v", v, err)
+	}
+	if v, err := c.PutSecret(ctx, "pub/owned", fields("k", "v2"), me); err != nil || v != "2" {
+		t.Fatalf("second write: version %q, %v", v, err)
+	}
 	obj, err := get(t, c, "pub/owned", "")
 	if err != nil || obj.Version != "2" || string(obj.Fields["k"]) != "v2" {
 		t.Fatalf("after two writes: %v %v", obj, err)
 	}
+	withLabels := fields("k", "v3")
+	withLabels.Labels = map[string]string{"team": "a"}
+	if _, err := c.PutSecret(ctx, "pub/owned", withLabels, me); !errors.Is(err, engine.ErrNotSupported) {
+		t.Fatalf("a publication with labels: %v, want NotSupported", err)
+	}
 	other := engine.Owner{ID: "PushSecret/ns/other"}
-	if err := c.PutSecret(ctx, "pub/owned", map[string][]byte{"k": []byte("x")}, other); !errors.Is(err, engine.ErrNotOwned) || !strings.Contains(err.Error(), "PushSecret/ns/mine") {
+	if _, err := c.PutSecret(ctx, "pub/owned", fields("k", "x"), other); !errors.Is(err, engine.ErrNotOwned) || !strings.Contains(err.Error(), "PushSecret/ns/mine") {
 		t.Fatalf("another owner's secret: %v", err)
 	}
 	if err := c.DeleteSecret(ctx, "pub/owned", other); !errors.Is(err, engine.ErrNotOwned) {
 		t.Fatalf("deleting another owner's secret: %v", err)
 	}
 	must(t, srv.PutKV2("secret", "pub/foreign", map[string]any{"k": "theirs"}))
-	if err := c.PutSecret(ctx, "pub/foreign", map[string][]byte{"k": []byte("x")}, me); !errors.Is(err, engine.ErrNotOwned) || !strings.Contains(err.Error(), "no Watchword ownership marker") {
+	if _, err := c.PutSecret(ctx, "pub/foreign", fields("k", "x"), me); !errors.Is(err, engine.ErrNotOwned) || !strings.Contains(err.Error(), "no Watchword ownership marker") {
 		t.Fatalf("unmarked secret: %v", err)
 	}
 	obj, _ = get(t, c, "pub/foreign", "")
 	if string(obj.Fields["k"]) != "theirs" {
 		t.Fatal("an unmarked secret was written over")
 	}
-	must(t, c.PutSecret(ctx, "pub/foreign", map[string][]byte{"k": []byte("adopted")}, engine.Owner{ID: me.ID, Adopt: true}))
+	if _, err := c.PutSecret(ctx, "pub/foreign", fields("k", "adopted"), engine.Owner{ID: me.ID, Adopt: true}); err != nil {
+		t.Fatal(err)
+	}
 	must(t, c.DeleteSecret(ctx, "pub/owned", me))
 	if _, err := get(t, c, "pub/owned", ""); !errors.Is(err, engine.ErrNotFound) {
 		t.Fatalf("after delete: %v", err)
@@ -404,4 +415,9 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// fields is a publication of one field.
+func fields(key, value string) engine.Publication {
+	return engine.Publication{Fields: map[string][]byte{key: []byte(value)}}
 }

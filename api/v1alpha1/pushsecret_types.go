@@ -1,0 +1,250 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PushSecretData selects one key of the source Secret and names it in the
+// remote secret.
+type PushSecretData struct {
+	// secretKey is the key in the source Secret's data.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	SecretKey string `json:"secretKey"`
+
+	// remoteKey is the name of the field in the remote secret. Defaults to
+	// secretKey.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	RemoteKey string `json:"remoteKey,omitempty"`
+}
+
+// PushSecretMetadata is metadata of a published secret, for stores that
+// have it (a Kubernetes Secret). A store without such metadata refuses a
+// destination that sets it.
+type PushSecretMetadata struct {
+	// labels to set on the remote secret.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// annotations to set on the remote secret.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// type of the remote Secret, such as kubernetes.io/tls. Defaults to
+	// Opaque. The service-account-token type is refused.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self != 'kubernetes.io/service-account-token'",message="metadata.type kubernetes.io/service-account-token is not allowed: Watchword never writes service account tokens"
+	Type string `json:"type,omitempty"`
+}
+
+// PushSecretDestination is one remote secret to publish to, in the shape
+// of seed 002's publishConnectionDetailsTo: a name, metadata, and the store.
+type PushSecretDestination struct {
+	// name of the remote secret in the store: a Secret name for a
+	// kubernetes store, a path under the mount for a Vault store.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Name string `json:"name"`
+
+	// metadata of the remote secret, where the store has it.
+	// +optional
+	Metadata PushSecretMetadata `json:"metadata,omitempty"`
+
+	// configRef names the store to publish to: a SecretStore of the
+	// PushSecret's namespace. Defaults to the SecretStore named default.
+	// ClusterSecretStores are refused for now (see docs/publishing.md).
+	// +optional
+	ConfigRef *StoreRef `json:"configRef,omitempty"`
+
+	// adopt lets this PushSecret take over a remote secret that exists
+	// and carries no Watchword ownership marker. Without it such a secret
+	// is left untouched and the PushSecret reports it.
+	// +optional
+	Adopt bool `json:"adopt,omitempty"`
+}
+
+// PushSecretSpec says which Secret to publish, which of its keys, and where.
+// +kubebuilder:validation:XValidation:rule="self.destinations.all(d, self.destinations.exists_one(e, e.name == d.name && (has(e.configRef) ? e.configRef.name : 'default') == (has(d.configRef) ? d.configRef.name : 'default') && (has(e.configRef) && has(e.configRef.kind) ? e.configRef.kind : 'SecretStore') == (has(d.configRef) && has(d.configRef.kind) ? d.configRef.kind : 'SecretStore')))",message="destinations must be unique: each store may appear with each name once",fieldPath=".destinations"
+type PushSecretSpec struct {
+	// secretName is the Secret of the PushSecret's namespace to publish.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	SecretName string `json:"secretName"`
+
+	// data selects the keys to publish and names them remotely. Empty
+	// publishes every key of the Secret under its own name.
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=atomic
+	Data []PushSecretData `json:"data,omitempty"`
+
+	// destinations are the remote secrets to publish to.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	Destinations []PushSecretDestination `json:"destinations"`
+
+	// deletionPolicy is Delete (the default: when the PushSecret is
+	// deleted, or a destination is removed or renamed, the remote secrets
+	// it owns are deleted) or Retain (they are left in place).
+	// +optional
+	// +kubebuilder:default=Delete
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// refreshInterval is how often every destination is read back and
+	// repaired if someone changed it, as a Go duration (30s, 15m, 1h). 0
+	// never reads back. A change of the source Secret is published at
+	// once, whatever the interval.
+	// +optional
+	// +kubebuilder:default="1h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="refreshInterval must be a Go duration such as 30s, 15m or 1h, or 0 to never read back"
+	RefreshInterval *metav1.Duration `json:"refreshInterval,omitempty"`
+}
+
+// PushState is the state of one destination.
+// +kubebuilder:validation:Enum=Published;NotOwned;Failing;Failed;Unpublishing
+type PushState string
+
+// The states of a destination.
+const (
+	// PushPublished: the remote secret holds the selected data.
+	PushPublished PushState = "Published"
+	// PushNotOwned: the remote secret belongs to someone else; it is left
+	// untouched.
+	PushNotOwned PushState = "NotOwned"
+	// PushFailing: the last publish failed and is retried.
+	PushFailing PushState = "Failing"
+	// PushFailed: the last publish failed and waits for a change.
+	PushFailed PushState = "Failed"
+	// PushUnpublishing: the destination was removed from the spec and the
+	// remote secret it owns could not be deleted yet.
+	PushUnpublishing PushState = "Unpublishing"
+)
+
+// PushSecretDestinationStatus is the observed state of one destination.
+type PushSecretDestinationStatus struct {
+	// name of the remote secret.
+	// +required
+	// +kubebuilder:validation:MaxLength=512
+	Name string `json:"name"`
+
+	// storeKind is SecretStore or ClusterSecretStore.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	StoreKind string `json:"storeKind"`
+
+	// storeName is the name of the store.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	StoreName string `json:"storeName"`
+
+	// state is Published, NotOwned, Failing, Failed or Unpublishing.
+	// +required
+	State PushState `json:"state"`
+
+	// reason is the one-word cause of the state.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Reason string `json:"reason,omitempty"`
+
+	// message says what went wrong. It never holds a secret value.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+
+	// version is the remote secret's version after the last write, where
+	// the store has versions.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Version string `json:"version,omitempty"`
+
+	// dataHash identifies what was last written (a keyed hash of the
+	// data and metadata, never the data): an unchanged hash means no
+	// write.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	DataHash string `json:"dataHash,omitempty"`
+
+	// publishedTime is when the remote secret was last written.
+	// +optional
+	PublishedTime *metav1.Time `json:"publishedTime,omitempty"`
+
+	// checkedTime is when the remote secret was last confirmed to hold the
+	// data (written or read back).
+	// +optional
+	CheckedTime *metav1.Time `json:"checkedTime,omitempty"`
+}
+
+// PushSecretStatus is the observed state of a PushSecret.
+type PushSecretStatus struct {
+	// conditions are Ready and, while a failure waits for a change,
+	// Stalled.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the generation last published successfully to
+	// every destination.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// destinations has one entry per destination of the spec, and one per
+	// removed destination whose remote secret could not be deleted yet.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	Destinations []PushSecretDestinationStatus `json:"destinations,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=ps,categories=watchword
+// +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.spec.secretName`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// PushSecret publishes a Kubernetes Secret of its namespace to one or more
+// stores.
+type PushSecret struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec says what to publish and where.
+	// +required
+	Spec PushSecretSpec `json:"spec"`
+
+	// status is the observed state.
+	// +optional
+	Status PushSecretStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// PushSecretList is a list of PushSecrets.
+type PushSecretList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PushSecret `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&PushSecret{}, &PushSecretList{})
+}

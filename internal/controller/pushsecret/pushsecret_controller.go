@@ -1,0 +1,178 @@
+// Package pushsecret reconciles PushSecrets: it publishes the selected keys
+// of a Kubernetes Secret to the destinations a PushSecret names, each in a
+// store that can write, and unpublishes what it owns when a destination or
+// the PushSecret goes (deletionPolicy Delete).
+//
+// A reconcile is the list of steps in publishSteps, over one scope. One
+// destination failing does not stop the others, and nothing already
+// published is deleted because an input is missing or wrong.
+package pushsecret
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
+	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
+	"github.com/watchword-dev/watchword/internal/provider"
+)
+
+// Finalizer lets a PushSecret of deletionPolicy Delete unpublish what it
+// owns before it goes.
+const Finalizer = "watchword.io/unpublish"
+
+// conflictRetry is how soon a reconcile whose status write met a
+// concurrent change runs again.
+const conflictRetry = time.Second
+
+// Reconciler reconciles PushSecrets.
+type Reconciler struct {
+	// Client reads PushSecrets and stores from the cache, and Secrets from
+	// the API server (their contents are never cached).
+	Client client.Client
+	// Sources tells the resourceVersion of a source Secret; asking starts
+	// a watch of it by name, so that a change is published at once.
+	Sources  storeaccess.SecretVersions
+	Clients  *storeaccess.Clients
+	Recorder record.EventRecorder
+	// Class is this instance's --controller-class. PushSecrets are served
+	// by the instance without one.
+	Class string
+	// Clock is the only source of time of a reconcile.
+	Clock engine.Clock
+}
+
+// scope is one reconcile of one PushSecret.
+type scope struct {
+	ps     *v1alpha1.PushSecret
+	before *v1alpha1.PushSecret
+	now    metav1.Time
+
+	// publication is what every destination gets, but its metadata.
+	publication engine.Publication
+	// remoteKeys are the names of the published fields, for events.
+	remoteKeys []string
+
+	// destinations is the new status of every destination.
+	destinations []v1alpha1.PushSecretDestinationStatus
+	// failures are the errors of the destinations that failed.
+	failures []error
+	// outcome is the reconcile's result; retry, when set, has it retried
+	// with backoff.
+	outcome ctrl.Result
+	retry   error
+}
+
+// step is one named part of a reconcile. It returns done when the
+// reconcile ends after it, or an error when it failed.
+type step struct {
+	name string
+	run  func(r *Reconciler, ctx context.Context, s *scope) (done bool, err error)
+}
+
+// publishSteps is a reconcile of a PushSecret, in order.
+var publishSteps = []step{
+	{"finalizer", (*Reconciler).syncFinalizer},
+	{"source", (*Reconciler).readSource},
+	{"unpublish", (*Reconciler).unpublishRemoved},
+	{"publish", (*Reconciler).publishAll},
+	{"record", (*Reconciler).record},
+}
+
+// Reconcile publishes one PushSecret.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if r.Class != "" {
+		return ctrl.Result{}, nil
+	}
+	var ps v1alpha1.PushSecret
+	if err := r.Client.Get(ctx, req.NamespacedName, &ps); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &scope{ps: &ps, before: ps.DeepCopy(), now: metav1.NewTime(r.Clock.Now())}
+	if !ps.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, s)
+	}
+	res, err := r.run(ctx, s)
+	return r.writeStatus(ctx, s, res, err)
+}
+
+// run runs the steps until one ends the reconcile or fails.
+func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
+	for _, st := range publishSteps {
+		done, err := st.run(r, ctx, s)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctrl.Result{}, ctx.Err()
+			}
+			ctrl.LoggerFrom(ctx).V(1).Info("publish step failed", "step", st.name, "reason", failure.Classify(err).Reason)
+			return r.fail(s, err)
+		}
+		if done {
+			break
+		}
+	}
+	return s.outcome, s.retry
+}
+
+// readSource reads the source Secret from the API server and selects the
+// keys to publish. Asking Sources for its version first starts the watch
+// by name that brings every later change of it here.
+func (r *Reconciler) readSource(ctx context.Context, s *scope) (bool, error) {
+	ps := s.ps
+	ref := provider.NamespacedName{Namespace: ps.Namespace, Name: ps.Spec.SecretName}
+	if _, _, err := r.Sources.ResourceVersion(ctx, ref); err != nil {
+		return false, err
+	}
+	var src corev1.Secret
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ps.Namespace, Name: ps.Spec.SecretName}, &src); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, failure.Terminalf(failure.SourceMissing,
+				"Secret %q to publish does not exist in namespace %q; create it or fix spec.secretName (nothing published was changed)", ps.Spec.SecretName, ps.Namespace)
+		}
+		return false, fmt.Errorf("reading Secret %q to publish: %w", ps.Spec.SecretName, err)
+	}
+	fields, remoteKeys, err := selectData(ps, src.Data)
+	if err != nil {
+		return false, err
+	}
+	s.publication = engine.Publication{Fields: fields}
+	s.remoteKeys = remoteKeys
+	return false, nil
+}
+
+// interval is the PushSecret's refresh interval; 0 never reads back.
+func interval(ps *v1alpha1.PushSecret) time.Duration {
+	if ps.Spec.RefreshInterval == nil {
+		return time.Hour
+	}
+	return ps.Spec.RefreshInterval.Duration
+}
+
+// nextCheck is how long until the first destination is due to be read
+// back; 0 (no requeue) with refreshInterval 0.
+func nextCheck(s *scope) time.Duration {
+	every := interval(s.ps)
+	if every <= 0 {
+		return 0
+	}
+	next := every
+	for _, d := range s.destinations {
+		if d.CheckedTime == nil {
+			continue
+		}
+		if left := d.CheckedTime.Add(every).Sub(s.now.Time); left < next {
+			next = left
+		}
+	}
+	return max(next, time.Second)
+}

@@ -1,0 +1,117 @@
+package pushsecret
+
+import (
+	"context"
+
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/provider"
+)
+
+// Field indexes on PushSecrets.
+const (
+	// IndexSource holds the name of the source Secret.
+	IndexSource = "watchword.push.source"
+	// IndexStore holds the name of every SecretStore a destination, or
+	// a destination's last status, names.
+	IndexStore = "watchword.push.store"
+)
+
+// Options tune the controller.
+type Options struct {
+	Workers     int
+	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
+	// SourceChanges receives the changes of the source Secrets, watched
+	// by name.
+	SourceChanges <-chan event.GenericEvent
+}
+
+// SetupWithManager registers the indexes, the watches and the controller.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &v1alpha1.PushSecret{}, IndexSource, func(o client.Object) []string {
+		return []string{o.(*v1alpha1.PushSecret).Spec.SecretName}
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &v1alpha1.PushSecret{}, IndexStore, storeNames); err != nil {
+		return err
+	}
+	c := mgr.GetClient()
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("pushsecret").
+		For(&v1alpha1.PushSecret{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionStarted))).
+		Watches(&v1alpha1.SecretStore{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return byIndex(ctx, c, IndexStore, o.GetName(), o.GetNamespace())
+		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Channel(opts.SourceChanges, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return byIndex(ctx, c, IndexSource, o.GetName(), o.GetNamespace())
+		}))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers, RateLimiter: opts.RateLimiter}).
+		Complete(r)
+}
+
+// storeNames lists the SecretStores a PushSecret names, now or in its
+// last status.
+func storeNames(o client.Object) []string {
+	ps := o.(*v1alpha1.PushSecret)
+	seen := map[string]bool{}
+	var out []string
+	add := func(kind, name string) {
+		if kind == v1alpha1.SecretStoreKind && !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	for _, d := range ps.Spec.Destinations {
+		ref := storeRef(d)
+		add(ref.Kind, ref.Name)
+	}
+	for _, e := range ps.Status.Destinations {
+		add(e.StoreKind, e.StoreName)
+	}
+	return out
+}
+
+// deletionStarted lets through the update that sets deletionTimestamp.
+var deletionStarted = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+}}
+
+func byIndex(ctx context.Context, c client.Reader, field, value, ns string) []reconcile.Request {
+	var list v1alpha1.PushSecretList
+	if err := c.List(ctx, &list, client.MatchingFields{field: value}, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, len(list.Items))
+	for i := range list.Items {
+		out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
+	}
+	return out
+}
+
+// SourceSecrets lists the source Secrets of every PushSecret in the cache:
+// the Secrets their watch by name must keep watching.
+func SourceSecrets(c client.Reader) func(ctx context.Context) (map[provider.NamespacedName]bool, error) {
+	return func(ctx context.Context) (map[provider.NamespacedName]bool, error) {
+		var list v1alpha1.PushSecretList
+		if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, err
+		}
+		out := make(map[provider.NamespacedName]bool, len(list.Items))
+		for i := range list.Items {
+			out[provider.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Spec.SecretName}] = true
+		}
+		return out, nil
+	}
+}

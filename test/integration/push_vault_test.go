@@ -1,0 +1,78 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+)
+
+// vaultData reads the current data of a KV v2 secret under the mount
+// "secret"; found is false when it does not exist.
+func vaultData(t *testing.T, path string) (data map[string]any, version int, found bool) {
+	t.Helper()
+	var out struct {
+		Data struct {
+			Data     map[string]any `json:"data"`
+			Metadata struct {
+				Version int `json:"version"`
+			} `json:"metadata"`
+		} `json:"data"`
+	}
+	if err := vaultSrv.Do(http.MethodGet, "secret/data/"+path, nil, &out); err != nil {
+		return nil, 0, false
+	}
+	return out.Data.Data, out.Data.Metadata.Version, out.Data.Data != nil
+}
+
+func TestVaultPushPublishesRefusesAndUnpublishes(t *testing.T) {
+	needVault(t)
+	ns := newNamespace(t, nil)
+	createSecret(t, ns, "vault-token", map[string]string{"token": vaultSrv.RootToken})
+	vaultStore(t, ns, "vault", tokenAuth("vault-token"), "v2")
+	createSecret(t, ns, "src", map[string]string{"password": sentinel, "user": "app"})
+	vaultPut(t, ns+"/foreign", map[string]any{"password": "theirs"})
+	via := viaStore("SecretStore", "vault")
+	newPush(t, ns, "p", "src", pushKey("password", "db-password"), pushTo(ns+"/pub", via))
+	ps := waitPushReady(t, ns, "p")
+	eventually(t, wait, func() (bool, string) {
+		data, _, found := vaultData(t, ns+"/pub")
+		return found && data["db-password"] == sentinel && len(data) == 1, fmt.Sprintf("found %v with %d fields", found, len(data))
+	})
+	if d := ps.Status.Destinations; len(d) != 1 || d[0].Version != "1" || d[0].StoreName != "vault" {
+		t.Errorf("destination status %+v", d)
+	}
+
+	// An unmarked secret is refused, and metadata a Vault secret cannot
+	// hold is too; neither changes what is already published.
+	updatePush(t, ns, "p", func(ps *v1alpha1.PushSecret) {
+		ps.Spec.Destinations = append(ps.Spec.Destinations,
+			v1alpha1.PushSecretDestination{Name: ns + "/foreign", ConfigRef: &v1alpha1.StoreRef{Name: "vault"}},
+			v1alpha1.PushSecretDestination{Name: ns + "/labelled", ConfigRef: &v1alpha1.StoreRef{Name: "vault"},
+				Metadata: v1alpha1.PushSecretMetadata{Labels: map[string]string{"team": "a"}}})
+	})
+	waitPushCondition(t, ns, "p", "NotOwned", `Vault secret "`+ns+`/foreign"`, "no Watchword ownership marker", "1 of 3 destinations published")
+	eventually(t, wait, func() (bool, string) {
+		for _, d := range getPush(t, ns, "p").Status.Destinations {
+			if d.Name == ns+"/labelled" {
+				return d.State == v1alpha1.PushFailed && d.Reason == "NotSupported", fmt.Sprintf("%+v", d)
+			}
+		}
+		return false, "no status of the labelled destination"
+	})
+	if data, _, _ := vaultData(t, ns+"/foreign"); data["password"] != "theirs" {
+		t.Error("an unmarked Vault secret was written over")
+	}
+
+	// Deleting the PushSecret deletes what it owns, and only that.
+	must(t, k8s.Delete(context.Background(), getPush(t, ns, "p")))
+	waitGone(t, ps)
+	if _, _, found := vaultData(t, ns+"/pub"); found {
+		t.Error("the published Vault secret is still there")
+	}
+	if data, _, _ := vaultData(t, ns+"/foreign"); data["password"] != "theirs" {
+		t.Error("an unmarked Vault secret was deleted")
+	}
+}
