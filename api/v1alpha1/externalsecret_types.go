@@ -376,6 +376,14 @@ type ExternalSecretStatus struct {
 	// +listType=atomic
 	Versions []RemoteVersion `json:"versions,omitempty"`
 
+	// lastRotationTime is when a sync last delivered new data from the
+	// store (a new remote version, or a new value where the store keeps no
+	// versions) to the target. A first sync, a change of the spec, store or
+	// templates, and the repair of a target someone else changed are not
+	// rotations.
+	// +optional
+	LastRotationTime *metav1.Time `json:"lastRotationTime,omitempty"`
+
 	// target is the name of the Secret written.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253

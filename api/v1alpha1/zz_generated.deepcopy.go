@@ -345,6 +345,10 @@ func (in *ExternalSecretStatus) DeepCopyInto(out *ExternalSecretStatus) {
 		*out = make([]RemoteVersion, len(*in))
 		copy(*out, *in)
 	}
+	if in.LastRotationTime != nil {
+		in, out := &in.LastRotationTime, &out.LastRotationTime
+		*out = (*in).DeepCopy()
+	}
 	if in.SyncedKeys != nil {
 		in, out := &in.SyncedKeys, &out.SyncedKeys
 		*out = make([]string, len(*in))

@@ -1,6 +1,6 @@
 // Package metrics defines Watchword's Prometheus metrics. Labels carry
-// kinds, providers, operations and reasons: never a name of a secret, a key
-// or a value.
+// kinds, providers, store names, operations and reasons: never a name of a
+// secret, a key or a value.
 package metrics
 
 import (
@@ -35,6 +35,14 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 	}, []string{"provider", "store_kind", "operation"})
 
+	// Rotations counts rotations: new data from a store delivered to a
+	// target. The store label is namespace/name (a ClusterSecretStore's
+	// name alone): stores are few, and their names are not secret.
+	Rotations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "watchword_rotations_total",
+		Help: "Rotations delivered to ExternalSecret targets, by provider, store kind and store.",
+	}, []string{"provider", "store_kind", "store"})
+
 	// SyncErrors counts failed syncs by reason.
 	SyncErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "watchword_sync_errors_total",
@@ -43,7 +51,7 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(SyncDuration, ProviderCalls, ProviderLatency, SyncErrors)
+	crmetrics.Registry.MustRegister(SyncDuration, ProviderCalls, ProviderLatency, SyncErrors, Rotations)
 }
 
 // SyncObserver records sync outcomes.
@@ -57,6 +65,11 @@ func (SyncObserver) ObserveSync(d time.Duration, reason string) {
 	default:
 		SyncErrors.WithLabelValues(reason).Inc()
 	}
+}
+
+// ObserveRotation counts one rotation.
+func (SyncObserver) ObserveRotation(provider, storeKind, store string) {
+	Rotations.WithLabelValues(provider, storeKind, store).Inc()
 }
 
 // Instrument wraps a store's client so that its calls are counted and

@@ -63,6 +63,8 @@ type Reconciler struct {
 // Observer receives sync outcomes for metrics.
 type Observer interface {
 	ObserveSync(duration time.Duration, reason string)
+	// ObserveRotation counts a rotation delivered from a store.
+	ObserveRotation(provider, storeKind, store string)
 }
 
 // scope is one reconcile of one ExternalSecret: what the steps read and
@@ -85,6 +87,9 @@ type scope struct {
 	sources map[string]map[string]string
 	result  *engine.Result
 	written *writeResult
+	// change is what the write was (changeRotated…), empty when the
+	// target did not change.
+	change string
 
 	// outcome is the reconcile's result when a step ends it early.
 	outcome ctrl.Result
@@ -227,23 +232,34 @@ func (r *Reconciler) fetch(ctx context.Context, s *scope) (bool, error) {
 	return false, nil
 }
 
-// write writes the target and tells what changed in an event.
+// write writes the target and tells in an event what the change was: a
+// first sync, a rotation, a drift repair or an update for a new spec.
 func (r *Reconciler) write(ctx context.Context, s *scope) (bool, error) {
+	drifted := r.targetDrifted(ctx, s.es)
 	w, err := r.writeTarget(ctx, s.es, s.result)
 	if err != nil {
 		return false, err
 	}
 	s.written = w
 	if w.action != "" {
-		r.Recorder.Eventf(s.es, corev1.EventTypeNormal, w.action, "Secret %q %s; keys changed: %s",
-			targetName(s.es), strings.ToLower(w.action), keyList(w.changedKeys))
+		st := &s.es.Status
+		s.change = classifyChange(st, s.plan, drifted, s.result.Versions)
+		r.Recorder.Event(s.es, corev1.EventTypeNormal, s.change,
+			changeMessage(s.change, targetName(s.es), w.changedKeys, changedVersions(st.Versions, s.result.Versions)))
 	}
 	return false, nil
 }
 
-// record records the successful sync in the status and schedules the
-// next refresh.
+// record records the successful sync in the status, counts a rotation,
+// and schedules the next refresh.
 func (r *Reconciler) record(_ context.Context, s *scope) (bool, error) {
+	if s.change == changeRotated {
+		s.es.Status.LastRotationTime = &s.now
+		if r.Metrics != nil {
+			st := s.store.Store
+			r.Metrics.ObserveRotation(s.client.Provider(), st.Kind, storeLabel(st.Namespace, st.Name))
+		}
+	}
 	r.succeed(s)
 	s.outcome = s.plan.next(refreshTime(s.es))
 	return true, nil
@@ -379,13 +395,6 @@ func (r *Reconciler) templateSources(ctx context.Context, es *v1alpha1.ExternalS
 		out[name] = cm.Data
 	}
 	return out, nil
-}
-
-func keyList(keys []string) string {
-	if len(keys) == 0 {
-		return "none"
-	}
-	return strings.Join(keys, ", ")
 }
 
 // outcomeReason is the reason label of a reconcile for metrics: the reason
