@@ -262,6 +262,31 @@ type ExternalSecretSpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +listType=atomic
 	DataFrom []ExternalSecretDataFrom `json:"dataFrom,omitempty"`
+
+	// publishConnectionDetailsTo publishes the data this ExternalSecret
+	// renders for its target to a store that can write, after the target
+	// is written. With creationPolicy None nothing is written to the
+	// cluster: the data goes from one store to the other through the
+	// controller's memory only.
+	// +optional
+	PublishConnectionDetailsTo *ExternalSecretPublication `json:"publishConnectionDetailsTo,omitempty"`
+}
+
+// ExternalSecretPublication is where an ExternalSecret publishes its data:
+// a destination in the shape of seed 002's publishConnectionDetailsTo (a
+// name, metadata, and configRef naming the store), the same block as a
+// PushSecret destination, and what becomes of the published copy when the
+// ExternalSecret or the destination goes.
+type ExternalSecretPublication struct {
+	PushSecretDestination `json:",inline"`
+
+	// deletionPolicy is Delete (the default: the published copy is
+	// deleted when the ExternalSecret is deleted or the destination
+	// changes, if this ExternalSecret owns it) or Retain (it is left in
+	// place).
+	// +optional
+	// +kubebuilder:default=Delete
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 }
 
 // ExternalSecretPhase is the coarse state of an ExternalSecret.
@@ -414,6 +439,14 @@ type ExternalSecretStatus struct {
 	// last honoured.
 	// +optional
 	ForceSyncedValue string `json:"forceSyncedValue,omitempty"`
+
+	// publishedTo is the state of publishConnectionDetailsTo: an entry
+	// for its destination, and one for a former destination whose remote
+	// secret could not be deleted yet.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	PublishedTo []PushSecretDestinationStatus `json:"publishedTo,omitempty"`
 }
 
 // +kubebuilder:object:root=true

@@ -45,7 +45,9 @@ type PushSecretMetadata struct {
 }
 
 // PushSecretDestination is one remote secret to publish to, in the shape
-// of seed 002's publishConnectionDetailsTo: a name, metadata, and the store.
+// of seed 002's publishConnectionDetailsTo: a name, metadata, and the
+// store. A PushSecret and an ExternalSecret's publishConnectionDetailsTo
+// both use it.
 type PushSecretDestination struct {
 	// name of the remote secret in the store: a Secret name for a
 	// kubernetes store, a path under the mount for a Vault store.
@@ -59,14 +61,15 @@ type PushSecretDestination struct {
 	Metadata PushSecretMetadata `json:"metadata,omitempty"`
 
 	// configRef names the store to publish to: a SecretStore of the
-	// PushSecret's namespace. Defaults to the SecretStore named default.
-	// ClusterSecretStores are refused for now (see docs/publishing.md).
+	// publisher's namespace (the PushSecret's or the ExternalSecret's).
+	// Defaults to the SecretStore named default. ClusterSecretStores are
+	// refused for now (see docs/publishing.md).
 	// +optional
 	ConfigRef *StoreRef `json:"configRef,omitempty"`
 
-	// adopt lets this PushSecret take over a remote secret that exists
-	// and carries no Watchword ownership marker. Without it such a secret
-	// is left untouched and the PushSecret reports it.
+	// adopt lets the publisher take over a remote secret that exists and
+	// carries no Watchword ownership marker. Without it such a secret is
+	// left untouched and the publisher reports it.
 	// +optional
 	Adopt bool `json:"adopt,omitempty"`
 }

@@ -69,6 +69,11 @@ func assertNoLeak(t *testing.T, ns string) {
 				t.Errorf("condition %s of %s leaks a secret value", c.Type, es.Name)
 			}
 		}
+		for _, d := range es.Status.PublishedTo {
+			if strings.Contains(d.Message, sentinel) || strings.Contains(d.DataHash, sentinel) {
+				t.Errorf("the status of destination %q of ExternalSecret %s leaks a secret value", d.Name, es.Name)
+			}
+		}
 	}
 	var pushes v1alpha1.PushSecretList
 	must(t, k8s.List(ctx, &pushes, client.InNamespace(ns)))

@@ -76,3 +76,52 @@ func TestVaultPushPublishesRefusesAndUnpublishes(t *testing.T) {
 		t.Error("an unmarked Vault secret was deleted")
 	}
 }
+
+// TestVaultPublishFromAFakeStoreWritesNoSecret: an ExternalSecret of
+// creationPolicy None publishes what it reads from a fake store to Vault;
+// no Secret of the API server holds the value.
+func TestVaultPublishFromAFakeStoreWritesNoSecret(t *testing.T) {
+	needVault(t)
+	ns := newNamespace(t, nil)
+	createSecret(t, ns, "vault-token", map[string]string{"token": vaultSrv.RootToken})
+	vaultStore(t, ns, "vault", tokenAuth("vault-token"), "v2")
+	// Other tests hold the sentinel in Secrets of their own: this value
+	// is this test's alone.
+	value := sentinel + "-" + ns
+	fakeStore(t, ns, "source", fakeEntry{key: "db", value: value})
+	vaultPut(t, ns+"/foreign", map[string]any{"password": "theirs"})
+	newES(t, ns, "db", "source", withData("password", "db", ""), withTarget("", v1alpha1.CreationPolicyNone),
+		publishTo(ns+"/db", publishVia("vault")))
+	es := waitReady(t, ns, "db")
+	eventually(t, wait, func() (bool, string) {
+		data, _, found := vaultData(t, ns+"/db")
+		return found && data["password"] == value && len(data) == 1, fmt.Sprintf("found %v with %d fields", found, len(data))
+	})
+	if e := publishedEntry(es, ns+"/db"); e == nil || e.Version != "1" || e.StoreName != "vault" {
+		t.Errorf("publishedTo %+v", es.Status.PublishedTo)
+	}
+	if holding := secretsHolding(t, value); len(holding) != 0 {
+		t.Errorf("Secrets of the API server hold the value: %v", holding)
+	}
+
+	// An unmarked Vault secret is refused.
+	newES(t, ns, "foreign", "source", withData("password", "db", ""), withTarget("", v1alpha1.CreationPolicyNone),
+		publishTo(ns+"/foreign", publishVia("vault")))
+	waitCondition(t, ns, "foreign", "NotOwned", `Vault secret "`+ns+`/foreign"`, "no Watchword ownership marker")
+	if data, _, _ := vaultData(t, ns+"/foreign"); data["password"] != "theirs" {
+		t.Error("an unmarked Vault secret was written over")
+	}
+
+	// Deleting the ExternalSecret deletes what it owns, and only that.
+	must(t, k8s.Delete(context.Background(), getES(t, ns, "db")))
+	waitGone(t, es)
+	if _, _, found := vaultData(t, ns+"/db"); found {
+		t.Error("the published Vault secret is still there")
+	}
+	foreign := getES(t, ns, "foreign")
+	must(t, k8s.Delete(context.Background(), foreign))
+	waitGone(t, foreign)
+	if data, _, _ := vaultData(t, ns+"/foreign"); data["password"] != "theirs" {
+		t.Error("an unmarked Vault secret was deleted")
+	}
+}

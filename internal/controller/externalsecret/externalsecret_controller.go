@@ -91,8 +91,15 @@ type scope struct {
 	// target did not change.
 	change string
 
-	// outcome is the reconcile's result when a step ends it early.
+	// publishedTo is the new status of publishConnectionDetailsTo;
+	// publishErr the failure that matters most of publishing, if any.
+	publishedTo []v1alpha1.PushSecretDestinationStatus
+	publishErr  error
+
+	// outcome is the reconcile's result when a step ends it early;
+	// retry, when set, has it retried with backoff.
 	outcome ctrl.Result
+	retry   error
 	// abandoned: the reconcile stopped because the operator is stopping;
 	// its status is left as it was.
 	abandoned bool
@@ -116,6 +123,7 @@ var syncSteps = []step{
 	{"client", (*Reconciler).storeClient},
 	{"fetch", (*Reconciler).fetch},
 	{"write", (*Reconciler).write},
+	{"publish", (*Reconciler).publish},
 	{"record", (*Reconciler).record},
 }
 
@@ -129,12 +137,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !es.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, failure.Redacted(r.finalize(ctx, &es))
-	}
 	store, storeErr := storeaccess.Resolve(ctx, r.Client, es.Namespace, es.Spec.SecretStoreRef)
 	if !r.ours(store) {
 		return ctrl.Result{}, nil
+	}
+	if !es.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, failure.Redacted(r.finalize(ctx, &es))
 	}
 	r.catchUp(&es)
 	s := &scope{es: &es, before: es.DeepCopy(), now: metav1.NewTime(start), store: store, storeErr: storeErr}
@@ -164,7 +172,7 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 			break
 		}
 	}
-	return s.outcome, nil
+	return s.outcome, s.retry
 }
 
 // checkStore fails when the store could not be resolved.
@@ -184,7 +192,7 @@ func (r *Reconciler) readInputs(ctx context.Context, s *scope) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	s.inputs = fmt.Sprintf("%d|%s|%s", s.es.Generation, s.store.ID(), versions)
+	s.inputs = fmt.Sprintf("%d|%s|%s", s.es.Generation, s.store.ID(), versions) + r.publishInputs(ctx, s.es)
 	s.plan = newSchedule(s.es, s.now.Time, s.store.ID(), s.inputs)
 	return false, nil
 }
@@ -261,7 +269,11 @@ func (r *Reconciler) record(_ context.Context, s *scope) (bool, error) {
 		}
 	}
 	r.succeed(s)
+	s.es.Status.PublishedTo = s.publishedTo
 	s.outcome = s.plan.next(refreshTime(s.es))
+	if s.publishErr != nil {
+		r.publishFailed(s)
+	}
 	return true, nil
 }
 

@@ -15,10 +15,16 @@ import (
 	"github.com/watchword-dev/watchword/internal/controller/conditions"
 )
 
-// needsFinalizer: an owned target with deletionPolicy Delete goes by
+// needsFinalizer: the target or what is published needs us to act before
+// we go.
+func needsFinalizer(es *v1alpha1.ExternalSecret) bool {
+	return targetNeedsFinalizer(es) || publishNeedsFinalizer(es)
+}
+
+// targetNeedsFinalizer: an owned target with deletionPolicy Delete goes by
 // garbage collection; Merge targets lose our keys and Retain targets lose
 // our owner reference, both of which need us to act before we go.
-func needsFinalizer(es *v1alpha1.ExternalSecret) bool {
+func targetNeedsFinalizer(es *v1alpha1.ExternalSecret) bool {
 	return es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyMerge ||
 		(es.Spec.Target.CreationPolicy != v1alpha1.CreationPolicyNone && es.Spec.Target.DeletionPolicy == v1alpha1.DeletionPolicyRetain)
 }
@@ -32,13 +38,21 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, es *v1alpha1.ExternalS
 	return r.Client.Patch(ctx, es, patch)
 }
 
-// finalize cleans up the target of a deleted ExternalSecret, then lets it go.
+// finalize unpublishes what a deleted ExternalSecret owns (deletionPolicy
+// Delete of publishConnectionDetailsTo) and cleans up its target, then lets
+// it go. A destination store that is unreachable keeps it, and is tried
+// again; one that is gone deletes nothing.
 func (r *Reconciler) finalize(ctx context.Context, es *v1alpha1.ExternalSecret) error {
 	if !controllerutil.ContainsFinalizer(es, conditions.Finalizer) {
 		return nil
 	}
-	if err := r.cleanTarget(ctx, es); err != nil {
+	if err := r.unpublishAll(ctx, es); err != nil {
 		return err
+	}
+	if targetNeedsFinalizer(es) {
+		if err := r.cleanTarget(ctx, es); err != nil {
+			return err
+		}
 	}
 	patch := client.MergeFrom(es.DeepCopy())
 	controllerutil.RemoveFinalizer(es, conditions.Finalizer)

@@ -2,6 +2,7 @@ package externalsecret
 
 import (
 	"context"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
@@ -18,13 +19,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/controller/publishing"
 	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
 	"github.com/watchword-dev/watchword/internal/provider"
 )
 
 // Field indexes on ExternalSecrets.
 const (
-	// IndexStore holds "SecretStore/NS/NAME" or "ClusterSecretStore/NAME".
+	// IndexStore holds "SecretStore/NS/NAME" or "ClusterSecretStore/NAME"
+	// of the store read from and of every store published to, now or in
+	// the last status.
 	IndexStore = "watchword.store"
 	// IndexTarget holds the target Secret's name.
 	IndexTarget = "watchword.target"
@@ -58,10 +62,7 @@ type Options struct {
 // SetupWithManager registers indexes, watches and the controller.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &v1alpha1.ExternalSecret{}, IndexStore, func(o client.Object) []string {
-		es := o.(*v1alpha1.ExternalSecret)
-		return []string{StoreKey(es.Spec.SecretStoreRef.Kind, es.Namespace, es.Spec.SecretStoreRef.Name)}
-	}); err != nil {
+	if err := idx.IndexField(ctx, &v1alpha1.ExternalSecret{}, IndexStore, storeKeys); err != nil {
 		return err
 	}
 	if err := idx.IndexField(ctx, &v1alpha1.ExternalSecret{}, IndexTarget, func(o client.Object) []string {
@@ -147,6 +148,26 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers, RateLimiter: opts.RateLimiter}).
 		Complete(r)
+}
+
+// storeKeys lists the IndexStore values of an ExternalSecret: a change
+// of the store it reads from or publishes to queues it.
+func storeKeys(o client.Object) []string {
+	es := o.(*v1alpha1.ExternalSecret)
+	out := []string{StoreKey(es.Spec.SecretStoreRef.Kind, es.Namespace, es.Spec.SecretStoreRef.Name)}
+	add := func(kind, name string) {
+		if k := StoreKey(kind, es.Namespace, name); !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	for _, d := range destinations(es) {
+		ref := publishing.StoreRef(d)
+		add(ref.Kind, ref.Name)
+	}
+	for _, e := range es.Status.PublishedTo {
+		add(e.StoreKind, e.StoreName)
+	}
+	return out
 }
 
 // newFirst queues ExternalSecrets. The initial list after a start queues

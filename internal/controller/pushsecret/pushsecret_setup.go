@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/controller/publishing"
 	"github.com/watchword-dev/watchword/internal/provider"
 )
 
@@ -74,7 +75,7 @@ func storeNames(o client.Object) []string {
 		}
 	}
 	for _, d := range ps.Spec.Destinations {
-		ref := storeRef(d)
+		ref := publishing.StoreRef(d)
 		add(ref.Kind, ref.Name)
 	}
 	for _, e := range ps.Status.Destinations {

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
-	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
 )
 
@@ -61,58 +60,6 @@ func TestSelectData(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestHashTellsPublicationsApart(t *testing.T) {
-	base := engine.Publication{Fields: map[string][]byte{"a": []byte("1"), "b": []byte("2")}}
-	h := hashOf("uid", "store/1", base)
-	if !strings.HasPrefix(h, "sha256:") || len(h) != len("sha256:")+64 {
-		t.Fatalf("hash %q", h)
-	}
-	same := engine.Publication{Fields: map[string][]byte{"b": []byte("2"), "a": []byte("1")}}
-	if hashOf("uid", "store/1", same) != h {
-		t.Error("the same publication hashes differently")
-	}
-	labelled := base
-	labelled.Labels = map[string]string{"team": "a"}
-	// A split that moves bytes between a key and its value must not
-	// collide.
-	shifted := engine.Publication{Fields: map[string][]byte{"a1": []byte(""), "b": []byte("2")}}
-	for name, other := range map[string]string{
-		"another owner":      hashOf("uid2", "store/1", base),
-		"another store":      hashOf("uid", "store/2", base),
-		"a changed value":    hashOf("uid", "store/1", engine.Publication{Fields: map[string][]byte{"a": []byte("1"), "b": []byte("3")}}),
-		"labels":             hashOf("uid", "store/1", labelled),
-		"a shifted boundary": hashOf("uid", "store/1", shifted),
-	} {
-		if other == h {
-			t.Errorf("%s does not change the hash", name)
-		}
-	}
-}
-
-func TestStoreRefDefaults(t *testing.T) {
-	if got := storeRef(v1alpha1.PushSecretDestination{Name: "x"}); got != (v1alpha1.StoreRef{Name: "default", Kind: "SecretStore"}) {
-		t.Errorf("no configRef: %+v", got)
-	}
-	if got := storeRef(v1alpha1.PushSecretDestination{ConfigRef: &v1alpha1.StoreRef{Name: "v"}}); got.Kind != "SecretStore" || got.Name != "v" {
-		t.Errorf("configRef without kind: %+v", got)
-	}
-}
-
-func TestRemovedDestinations(t *testing.T) {
-	ps := &v1alpha1.PushSecret{Spec: v1alpha1.PushSecretSpec{Destinations: []v1alpha1.PushSecretDestination{
-		{Name: "kept"}, {Name: "moved", ConfigRef: &v1alpha1.StoreRef{Name: "vault"}},
-	}}}
-	ps.Status.Destinations = []v1alpha1.PushSecretDestinationStatus{
-		{Name: "kept", StoreKind: "SecretStore", StoreName: "default"},
-		{Name: "moved", StoreKind: "SecretStore", StoreName: "default"},
-		{Name: "renamed", StoreKind: "SecretStore", StoreName: "default"},
-	}
-	got := removed(ps)
-	if len(got) != 2 || got[0].Name != "moved" || got[1].Name != "renamed" {
-		t.Errorf("removed = %+v", got)
 	}
 }
 

@@ -1,0 +1,49 @@
+package publishing
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/engine"
+)
+
+// PublicationFor is the publication of one destination: the fields with
+// the destination's metadata.
+func PublicationFor(base engine.Publication, d v1alpha1.PushSecretDestination) engine.Publication {
+	p := base
+	p.Labels, p.Annotations, p.Type = d.Metadata.Labels, d.Metadata.Annotations, d.Metadata.Type
+	return p
+}
+
+// HashOf identifies what a destination gets: the publication, the owner's
+// UID (so that the same value yields unrelated hashes in two publishers)
+// and the store's generation (so that a changed store is written again).
+// It is a fingerprint, never the data.
+func HashOf(uid, store string, p engine.Publication) string {
+	h := sha256.New()
+	field := func(parts ...string) {
+		for _, part := range parts {
+			fmt.Fprintf(h, "%d:%s;", len(part), part)
+		}
+	}
+	field("watchword-publication-v1", uid, store, p.Type)
+	for _, k := range slices.Sorted(maps.Keys(p.Fields)) {
+		field("f", k, string(p.Fields[k]))
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Labels)) {
+		field("l", k, p.Labels[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Annotations)) {
+		field("a", k, p.Annotations[k])
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// SameFields tells whether a remote object holds exactly the fields.
+func SameFields(obj engine.Object, fields map[string][]byte) bool {
+	return maps.EqualFunc(obj.Fields, fields, func(a, b []byte) bool { return string(a) == string(b) })
+}

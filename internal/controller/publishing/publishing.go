@@ -1,0 +1,289 @@
+// Package publishing writes one destination of a publisher (a PushSecret,
+// or an ExternalSecret's publishConnectionDetailsTo) to a store that can
+// write, and deletes what the publisher owns there. Both controllers use
+// it, so that a destination behaves the same whoever publishes it: the
+// ownership marker, the refusal of a foreign remote secret unless adopt,
+// no write while the data is unchanged, and nothing deleted without the
+// publisher's own marker.
+package publishing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
+	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
+)
+
+// Publisher publishes destinations through the stores of one controller
+// class.
+type Publisher struct {
+	// Client reads stores from the cache.
+	Client   client.Reader
+	Clients  *storeaccess.Clients
+	Recorder record.EventRecorder
+	// Class is the controller class whose stores may be written.
+	Class string
+}
+
+// Request is one destination to bring up to date.
+type Request struct {
+	// Object is the publisher: events name it, and its kind, namespace,
+	// name and UID make the ownership marker.
+	Object client.Object
+	// Kind is the publisher's kind, for the marker and messages.
+	Kind string
+	// Destination is where to publish.
+	Destination v1alpha1.PushSecretDestination
+	// Previous is the destination's last status, nil if none.
+	Previous *v1alpha1.PushSecretDestinationStatus
+	// Publication holds the fields to publish; the destination adds its
+	// metadata.
+	Publication engine.Publication
+	// Keys are the names of the published fields, for events.
+	Keys []string
+	// Now is the reconcile's time.
+	Now metav1.Time
+	// ReadBack is how often an unchanged destination is read back and
+	// repaired if someone changed it; 0 never.
+	ReadBack time.Duration
+}
+
+// Owner is the marker every remote secret of a publisher carries: its
+// kind, namespace, name and UID.
+func Owner(kind string, obj metav1.Object, adopt bool) engine.Owner {
+	return engine.Owner{ID: fmt.Sprintf("%s/%s/%s/%s", kind, obj.GetNamespace(), obj.GetName(), obj.GetUID()), Adopt: adopt}
+}
+
+// StoreRef is the store a destination names: a SecretStore named default
+// when configRef is absent.
+func StoreRef(d v1alpha1.PushSecretDestination) v1alpha1.StoreRef {
+	if d.ConfigRef == nil {
+		return v1alpha1.StoreRef{Name: "default", Kind: v1alpha1.SecretStoreKind}
+	}
+	ref := *d.ConfigRef
+	if ref.Kind == "" {
+		ref.Kind = v1alpha1.SecretStoreKind
+	}
+	return ref
+}
+
+// SameDestination tells whether a status entry is of the destination.
+func SameDestination(e v1alpha1.PushSecretDestinationStatus, d v1alpha1.PushSecretDestination) bool {
+	ref := StoreRef(d)
+	return e.Name == d.Name && e.StoreKind == ref.Kind && e.StoreName == ref.Name
+}
+
+// Previous is the entry of the destination among the last status, or nil.
+func Previous(entries []v1alpha1.PushSecretDestinationStatus, d v1alpha1.PushSecretDestination) *v1alpha1.PushSecretDestinationStatus {
+	for i := range entries {
+		if SameDestination(entries[i], d) {
+			return &entries[i]
+		}
+	}
+	return nil
+}
+
+// Removed lists the entries whose destination is not among dests: a
+// destination removed, renamed or moved to another store.
+func Removed(entries []v1alpha1.PushSecretDestinationStatus, dests []v1alpha1.PushSecretDestination) []v1alpha1.PushSecretDestinationStatus {
+	var out []v1alpha1.PushSecretDestinationStatus
+	for _, e := range entries {
+		found := false
+		for _, d := range dests {
+			if SameDestination(e, d) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Resolve finds a destination's store and checks that a publisher of
+// namespace ns may publish there.
+func (p *Publisher) Resolve(ctx context.Context, kind, ns string, ref v1alpha1.StoreRef) (*storeaccess.Resolved, error) {
+	if ref.Kind == v1alpha1.ClusterSecretStoreKind {
+		return nil, failure.Terminalf(failure.NotSupported,
+			"ClusterSecretStore %q: publishing to a ClusterSecretStore is not supported yet (it has no per-namespace scope to keep the publishers of different namespaces apart); use a SecretStore of namespace %q",
+			ref.Name, ns)
+	}
+	store, err := storeaccess.Resolve(ctx, p.Client, ns, ref)
+	if err != nil {
+		if failure.Classify(err).Reason == failure.StoreNotFound {
+			return nil, failure.Terminalf(failure.StoreNotFound,
+				"SecretStore %q not found in namespace %q; create it or fix the destination's configRef (a SecretStore named default when configRef is absent)", ref.Name, ns)
+		}
+		return nil, err
+	}
+	if store.Controller != p.Class {
+		return nil, failure.Terminalf(failure.NotSupported,
+			"%s is served by controller class %q; a %s publishes only through stores of its own controller class (%q)", store.Describe(), store.Controller, kind, p.Class)
+	}
+	return store, nil
+}
+
+// Publish brings one destination up to date: it writes when what it
+// publishes changed, or when a read-back is due and shows that someone
+// changed the remote secret; otherwise it makes no call to the store. It
+// returns the destination's new status entry; on an error, the entry
+// keeps what was last published.
+func (p *Publisher) Publish(ctx context.Context, req Request) (v1alpha1.PushSecretDestinationStatus, error) {
+	d := req.Destination
+	ref := StoreRef(d)
+	entry := v1alpha1.PushSecretDestinationStatus{Name: d.Name, StoreKind: ref.Kind, StoreName: ref.Name}
+	prev := req.Previous
+	if prev != nil {
+		entry = *prev
+	}
+	store, err := p.Resolve(ctx, req.Kind, req.Object.GetNamespace(), ref)
+	if err != nil {
+		return entry, err
+	}
+	pub := PublicationFor(req.Publication, d)
+	hash := HashOf(string(req.Object.GetUID()), store.ID(), pub)
+	unchanged := prev != nil && prev.State == v1alpha1.PushPublished && prev.DataHash == hash
+	due := req.ReadBack > 0 && (prev == nil || prev.CheckedTime == nil || !req.Now.Time.Before(prev.CheckedTime.Add(req.ReadBack)))
+	if unchanged && !due {
+		return entry, nil
+	}
+	c, err := p.Clients.Get(ctx, store)
+	if err != nil {
+		return entry, err
+	}
+	w, err := c.AsWriter()
+	if err != nil {
+		return entry, err
+	}
+	repair := false
+	if unchanged {
+		obj, rerr := c.GetSecret(ctx, engine.Ref{Key: d.Name})
+		switch {
+		case rerr == nil && SameFields(obj, pub.Fields):
+			entry.CheckedTime = &req.Now
+			return entry, nil
+		case rerr == nil || errors.Is(rerr, engine.ErrNotFound):
+			repair = true
+		default:
+			return entry, rerr
+		}
+	}
+	version, err := w.PutSecret(ctx, d.Name, pub, Owner(req.Kind, req.Object, d.Adopt))
+	if err != nil {
+		return entry, err
+	}
+	now := req.Now
+	entry.State, entry.Reason, entry.Message = v1alpha1.PushPublished, string(failure.Published), ""
+	entry.Version, entry.DataHash = version, hash
+	entry.PublishedTime, entry.CheckedTime = &now, &now
+	where := fmt.Sprintf("%q of %s", d.Name, store.Describe())
+	if repair {
+		p.Recorder.Eventf(req.Object, corev1.EventTypeNormal, string(failure.DriftRepaired),
+			"remote secret %s was changed or deleted by someone else; published keys %s again", where, KeyList(req.Keys))
+	} else {
+		p.Recorder.Eventf(req.Object, corev1.EventTypeNormal, string(failure.Published), "published keys %s to remote secret %s", KeyList(req.Keys), where)
+	}
+	return entry, nil
+}
+
+// Failed records a destination's failure in its status entry, and tells
+// of a new one in an event. The entry keeps what was last published.
+func (p *Publisher) Failed(obj client.Object, entry v1alpha1.PushSecretDestinationStatus, err error) v1alpha1.PushSecretDestinationStatus {
+	class, msg := failure.Describe(err)
+	switch {
+	case class.Reason == failure.NotOwned:
+		entry.State = v1alpha1.PushNotOwned
+	case class.Terminal:
+		entry.State = v1alpha1.PushFailed
+	default:
+		entry.State = v1alpha1.PushFailing
+	}
+	msg = Clip(msg, 1024)
+	if entry.Reason != string(class.Reason) || entry.Message != msg {
+		where := fmt.Sprintf("%q of %s", entry.Name, DescribeStore(obj.GetNamespace(), entry))
+		p.Recorder.Eventf(obj, corev1.EventTypeWarning, string(class.Reason), "not published to remote secret %s: %s", where, msg)
+	}
+	entry.Reason, entry.Message = string(class.Reason), msg
+	return entry
+}
+
+// Unpublish deletes the remote secret of one status entry if the
+// publisher owns it. It returns an error only when it should be tried
+// again; a secret that another owns, a store that is gone or cannot
+// delete, and a secret never written are left, with an event.
+func (p *Publisher) Unpublish(ctx context.Context, kind string, obj client.Object, e v1alpha1.PushSecretDestinationStatus) error {
+	where := fmt.Sprintf("%q of %s", e.Name, DescribeStore(obj.GetNamespace(), e))
+	leave := func(why string) error {
+		p.Recorder.Eventf(obj, corev1.EventTypeWarning, string(failure.Retained), "remote secret %s is left in place: %s", where, why)
+		return nil
+	}
+	if e.State == v1alpha1.PushNotOwned || e.PublishedTime == nil {
+		// Never written by this publisher: nothing of ours is there.
+		return nil
+	}
+	store, err := p.Resolve(ctx, kind, obj.GetNamespace(), v1alpha1.StoreRef{Kind: e.StoreKind, Name: e.StoreName})
+	if err != nil {
+		if failure.Terminal(err) {
+			_, msg := failure.Describe(err)
+			return leave(msg)
+		}
+		return err
+	}
+	c, err := p.Clients.Get(ctx, store)
+	if err != nil {
+		return err
+	}
+	w, err := c.AsWriter()
+	if err != nil {
+		_, msg := failure.Describe(err)
+		return leave(msg)
+	}
+	err = w.DeleteSecret(ctx, e.Name, Owner(kind, obj, false))
+	switch {
+	case errors.Is(err, engine.ErrNotOwned):
+		_, msg := failure.Describe(err)
+		return leave(msg)
+	case err != nil:
+		return err
+	}
+	p.Recorder.Eventf(obj, corev1.EventTypeNormal, string(failure.Unpublished), "deleted remote secret %s (deletionPolicy Delete)", where)
+	return nil
+}
+
+// Clip shortens a message to n bytes, on a rune boundary.
+func Clip(msg string, n int) string {
+	if len(msg) <= n {
+		return msg
+	}
+	return strings.ToValidUTF8(msg[:n-4], "") + " …"
+}
+
+// DescribeStore names the store of a status entry of a publisher of
+// namespace ns, for messages.
+func DescribeStore(ns string, e v1alpha1.PushSecretDestinationStatus) string {
+	if e.StoreKind == v1alpha1.ClusterSecretStoreKind {
+		return storeaccess.Describe(e.StoreKind, "", e.StoreName)
+	}
+	return storeaccess.Describe(e.StoreKind, ns, e.StoreName)
+}
+
+// KeyList lists key names for messages.
+func KeyList(keys []string) string {
+	if len(keys) == 0 {
+		return "none"
+	}
+	return strings.Join(keys, ", ")
+}
