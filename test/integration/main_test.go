@@ -99,6 +99,9 @@ func TestMain(m *testing.M) {
 	if vaultSrv != nil {
 		vaultSrv.Close()
 	}
+	if otherCluster != nil {
+		_ = otherCluster.Stop()
+	}
 	cancel()
 	<-done
 	_ = cluster.Stop()
