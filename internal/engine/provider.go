@@ -7,6 +7,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -157,6 +158,11 @@ type Ops struct {
 	Checker Checker
 	// Closer releases the client's resources; nil when there are none.
 	Closer Closer
+	// Scope, for a store that keeps tenants apart on its own (seed 002's
+	// scope: a namespace of Kubernetes, a parent path of Vault), returns
+	// the operations confined to one scope. Nil: the store has no scopes,
+	// and a scope is a prefix of every key (see Client.InScope).
+	Scope func(scope string) (Ops, error)
 }
 
 // Capabilities is the set that ops declare.
@@ -181,6 +187,10 @@ func (o Ops) Capabilities() Capabilities {
 type Client struct {
 	provider string
 	ops      Ops
+	// scope is the provider's Ops.Scope; wraps are the wrappers applied
+	// since NewClient, applied again to a scoped client.
+	scope func(scope string) (Ops, error)
+	wraps []func(Ops) Ops
 }
 
 // CallTimeout bounds every call of a client: the context an operation gets
@@ -204,7 +214,7 @@ func NewClient(provider string, ops Ops) (*Client, error) {
 	if ops.Checker != nil {
 		bounded.Checker = timedChecker{ops.Checker}
 	}
-	return &Client{provider: provider, ops: bounded}, nil
+	return &Client{provider: provider, ops: bounded, scope: ops.Scope}, nil
 }
 
 // Provider is the name of the client's provider (its block in the store
@@ -267,7 +277,7 @@ func (c *Client) Wrap(wrap func(Ops) Ops) *Client {
 		Checker:  pick(c.ops.Checker, w.Checker),
 		Closer:   pick(c.ops.Closer, w.Closer),
 	}
-	return &Client{provider: c.provider, ops: out}
+	return &Client{provider: c.provider, ops: out, scope: c.scope, wraps: append(slices.Clip(c.wraps), wrap)}
 }
 
 // pick is the wrapped operation when both exist, the inner one otherwise.

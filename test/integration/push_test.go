@@ -341,8 +341,8 @@ func TestPushToAStoreThatCannotHoldIt(t *testing.T) {
 	}{
 		{name: "read-only", reason: "NotSupported", dest: pushTo("x", viaStore("SecretStore", "read-only")),
 			fragments: []string{`destination "x" of SecretStore "` + ns + `/read-only"`, `the "fake" provider does not have the write capability (it has read)`}},
-		{name: "cluster-store", reason: "NotSupported", dest: pushTo("x", viaStore("ClusterSecretStore", "shared")),
-			fragments: []string{`publishing to a ClusterSecretStore is not supported yet`}},
+		{name: "missing-cluster-store", reason: "StoreNotFound", dest: pushTo("x", viaStore("ClusterSecretStore", "nowhere-"+ns)),
+			fragments: []string{`ClusterSecretStore "nowhere-` + ns + `" not found; create it or fix the destination's configRef`}},
 		{name: "missing-store", reason: "StoreNotFound", dest: pushTo("x", viaStore("SecretStore", "nowhere")),
 			fragments: []string{`SecretStore "nowhere" not found`}},
 		{name: "bad-name", reason: "RemoteNameInvalid", dest: pushTo("Not_A_Secret_Name"),

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 )
 
@@ -123,5 +125,54 @@ func TestVaultPublishFromAFakeStoreWritesNoSecret(t *testing.T) {
 	waitGone(t, foreign)
 	if data, _, _ := vaultData(t, ns+"/foreign"); data["password"] != "theirs" {
 		t.Error("an unmarked Vault secret was deleted")
+	}
+}
+
+// TestVaultTenantsSharingAClusterStoreStayApart: through one Vault
+// ClusterSecretStore, publishers of two namespaces that choose the same
+// name land under their own parent paths (<mount>/<namespace>/), and a
+// secret outside their scope is out of reach even with adopt.
+func TestVaultTenantsSharingAClusterStoreStayApart(t *testing.T) {
+	needVault(t)
+	ops := newNamespace(t, nil)
+	a, b := newNamespace(t, nil), newNamespace(t, nil)
+	createSecret(t, ops, "vault-token", map[string]string{"token": vaultSrv.RootToken})
+	store := &v1alpha1.ClusterSecretStore{ObjectMeta: metav1.ObjectMeta{Name: "vault-" + ops},
+		Spec: v1alpha1.ClusterSecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{Vault: &v1alpha1.VaultProvider{
+			Server: vaultSrv.Addr(), Path: "secret", Version: "v2",
+			Auth: v1alpha1.VaultAuth{TokenSecretRef: &v1alpha1.SecretKeySelector{Name: "vault-token", Key: "token", Namespace: ops}}}}}}
+	must(t, k8s.Create(context.Background(), store))
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), store) })
+	vaultPut(t, "creds-"+a, map[string]any{"password": "outside every scope"})
+	createSecret(t, a, "src", map[string]string{"password": sentinel + "-a"})
+	createSecret(t, b, "src", map[string]string{"password": sentinel + "-b"})
+	via := viaStore("ClusterSecretStore", store.Name)
+	newPush(t, a, "p", "src", pushTo("creds", via))
+	pb := newPush(t, b, "p", "src", pushTo("creds", via), pushTo("../creds-"+a, via, func(d *v1alpha1.PushSecretDestination) { d.Adopt = true }))
+	waitPushReady(t, a, "p")
+	for ns, want := range map[string]string{a: sentinel + "-a", b: sentinel + "-b"} {
+		eventually(t, wait, func() (bool, string) {
+			data, _, found := vaultData(t, ns+"/creds")
+			return found && data["password"] == want, fmt.Sprintf("%s/creds: found %v", ns, found)
+		})
+	}
+	eventually(t, wait, func() (bool, string) {
+		for _, d := range getPush(t, b, "p").Status.Destinations {
+			if d.Name == "../creds-"+a {
+				return d.State == v1alpha1.PushFailed && d.Reason == "RemoteNameInvalid", fmt.Sprintf("%+v", d)
+			}
+		}
+		return false, "no status of the destination outside the scope"
+	})
+	if data, _, _ := vaultData(t, "creds-"+a); data["password"] != "outside every scope" {
+		t.Error("a publisher reached a Vault secret outside its scope")
+	}
+	must(t, k8s.Delete(context.Background(), pb))
+	waitGone(t, pb)
+	if _, _, found := vaultData(t, b+"/creds"); found {
+		t.Error("b's published secret is still there after b's publisher went")
+	}
+	if data, _, _ := vaultData(t, a+"/creds"); data["password"] != sentinel+"-a" {
+		t.Error("a's published secret changed when b's publisher went")
 	}
 }

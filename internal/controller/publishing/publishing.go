@@ -116,13 +116,11 @@ func Removed(entries []v1alpha1.PushSecretDestinationStatus, dests []v1alpha1.Pu
 // Resolve finds a destination's store and checks that a publisher of
 // namespace ns may publish there.
 func (p *Publisher) Resolve(ctx context.Context, kind, ns string, ref v1alpha1.StoreRef) (*storeaccess.Resolved, error) {
-	if ref.Kind == v1alpha1.ClusterSecretStoreKind {
-		return nil, failure.Terminalf(failure.NotSupported,
-			"ClusterSecretStore %q: publishing to a ClusterSecretStore is not supported yet (it has no per-namespace scope to keep the publishers of different namespaces apart); use a SecretStore of namespace %q",
-			ref.Name, ns)
-	}
 	store, err := storeaccess.Resolve(ctx, p.Client, ns, ref)
 	if err != nil {
+		if failure.Classify(err).Reason == failure.StoreNotFound && ref.Kind == v1alpha1.ClusterSecretStoreKind {
+			return nil, failure.Terminalf(failure.StoreNotFound, "ClusterSecretStore %q not found; create it or fix the destination's configRef", ref.Name)
+		}
 		if failure.Classify(err).Reason == failure.StoreNotFound {
 			return nil, failure.Terminalf(failure.StoreNotFound,
 				"SecretStore %q not found in namespace %q; create it or fix the destination's configRef (a SecretStore named default when configRef is absent)", ref.Name, ns)
@@ -134,6 +132,21 @@ func (p *Publisher) Resolve(ctx context.Context, kind, ns string, ref v1alpha1.S
 			"%s is served by controller class %q; a %s publishes only through stores of its own controller class (%q)", store.Describe(), store.Controller, kind, p.Class)
 	}
 	return store, nil
+}
+
+// client is the store's client for a publisher of namespace ns. Through a
+// ClusterSecretStore, which publishers of many namespaces share, it is
+// confined to the scope of ns (seed 002: the claim's namespace is its
+// scope): a Vault path ns/ under the mount, a namespace ns of a Kubernetes
+// store's cluster, or names prefixed with "ns-" where a store has no
+// scopes. Publishers of two namespaces can then neither see nor touch
+// each other's remote secrets, whatever names they choose.
+func (p *Publisher) client(ctx context.Context, store *storeaccess.Resolved, ns string) (*engine.Client, error) {
+	c, err := p.Clients.Get(ctx, store)
+	if err != nil || !store.Store.Cluster() {
+		return c, err
+	}
+	return c.InScope(ns)
 }
 
 // Publish brings one destination up to date: it writes when what it
@@ -160,7 +173,7 @@ func (p *Publisher) Publish(ctx context.Context, req Request) (v1alpha1.PushSecr
 	if unchanged && !due {
 		return entry, nil
 	}
-	c, err := p.Clients.Get(ctx, store)
+	c, err := p.client(ctx, store, req.Object.GetNamespace())
 	if err != nil {
 		return entry, err
 	}
@@ -189,7 +202,7 @@ func (p *Publisher) Publish(ctx context.Context, req Request) (v1alpha1.PushSecr
 	entry.State, entry.Reason, entry.Message = v1alpha1.PushPublished, string(failure.Published), ""
 	entry.Version, entry.DataHash = version, hash
 	entry.PublishedTime, entry.CheckedTime = &now, &now
-	where := fmt.Sprintf("%q of %s", d.Name, store.Describe())
+	where := fmt.Sprintf("%q of %s", d.Name, DescribeStore(req.Object.GetNamespace(), entry))
 	if repair {
 		p.Recorder.Eventf(req.Object, corev1.EventTypeNormal, string(failure.DriftRepaired),
 			"remote secret %s was changed or deleted by someone else; published keys %s again", where, KeyList(req.Keys))
@@ -242,7 +255,7 @@ func (p *Publisher) Unpublish(ctx context.Context, kind string, obj client.Objec
 		}
 		return err
 	}
-	c, err := p.Clients.Get(ctx, store)
+	c, err := p.client(ctx, store, obj.GetNamespace())
 	if err != nil {
 		return err
 	}
@@ -275,7 +288,7 @@ func Clip(msg string, n int) string {
 // namespace ns, for messages.
 func DescribeStore(ns string, e v1alpha1.PushSecretDestinationStatus) string {
 	if e.StoreKind == v1alpha1.ClusterSecretStoreKind {
-		return storeaccess.Describe(e.StoreKind, "", e.StoreName)
+		return storeaccess.Describe(e.StoreKind, "", e.StoreName) + fmt.Sprintf(" (scope %q)", ns)
 	}
 	return storeaccess.Describe(e.StoreKind, ns, e.StoreName)
 }

@@ -81,7 +81,14 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 		ns = store.Namespace
 	}
 	c := newClient(cs, ns, who)
-	return engine.Ops{Reader: c, Checker: c, Writer: c}, nil
+	ops := engine.Ops{Reader: c, Checker: c, Writer: c}
+	// A scope is a namespace of the store's cluster: the secrets of
+	// publishers of namespace "team-a" live in namespace team-a there.
+	ops.Scope = func(scope string) (engine.Ops, error) {
+		sc := newClient(cs, scope, who)
+		return engine.Ops{Reader: sc, Checker: sc, Writer: sc}, nil
+	}
+	return ops, nil
 }
 
 // restConfig builds the client configuration and the identity it acts as.

@@ -73,6 +73,12 @@ func (c *Client) ops() engine.Ops {
 	if c.version == "2" {
 		ops.Versions, ops.Writer = c, c
 	}
+	// A scope is a parent path under the mount: the secrets of publishers
+	// of namespace "team-a" live under <mount>/team-a/.
+	scoped := ops
+	ops.Scope = func(scope string) (engine.Ops, error) {
+		return engine.PrefixKeys(scoped, scope+"/"), nil
+	}
 	return ops
 }
 

@@ -1,0 +1,86 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	kubeprovider "github.com/watchword-dev/watchword/internal/provider/kubernetes"
+)
+
+// sharedPublishStore creates a ClusterSecretStore of the kubernetes
+// provider whose service account (in namespace ops) may write Secrets in
+// every namespace: the kind of store a platform team shares between
+// teams.
+func sharedPublishStore(t *testing.T, ops, name string) {
+	t.Helper()
+	ctx := context.Background()
+	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ops, Name: "publisher"}}))
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create", "update", "delete"}}}}
+	must(t, k8s.Create(ctx, role))
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "publisher", Namespace: ops}}}
+	must(t, k8s.Create(ctx, binding))
+	exp := int64(3600)
+	tr, err := kube.CoreV1().ServiceAccounts(ops).CreateToken(ctx, "publisher",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	must(t, err)
+	createSecret(t, ops, "publisher-token", map[string]string{"token": tr.Status.Token})
+	store := &v1alpha1.ClusterSecretStore{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.ClusterSecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{Kubernetes: &v1alpha1.KubernetesProvider{
+			RemoteNamespace: ops,
+			Auth: v1alpha1.KubernetesAuth{Token: &v1alpha1.KubernetesTokenAuth{
+				BearerToken: v1alpha1.SecretKeySelector{Name: "publisher-token", Key: "token", Namespace: ops}}},
+		}}}}
+	must(t, k8s.Create(ctx, store))
+	t.Cleanup(func() {
+		_ = k8s.Delete(context.Background(), store)
+		_ = k8s.Delete(context.Background(), binding)
+		_ = k8s.Delete(context.Background(), role)
+	})
+}
+
+// TestTenantsSharingAClusterStoreStayApart: two namespaces publish under
+// the same remote name through one ClusterSecretStore. Each lands in its
+// own scope (for a kubernetes store, its own namespace), neither overwrites
+// nor deletes the other's, and the store's own namespace gets nothing.
+func TestTenantsSharingAClusterStoreStayApart(t *testing.T) {
+	ops := newNamespace(t, nil)
+	a, b := newNamespace(t, nil), newNamespace(t, nil)
+	store := "shared-" + ops
+	sharedPublishStore(t, ops, store)
+	createSecret(t, a, "src", map[string]string{"password": sentinel + "-a"})
+	createSecret(t, b, "src", map[string]string{"password": sentinel + "-b"})
+	newPush(t, a, "p", "src", pushTo("creds", viaStore("ClusterSecretStore", store)))
+	// b asks to adopt whatever it finds: it still cannot reach a's.
+	pb := newPush(t, b, "p", "src", pushTo("creds", viaStore("ClusterSecretStore", store), func(d *v1alpha1.PushSecretDestination) { d.Adopt = true }))
+	waitPushReady(t, a, "p")
+	waitPushReady(t, b, "p")
+	ga := waitSecretData(t, a, "creds", map[string]string{"password": sentinel + "-a"})
+	gb := waitSecretData(t, b, "creds", map[string]string{"password": sentinel + "-b"})
+	if !strings.HasPrefix(ga.Annotations[kubeprovider.PublisherAnnotation], "PushSecret/"+a+"/p/") ||
+		!strings.HasPrefix(gb.Annotations[kubeprovider.PublisherAnnotation], "PushSecret/"+b+"/p/") {
+		t.Errorf("markers %q and %q, want each namespace's own publisher", ga.Annotations[kubeprovider.PublisherAnnotation], gb.Annotations[kubeprovider.PublisherAnnotation])
+	}
+	if _, err := getSecret(ops, "creds"); !apierrors.IsNotFound(err) {
+		t.Errorf("the store's own namespace got a published Secret: %v", err)
+	}
+	waitEvent(t, a, "p", "Published", `ClusterSecretStore "`+store+`" (scope "`+a+`")`)
+
+	// b goes (deletionPolicy Delete): its copy goes, a's stays.
+	must(t, k8s.Delete(context.Background(), pb))
+	waitGone(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: b, Name: "creds"}})
+	consistently(t, wait/10, func() (bool, string) {
+		s, err := getSecret(a, "creds")
+		return err == nil && string(s.Data["password"]) == sentinel+"-a", "a's published Secret changed when b's publisher went"
+	})
+}
