@@ -23,7 +23,8 @@ type PushSecretData struct {
 }
 
 // PushSecretMetadata is metadata of a published secret, for stores that
-// have it (a Kubernetes Secret). A store without such metadata refuses a
+// have it (labels, annotations and type of a Kubernetes Secret; tags of a
+// store that tags its secrets). A store without such metadata refuses a
 // destination that sets it.
 type PushSecretMetadata struct {
 	// labels to set on the remote secret.
@@ -42,6 +43,13 @@ type PushSecretMetadata struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self != 'kubernetes.io/service-account-token'",message="metadata.type kubernetes.io/service-account-token is not allowed: Watchword never writes service account tokens"
 	Type string `json:"type,omitempty"`
+
+	// tags to set on the remote secret, for stores that tag their secrets
+	// (Vault: custom metadata). A Kubernetes destination refuses them: use
+	// labels.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Tags map[string]string `json:"tags,omitempty"`
 }
 
 // PushSecretDestination is one remote secret to publish to, in the shape
@@ -173,6 +181,12 @@ type PushSecretDestinationStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	Version string `json:"version,omitempty"`
+
+	// capabilities are what the destination's store can do, as it said
+	// when it was last written to: read, versionCheck, write, delete…
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Capabilities string `json:"capabilities,omitempty"`
 
 	// dataHash identifies what was last written (a keyed hash of the
 	// data and metadata, never the data): an unchanged hash means no

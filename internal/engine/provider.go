@@ -57,7 +57,8 @@ type Owner struct {
 
 // Publication is what a publisher writes to one remote secret: its
 // fields, and metadata for the backends that keep metadata with a secret
-// (labels, annotations and type of a Kubernetes Secret). A backend
+// (labels, annotations and type of a Kubernetes Secret; tags of a store
+// that tags its secrets, such as Vault's custom metadata). A backend
 // without such metadata refuses a publication that sets it, with an error
 // wrapping ErrNotSupported.
 type Publication struct {
@@ -65,6 +66,7 @@ type Publication struct {
 	Labels      map[string]string
 	Annotations map[string]string
 	Type        string
+	Tags        map[string]string
 }
 
 // HasMetadata tells whether the publication sets labels, annotations or a

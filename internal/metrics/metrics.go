@@ -43,6 +43,13 @@ var (
 		Help: "Rotations delivered to ExternalSecret targets, by provider, store kind and store.",
 	}, []string{"provider", "store_kind", "store"})
 
+	// Publications counts the outcomes of publishing: each write, repair,
+	// unpublish, retention and failure of one destination.
+	Publications = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "watchword_publications_total",
+		Help: "Outcomes of publishing to remote secrets, by publisher kind, store kind, store and outcome (Published, DriftRepaired, Unpublished, Retained, or a failure's reason).",
+	}, []string{"publisher_kind", "store_kind", "store", "outcome"})
+
 	// SyncErrors counts failed syncs by reason.
 	SyncErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "watchword_sync_errors_total",
@@ -51,7 +58,7 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(SyncDuration, ProviderCalls, ProviderLatency, SyncErrors, Rotations)
+	crmetrics.Registry.MustRegister(SyncDuration, ProviderCalls, ProviderLatency, SyncErrors, Rotations, Publications)
 }
 
 // SyncObserver records sync outcomes.
@@ -65,6 +72,16 @@ func (SyncObserver) ObserveSync(d time.Duration, reason string) {
 	default:
 		SyncErrors.WithLabelValues(reason).Inc()
 	}
+}
+
+// StoreLabel names a store in metrics: namespace/name, or the name of a
+// ClusterSecretStore. A store's name is not secret, and there are as few
+// as there are stores.
+func StoreLabel(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
 }
 
 // ObserveRotation counts one rotation.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -174,5 +175,49 @@ func TestVaultTenantsSharingAClusterStoreStayApart(t *testing.T) {
 	}
 	if data, _, _ := vaultData(t, a+"/creds"); data["password"] != sentinel+"-a" {
 		t.Error("a's published secret changed when b's publisher went")
+	}
+}
+
+// vaultCustomMetadata reads the custom metadata of a KV v2 secret under
+// the mount "secret".
+func vaultCustomMetadata(t *testing.T, path string) map[string]string {
+	t.Helper()
+	var out struct {
+		Data struct {
+			CustomMetadata map[string]string `json:"custom_metadata"`
+		} `json:"data"`
+	}
+	must(t, vaultSrv.Do(http.MethodGet, "secret/metadata/"+path, nil, &out))
+	return out.Data.CustomMetadata
+}
+
+// TestVaultPushTagsGoIntoCustomMetadata: a destination's tags land in the
+// Vault secret's custom metadata beside the ownership marker; a tag that
+// would replace the marker is refused, and a Kubernetes destination, which
+// has no tags, refuses them too.
+func TestVaultPushTagsGoIntoCustomMetadata(t *testing.T) {
+	needVault(t)
+	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
+	createSecret(t, ns, "vault-token", map[string]string{"token": vaultSrv.RootToken})
+	vaultStore(t, ns, "vault", tokenAuth("vault-token"), "v2")
+	publisherStore(t, ns, "default", remote)
+	createSecret(t, ns, "src", map[string]string{"password": sentinel})
+	tags := func(m map[string]string) func(*v1alpha1.PushSecretDestination) {
+		return func(d *v1alpha1.PushSecretDestination) { d.Metadata.Tags = m }
+	}
+	via := viaStore("SecretStore", "vault")
+	newPush(t, ns, "p", "src", pushTo(ns+"/tagged", via, tags(map[string]string{"team": "payments", "env": "prod"})))
+	waitPushReady(t, ns, "p")
+	custom := vaultCustomMetadata(t, ns+"/tagged")
+	if custom["team"] != "payments" || custom["env"] != "prod" || !strings.HasPrefix(custom["watchword-owner"], "PushSecret/"+ns+"/p/") {
+		t.Errorf("custom metadata %v, want the tags and the marker", custom)
+	}
+
+	newPush(t, ns, "reserved", "src", pushTo(ns+"/reserved", via, tags(map[string]string{"watchword-owner": "me"})))
+	waitPushCondition(t, ns, "reserved", "NotSupported", `tag "watchword-owner" is where Watchword keeps its ownership marker`)
+	newPush(t, ns, "kube", "src", pushTo("tagged", tags(map[string]string{"team": "payments"})))
+	waitPushCondition(t, ns, "kube", "NotSupported", "a Kubernetes Secret has no tags; use metadata.labels instead")
+	if _, err := getSecret(remote, "tagged"); err == nil {
+		t.Error("a Kubernetes destination with tags was published")
 	}
 }

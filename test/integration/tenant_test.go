@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/metrics"
 	kubeprovider "github.com/watchword-dev/watchword/internal/provider/kubernetes"
 )
 
@@ -75,6 +77,12 @@ func TestTenantsSharingAClusterStoreStayApart(t *testing.T) {
 		t.Errorf("the store's own namespace got a published Secret: %v", err)
 	}
 	waitEvent(t, a, "p", "Published", `ClusterSecretStore "`+store+`" (scope "`+a+`")`)
+	if d := getPush(t, a, "p").Status.Destinations; len(d) != 1 || d[0].Capabilities != "read,write,delete" {
+		t.Errorf("destination status %+v, want the store's capabilities read,write,delete", d)
+	}
+	if n := testutil.ToFloat64(metrics.Publications.WithLabelValues("PushSecret", v1alpha1.ClusterSecretStoreKind, store, "Published")); n != 2 {
+		t.Errorf("watchword_publications_total for the shared store = %v, want 2 (one per namespace)", n)
+	}
 
 	// b goes (deletionPolicy Delete): its copy goes, a's stays.
 	must(t, k8s.Delete(context.Background(), pb))

@@ -26,6 +26,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
+	"github.com/watchword-dev/watchword/internal/metrics"
 )
 
 // Reconciler reconciles ExternalSecrets.
@@ -265,7 +266,7 @@ func (r *Reconciler) record(_ context.Context, s *scope) (bool, error) {
 		s.es.Status.LastRotationTime = &s.now
 		if r.Metrics != nil {
 			st := s.store.Store
-			r.Metrics.ObserveRotation(s.client.Provider(), st.Kind, storeLabel(st.Namespace, st.Name))
+			r.Metrics.ObserveRotation(s.client.Provider(), st.Kind, metrics.StoreLabel(st.Namespace, st.Name))
 		}
 	}
 	r.succeed(s)

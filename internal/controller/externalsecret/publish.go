@@ -109,7 +109,7 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (bool, error) {
 			if ctx.Err() != nil {
 				return false, ctx.Err()
 			}
-			entry = p.Failed(es, entry, err)
+			entry = p.Failed(publisherKind, es, entry, err)
 			failures = append(failures, fmt.Errorf("publishing to %q of %s: %w", d.Name, publishing.DescribeStore(es.Namespace, entry), err))
 		}
 		entries = append(entries, entry)

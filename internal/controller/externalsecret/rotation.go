@@ -116,13 +116,3 @@ func keyList(keys []string) string {
 	}
 	return strings.Join(keys[:maxListed], ", ") + fmt.Sprintf(" and %d more", len(keys)-maxListed)
 }
-
-// storeLabel names a store in the rotation metric: namespace/name, or the
-// name of a ClusterSecretStore. A store's name is not secret, and there are
-// as few as there are stores.
-func storeLabel(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
-}

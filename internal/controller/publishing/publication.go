@@ -15,7 +15,7 @@ import (
 // the destination's metadata.
 func PublicationFor(base engine.Publication, d v1alpha1.PushSecretDestination) engine.Publication {
 	p := base
-	p.Labels, p.Annotations, p.Type = d.Metadata.Labels, d.Metadata.Annotations, d.Metadata.Type
+	p.Labels, p.Annotations, p.Type, p.Tags = d.Metadata.Labels, d.Metadata.Annotations, d.Metadata.Type, d.Metadata.Tags
 	return p
 }
 
@@ -39,6 +39,9 @@ func HashOf(uid, store string, p engine.Publication) string {
 	}
 	for _, k := range slices.Sorted(maps.Keys(p.Annotations)) {
 		field("a", k, p.Annotations[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Tags)) {
+		field("t", k, p.Tags[k])
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
+	"github.com/watchword-dev/watchword/internal/metrics"
 )
 
 // Publisher publishes destinations through the stores of one controller
@@ -203,10 +204,13 @@ func (p *Publisher) Publish(ctx context.Context, req Request) (v1alpha1.PushSecr
 	entry.Version, entry.DataHash = version, hash
 	entry.PublishedTime, entry.CheckedTime = &now, &now
 	where := fmt.Sprintf("%q of %s", d.Name, DescribeStore(req.Object.GetNamespace(), entry))
+	entry.Capabilities = c.Capabilities().String()
 	if repair {
+		count(req.Kind, req.Object.GetNamespace(), entry, string(failure.DriftRepaired))
 		p.Recorder.Eventf(req.Object, corev1.EventTypeNormal, string(failure.DriftRepaired),
 			"remote secret %s was changed or deleted by someone else; published keys %s again", where, KeyList(req.Keys))
 	} else {
+		count(req.Kind, req.Object.GetNamespace(), entry, string(failure.Published))
 		p.Recorder.Eventf(req.Object, corev1.EventTypeNormal, string(failure.Published), "published keys %s to remote secret %s", KeyList(req.Keys), where)
 	}
 	return entry, nil
@@ -214,8 +218,9 @@ func (p *Publisher) Publish(ctx context.Context, req Request) (v1alpha1.PushSecr
 
 // Failed records a destination's failure in its status entry, and tells
 // of a new one in an event. The entry keeps what was last published.
-func (p *Publisher) Failed(obj client.Object, entry v1alpha1.PushSecretDestinationStatus, err error) v1alpha1.PushSecretDestinationStatus {
+func (p *Publisher) Failed(kind string, obj client.Object, entry v1alpha1.PushSecretDestinationStatus, err error) v1alpha1.PushSecretDestinationStatus {
 	class, msg := failure.Describe(err)
+	count(kind, obj.GetNamespace(), entry, string(class.Reason))
 	switch {
 	case class.Reason == failure.NotOwned:
 		entry.State = v1alpha1.PushNotOwned
@@ -240,6 +245,7 @@ func (p *Publisher) Failed(obj client.Object, entry v1alpha1.PushSecretDestinati
 func (p *Publisher) Unpublish(ctx context.Context, kind string, obj client.Object, e v1alpha1.PushSecretDestinationStatus) error {
 	where := fmt.Sprintf("%q of %s", e.Name, DescribeStore(obj.GetNamespace(), e))
 	leave := func(why string) error {
+		count(kind, obj.GetNamespace(), e, string(failure.Retained))
 		p.Recorder.Eventf(obj, corev1.EventTypeWarning, string(failure.Retained), "remote secret %s is left in place: %s", where, why)
 		return nil
 	}
@@ -272,8 +278,19 @@ func (p *Publisher) Unpublish(ctx context.Context, kind string, obj client.Objec
 	case err != nil:
 		return err
 	}
+	count(kind, obj.GetNamespace(), e, string(failure.Unpublished))
 	p.Recorder.Eventf(obj, corev1.EventTypeNormal, string(failure.Unpublished), "deleted remote secret %s (deletionPolicy Delete)", where)
 	return nil
+}
+
+// count counts one outcome of publishing to a destination of a publisher
+// of namespace ns.
+func count(kind, ns string, e v1alpha1.PushSecretDestinationStatus, outcome string) {
+	storeNS := ns
+	if e.StoreKind == v1alpha1.ClusterSecretStoreKind {
+		storeNS = ""
+	}
+	metrics.Publications.WithLabelValues(kind, e.StoreKind, metrics.StoreLabel(storeNS, e.StoreName), outcome).Inc()
 }
 
 // Clip shortens a message to n bytes, on a rune boundary.

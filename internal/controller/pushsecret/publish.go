@@ -28,7 +28,7 @@ func (r *Reconciler) publishAll(ctx context.Context, s *scope) (bool, error) {
 			if ctx.Err() != nil {
 				return false, ctx.Err()
 			}
-			entry = p.Failed(s.ps, entry, err)
+			entry = p.Failed(kind, s.ps, entry, err)
 			s.failures = append(s.failures, fmt.Errorf("destination %q of %s: %w", d.Name, describeStore(s.ps, entry), err))
 		}
 		s.destinations = append(s.destinations, entry)

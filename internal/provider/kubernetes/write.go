@@ -38,6 +38,9 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 		return "", failure.Terminalf(failure.RemoteNameInvalid,
 			"%q cannot name a Secret in namespace %q: a Secret's name has at most 253 lower-case letters, digits, '-' and '.', and starts and ends with a letter or digit; choose another destination name", key, c.namespace)
 	}
+	if len(p.Tags) > 0 {
+		return "", fmt.Errorf("Secret %s/%s: a Kubernetes Secret has no tags; use metadata.labels instead: %w", c.namespace, key, engine.ErrNotSupported)
+	}
 	typ := corev1.SecretType(p.Type)
 	if typ == "" {
 		typ = corev1.SecretTypeOpaque

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -227,7 +228,8 @@ func (c *Client) Check(ctx context.Context) error {
 // version. It refuses a secret that exists without Watchword's marker
 // (unless adopt) or with another owner's, and writes with check-and-set so
 // that a concurrent writer is not overwritten blindly. A Vault secret has
-// no labels, annotations or type: a publication that sets them is refused.
+// no labels, annotations or type: a publication that sets them is refused;
+// its tags go into the custom metadata, beside the marker.
 func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication, owner engine.Owner) (string, error) {
 	if c.version != "2" {
 		return "", fmt.Errorf("writing needs a KV v2 mount (it keeps the ownership marker in custom metadata); %q is KV v1: %w", c.mount, engine.ErrInvalidConfig)
@@ -248,8 +250,20 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 		}
 		cas = m.CurrentVersion
 	}
-	if m == nil || m.CustomMetadata[markerOwner] != owner.ID {
-		custom := map[string]string{markerManagedBy: managedByValue, markerOwner: owner.ID}
+	for k := range p.Tags {
+		if k == markerManagedBy || k == markerOwner {
+			return "", fmt.Errorf("%s: tag %q is where Watchword keeps its ownership marker; choose another tag: %w", c.where(key), k, engine.ErrNotSupported)
+		}
+	}
+	// The custom metadata keeps what it has (a tag taken out of the
+	// destination is not removed), and gets the tags and the marker.
+	custom := map[string]string{}
+	if m != nil {
+		maps.Copy(custom, m.CustomMetadata)
+	}
+	maps.Copy(custom, p.Tags)
+	custom[markerManagedBy], custom[markerOwner] = managedByValue, owner.ID
+	if m == nil || !maps.Equal(custom, m.CustomMetadata) {
 		if err := c.call(ctx, http.MethodPost, c.mount+"/metadata/"+key, nil, map[string]any{"custom_metadata": custom}, nil); err != nil {
 			return "", classify("marking "+c.where(key)+" as owned", err)
 		}
