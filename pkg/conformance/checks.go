@@ -292,11 +292,12 @@ func (s *suite) concurrentWriters() {
 		var wg sync.WaitGroup
 		for w := range writers {
 			tag := fmt.Sprintf("round%d-writer%d", r, w)
-			all[tag] = fields(tag)
+			f := fields(tag)
+			all[tag] = f
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				v, err := s.put(key, all[tag], ownerA)
+				v, err := s.put(key, f, ownerA)
 				results[w] = result{tag: tag, version: v, err: err}
 			}()
 		}
