@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/watchword-dev/watchword/internal/engine"
-	pluginprovider "github.com/watchword-dev/watchword/internal/provider/plugin"
 	"github.com/watchword-dev/watchword/pkg/conformance"
 	"github.com/watchword-dev/watchword/pkg/plugin"
 )
@@ -34,11 +33,12 @@ func serve(t *testing.T, m *memory) string {
 }
 
 // TestConformanceOverASocket runs the conformance suite against the plugin
-// provider talking to the memory plugin over a real unix socket.
+// provider talking to the memory plugin over a real unix socket, as a
+// plugin author runs it.
 func TestConformanceOverASocket(t *testing.T) {
 	m := newMemory()
 	endpoint := serve(t, m)
-	ops, err := pluginprovider.Dial(context.Background(), endpoint, map[string]string{"partition": "conformance"})
+	ops, err := conformance.DialPlugin(context.Background(), endpoint, map[string]string{"partition": "conformance"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestConformanceOverASocket(t *testing.T) {
 
 func TestHandshakeRefusesABadConfig(t *testing.T) {
 	endpoint := serve(t, newMemory())
-	_, err := pluginprovider.Dial(context.Background(), endpoint, map[string]string{"region": "x"})
+	_, err := conformance.DialPlugin(context.Background(), endpoint, map[string]string{"region": "x"})
 	if !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Fatalf("a config the plugin does not know: %v, want ErrInvalidConfig", err)
 	}
