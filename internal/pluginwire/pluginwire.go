@@ -104,6 +104,11 @@ func Error(plugin, what string, err error) error {
 	if !ok {
 		return fmt.Errorf("plugin %s: %s: %v: %w", plugin, what, err, engine.ErrUnavailable)
 	}
+	if st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "message larger than max") {
+		// gRPC's own refusal of a message over the limit, on either
+		// end: not the store asking to slow down.
+		return fmt.Errorf("plugin %s: %s: a message exceeds the limit of %d MiB", plugin, what, MaxMessageSize>>20)
+	}
 	class := classOf(st.Code())
 	msg := st.Message()
 	if st.Code() == codes.ResourceExhausted {

@@ -121,3 +121,18 @@ func TestCallsHonourTheCallersDeadline(t *testing.T) {
 		t.Fatalf("a call past its deadline: %v, want ErrUnavailable", err)
 	}
 }
+
+func TestMessagesAreBounded(t *testing.T) {
+	endpoint := serve(t, sdk.Store{Name: "big", Reader: readerFunc(func(context.Context, sdk.Config, sdk.Ref) (sdk.Secret, error) {
+		return sdk.Secret{Value: make([]byte, 5<<20)}, nil
+	})})
+	ops, err := Factory{}.New(context.Background(), store(endpoint), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ops.Closer.Close() }()
+	_, err = ops.Reader.GetSecret(context.Background(), engine.Ref{Key: "db"})
+	if err == nil || errors.Is(err, engine.ErrThrottled) || !strings.Contains(err.Error(), "4 MiB") {
+		t.Fatalf("a 5 MiB secret: %v; want an error that names the limit, not a throttling", err)
+	}
+}
