@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -119,4 +120,26 @@ func randomHex(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// TestConformanceVaultKV1: a KV v1 mount reads, without versions, and
+// cannot write.
+func TestConformanceVaultKV1(t *testing.T) {
+	needVault(t)
+	mount := "kv1-" + randomHex(t)
+	must(t, vaultSrv.Do(http.MethodPost, "sys/mounts/"+mount, map[string]any{"type": "kv", "options": map[string]string{"version": "1"}}, nil))
+	store := provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "conformance", Name: "vault-kv1",
+		Spec: &v1alpha1.SecretStoreProvider{Vault: &v1alpha1.VaultProvider{
+			Server: vaultSrv.Addr(), Path: mount, Version: "v1", Auth: v1alpha1.VaultAuth{TokenSecretRef: &credRef}}}}
+	ops, err := vault.Factory{}.New(context.Background(), store, tokenDeps{token: vaultSrv.RootToken})
+	must(t, err)
+	defer func() { _ = ops.Closer.Close() }()
+	seed := func(_ context.Context, key string, fields map[string][]byte) error {
+		data := make(map[string]any, len(fields))
+		for k, v := range fields {
+			data[k] = string(v)
+		}
+		return vaultSrv.Do(http.MethodPost, mount+"/"+key, data, nil)
+	}
+	conformance.Run(t, conformance.Harness{Name: "vault KV v1", Ops: ops, Seed: seed})
 }
