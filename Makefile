@@ -5,9 +5,10 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/watchword-dev/watchword/internal/version.Version=$(VERSION)
 export WATCHWORD_ASSETS ?= $(CURDIR)/.cache/tools/bin
 GOLANGCI_LINT := $(CURDIR)/.cache/tools/bin/golangci-lint
+BUF := $(CURDIR)/.cache/tools/bin/buf
 export GOLANGCI_LINT_CACHE ?= $(CURDIR)/.cache/golangci-lint
 
-.PHONY: all build tools tools-vault tools-lint lint dev bench bench-smoke test test-unit test-integration generate verify-generate vet fmt-check fuzz clean
+.PHONY: all build tools tools-vault tools-lint tools-proto lint dev bench bench-smoke test test-unit test-integration generate verify-generate vet fmt-check fuzz clean
 
 all: build
 
@@ -23,10 +24,15 @@ tools-vault: ## Also build the Vault server from Go modules (cached; about 15 mi
 tools-lint: ## Build golangci-lint with the Kubernetes API linter from Go modules (cached; about a minute the first time).
 	./hack/tools.sh lint
 
+tools-proto: ## Build buf, the protobuf compiler, from Go modules (cached).
+	./hack/tools.sh proto
+
 dev: build tools ## Run the operator and its demo on a local embedded control plane.
 	./bin/watchword dev --log-console $(DEV_ARGS)
 
-generate: ## Regenerate CRDs and deep-copy code.
+generate: tools-proto ## Regenerate CRDs, deep-copy code and the plugin protocol's Go code.
+	$(BUF) lint
+	$(BUF) generate
 	$(GO) tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/... paths=./internal/operator/... \
 		crd:maxDescLen=400 output:crd:artifacts:config=config/crd/bases \
 		rbac:roleName=watchword output:rbac:artifacts:config=config/rbac

@@ -4,7 +4,9 @@
 # kubectl (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3) and, with
 # the argument `vault`, the Vault server (github.com/hashicorp/vault). With
 # the argument `lint` it builds only golangci-lint with the Kubernetes API
-# linter compiled in (hack/tools/lint). Each is cached under .cache/tools,
+# linter compiled in (hack/tools/lint), and with `proto` only buf
+# (hack/tools/proto), the protobuf compiler `make generate` runs for
+# api/plugin. Each is cached under .cache/tools,
 # keyed on its pinned version, and linked into .cache/tools/bin. Nothing is
 # downloaded but Go modules.
 set -euo pipefail
@@ -53,6 +55,12 @@ if [ "${1:-}" = lint ]; then
   kal=$(version_of "$lint_dir" sigs.k8s.io/kube-api-linter)
   build lint "$lint_dir" "$(version_of "$lint_dir" github.com/golangci/golangci-lint/v2)-kal-${kal##*-}" \
     sigs.k8s.io/kube-api-linter/cmd/golangci-lint-kube-api-linter=golangci-lint
+  exit 0
+fi
+
+if [ "${1:-}" = proto ]; then
+  proto_dir="$root/hack/tools/proto"
+  build buf "$proto_dir" "$(version_of "$proto_dir" github.com/bufbuild/buf)" github.com/bufbuild/buf/cmd/buf
   exit 0
 fi
 

@@ -7,7 +7,7 @@ import (
 // SecretStoreProvider is the union of provider blocks. Exactly one is set.
 // Both store specs embed it inline, so this one rule validates the spec of
 // either kind.
-// +kubebuilder:validation:XValidation:rule="[has(self.awssm), has(self.fake), has(self.kubernetes), has(self.vault)].exists_one(x, x)",message="set exactly one provider block in spec (one of: awssm, fake, kubernetes, vault)"
+// +kubebuilder:validation:XValidation:rule="[has(self.awssm), has(self.fake), has(self.kubernetes), has(self.plugin), has(self.vault)].exists_one(x, x)",message="set exactly one provider block in spec (one of: awssm, fake, kubernetes, plugin, vault)"
 type SecretStoreProvider struct {
 	// awssm configures AWS Secrets Manager. The API is accepted; the
 	// provider is not implemented yet and the store reports so.
@@ -25,9 +25,33 @@ type SecretStoreProvider struct {
 	// +optional
 	Kubernetes *KubernetesProvider `json:"kubernetes,omitempty"`
 
+	// plugin talks to an out-of-tree store plugin over gRPC on a unix
+	// socket (docs/plugins.md).
+	// +optional
+	Plugin *PluginProvider `json:"plugin,omitempty"`
+
 	// vault reads from a KV engine of HashiCorp Vault or OpenBao.
 	// +optional
 	Vault *VaultProvider `json:"vault,omitempty"`
+}
+
+// PluginProvider configures a store served by an out-of-tree plugin.
+type PluginProvider struct {
+	// endpoint is the plugin's unix socket, such as
+	// unix:///run/watchword/plugins/mystore.sock. The plugin runs next to
+	// Watchword (a sidecar sharing the socket's volume).
+	// +required
+	// +kubebuilder:validation:MinLength=9
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^unix:///.+$`
+	Endpoint string `json:"endpoint"`
+
+	// config is handed to the plugin, unread by Watchword, with every
+	// call: the plugin's own settings for this store (a base path, a
+	// region). It holds no credentials: it is stored in plain text.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Config map[string]string `json:"config,omitempty"`
 }
 
 // AWSSMProvider configures AWS Secrets Manager.

@@ -22,6 +22,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/fake"
 	"github.com/watchword-dev/watchword/internal/provider/kubernetes"
+	"github.com/watchword-dev/watchword/internal/provider/plugin"
 	"github.com/watchword-dev/watchword/internal/provider/vault"
 	"github.com/watchword-dev/watchword/internal/version"
 )
@@ -32,6 +33,7 @@ func registry() provider.Registry {
 	return provider.Registry{
 		"fake":       fake.Factory{},
 		"kubernetes": kubernetes.Factory{},
+		"plugin":     plugin.Factory{},
 		"vault":      vault.Factory{},
 	}
 }

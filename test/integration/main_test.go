@@ -30,6 +30,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/fake"
 	kubeprovider "github.com/watchword-dev/watchword/internal/provider/kubernetes"
+	pluginprovider "github.com/watchword-dev/watchword/internal/provider/plugin"
 	"github.com/watchword-dev/watchword/internal/provider/vault"
 )
 
@@ -49,6 +50,7 @@ func registry() provider.Registry {
 	return provider.Registry{
 		"fake":       countingFactory{fake.Factory{}},
 		"kubernetes": countingFactory{kubeprovider.Factory{}},
+		"plugin":     countingFactory{pluginprovider.Factory{}},
 		"vault":      countingFactory{vault.Factory{}},
 	}
 }

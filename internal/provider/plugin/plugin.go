@@ -1,0 +1,184 @@
+// Package plugin is the provider of stores served by out-of-tree plugins:
+// it talks the plugin protocol (api/plugin/v1) over gRPC to a unix socket,
+// with a deadline on every call and bounded message sizes, and maps the
+// plugin's status codes back to the engine's error classes. The plugin's
+// handshake decides the client's capabilities. pkg/plugin is the SDK a
+// plugin is built with.
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	pluginv1 "github.com/watchword-dev/watchword/api/plugin/v1"
+	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/pluginwire"
+	"github.com/watchword-dev/watchword/internal/provider"
+)
+
+// CallTimeout bounds every call to a plugin, whatever the caller's
+// deadline.
+const CallTimeout = 10 * time.Second
+
+// Factory builds plugin clients.
+type Factory struct{}
+
+var _ provider.Factory = Factory{}
+
+// Validate checks that the endpoint is a unix socket.
+func (Factory) Validate(store provider.Store) error {
+	if _, err := pluginwire.SocketPath(store.Spec.Plugin.Endpoint); err != nil {
+		return fmt.Errorf("plugin.endpoint: %w", err)
+	}
+	return nil
+}
+
+// Refs is empty: a plugin block names no Kubernetes object; the plugin
+// holds its own credentials.
+func (Factory) Refs(provider.Store) []provider.ObjectRef { return nil }
+
+// New connects to the plugin and shakes hands: the plugin must speak
+// protocol v1, accept the store's config, and announce what it can do.
+func (f Factory) New(ctx context.Context, store provider.Store, _ provider.Deps) (engine.Ops, error) {
+	if err := f.Validate(store); err != nil {
+		return engine.Ops{}, err
+	}
+	spec := store.Spec.Plugin
+	return Dial(ctx, spec.Endpoint, spec.Config)
+}
+
+// Dial connects to the plugin at endpoint, for a store whose config is
+// cfg, and returns the operations the plugin announced.
+func Dial(ctx context.Context, endpoint string, cfg map[string]string) (engine.Ops, error) {
+	conn, err := grpc.NewClient(endpoint,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(pluginwire.MaxMessageSize), grpc.MaxCallSendMsgSize(pluginwire.MaxMessageSize)))
+	if err != nil {
+		return engine.Ops{}, fmt.Errorf("plugin endpoint %q: %v: %w", endpoint, err, engine.ErrInvalidConfig)
+	}
+	c := &Client{conn: conn, rpc: pluginv1.NewSecretStoreClient(conn), endpoint: endpoint, config: &pluginv1.Config{Values: cfg}}
+	caps, name, err := c.handshake(ctx)
+	if err != nil {
+		_ = conn.Close()
+		return engine.Ops{}, err
+	}
+	c.plugin = name
+	if !caps.Has(engine.CanRead) {
+		_ = conn.Close()
+		return engine.Ops{}, fmt.Errorf("plugin %s announced capabilities %s, without read: %w", c.name(), caps, engine.ErrNotSupported)
+	}
+	ops := engine.Ops{Reader: c, Checker: c, Closer: c}
+	if caps.Has(engine.CanCheckVersion) {
+		ops.Versions = c
+	}
+	if caps.Has(engine.CanWrite | engine.CanDelete) {
+		ops.Writer = c
+	}
+	return ops, nil
+}
+
+// Client calls one plugin for one store. It is not changed after Dial.
+type Client struct {
+	conn     *grpc.ClientConn
+	rpc      pluginv1.SecretStoreClient
+	endpoint string
+	config   *pluginv1.Config
+	// plugin is the name and version the plugin gave at the handshake.
+	plugin string
+}
+
+func (c *Client) name() string {
+	if c.plugin == "" {
+		return fmt.Sprintf("at %s", c.endpoint)
+	}
+	return fmt.Sprintf("%s at %s", c.plugin, c.endpoint)
+}
+
+func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, CallTimeout)
+}
+
+// handshake agrees on the protocol and returns the plugin's capabilities,
+// and its name and version.
+func (c *Client) handshake(ctx context.Context) (engine.Capabilities, string, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	resp, err := c.rpc.Handshake(ctx, &pluginv1.HandshakeRequest{ProtocolVersions: []string{pluginwire.ProtocolVersion}, Config: c.config})
+	if err != nil {
+		return 0, "", pluginwire.Error(c.name(), "handshake", err)
+	}
+	if resp.GetProtocolVersion() != pluginwire.ProtocolVersion {
+		return 0, "", fmt.Errorf("plugin %s chose protocol %q; Watchword speaks %s: %w", c.name(), resp.GetProtocolVersion(), pluginwire.ProtocolVersion, engine.ErrNotSupported)
+	}
+	name := resp.GetPluginName()
+	if v := resp.GetPluginVersion(); v != "" {
+		name += " " + v
+	}
+	return pluginwire.Capabilities(resp.GetCapabilities()), name, nil
+}
+
+// GetSecret reads one secret.
+func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	resp, err := c.rpc.Get(ctx, &pluginv1.GetRequest{Config: c.config, Ref: &pluginv1.Ref{Key: ref.Key, Version: ref.Version}})
+	if err != nil {
+		return engine.Object{}, pluginwire.Error(c.name(), fmt.Sprintf("reading key %q%s", ref.Key, versionText(ref.Version)), err)
+	}
+	s := resp.GetSecret()
+	return engine.Object{Version: s.GetVersion(), Value: s.GetValue(), Fields: s.GetFields()}, nil
+}
+
+// CurrentVersion tells a secret's current version.
+func (c *Client) CurrentVersion(ctx context.Context, key string) (string, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	resp, err := c.rpc.CurrentVersion(ctx, &pluginv1.CurrentVersionRequest{Config: c.config, Key: key})
+	if err != nil {
+		return "", pluginwire.Error(c.name(), fmt.Sprintf("the current version of key %q", key), err)
+	}
+	return resp.GetVersion(), nil
+}
+
+// PutSecret writes a secret that owner owns.
+func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication, owner engine.Owner) (string, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	resp, err := c.rpc.Put(ctx, &pluginv1.PutRequest{Config: c.config, Key: key, Fields: p.Fields, Labels: p.Labels,
+		Annotations: p.Annotations, Type: p.Type, Owner: &pluginv1.Owner{Id: owner.ID, Adopt: owner.Adopt}})
+	if err != nil {
+		return "", pluginwire.Error(c.name(), fmt.Sprintf("writing key %q", key), err)
+	}
+	return resp.GetVersion(), nil
+}
+
+// DeleteSecret deletes a secret that owner owns.
+func (c *Client) DeleteSecret(ctx context.Context, key string, owner engine.Owner) error {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	_, err := c.rpc.Delete(ctx, &pluginv1.DeleteRequest{Config: c.config, Key: key, Owner: &pluginv1.Owner{Id: owner.ID}})
+	if err != nil {
+		return pluginwire.Error(c.name(), fmt.Sprintf("deleting key %q", key), err)
+	}
+	return nil
+}
+
+// Check shakes hands again: the plugin is up and accepts the config.
+func (c *Client) Check(ctx context.Context) error {
+	_, _, err := c.handshake(ctx)
+	return err
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+func versionText(v string) string {
+	if v == "" {
+		return ""
+	}
+	return fmt.Sprintf(" at version %q", v)
+}

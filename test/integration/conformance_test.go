@@ -1,0 +1,145 @@
+package integration
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/provider"
+	kubeprovider "github.com/watchword-dev/watchword/internal/provider/kubernetes"
+	"github.com/watchword-dev/watchword/internal/provider/vault"
+	"github.com/watchword-dev/watchword/pkg/conformance"
+)
+
+// The conformance suite (pkg/conformance) against the in-tree providers
+// that talk to a real server: the kubernetes provider against this
+// control plane, the vault provider against the shared Vault server.
+
+// tokenDeps hands a provider one credential, as the key "token" of the
+// Secret "cred", and this cluster's address and CA.
+type tokenDeps struct{ token string }
+
+func (d tokenDeps) SecretValue(_ context.Context, sel v1alpha1.SecretKeySelector) ([]byte, error) {
+	if sel.Name != "cred" || sel.Key != "token" {
+		return nil, fmt.Errorf("no Secret key %s/%s in this test", sel.Name, sel.Key)
+	}
+	return []byte(d.token), nil
+}
+func (tokenDeps) ConfigMapValue(context.Context, string, string, string) ([]byte, error) {
+	return nil, errors.New("no ConfigMaps in this test")
+}
+func (tokenDeps) ServiceAccountToken(context.Context, v1alpha1.ServiceAccountSelector) (string, int64, error) {
+	return "", 0, errors.New("no service account tokens in this test")
+}
+func (tokenDeps) LocalConfig() *rest.Config {
+	return &rest.Config{Host: restCfg.Host, TLSClientConfig: rest.TLSClientConfig{CAData: restCfg.CAData, CAFile: restCfg.CAFile}}
+}
+
+var credRef = v1alpha1.SecretKeySelector{Name: "cred", Key: "token"}
+
+// publisherToken returns a token of a service account of ns that may get,
+// create, update and delete the Secrets of ns: what a publishing store's
+// identity needs.
+func publisherToken(t *testing.T, ns string) string {
+	t.Helper()
+	ctx := context.Background()
+	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "publisher"}}))
+	must(t, k8s.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "secret-publisher"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create", "update", "delete"}}}}))
+	must(t, k8s.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "secret-publisher"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "secret-publisher"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "publisher", Namespace: ns}}}))
+	exp := int64(3600)
+	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "publisher",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	must(t, err)
+	return tr.Status.Token
+}
+
+func TestConformanceKubernetes(t *testing.T) {
+	ns := newNamespace(t, nil)
+	store := provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: ns, Name: "kube",
+		Spec: &v1alpha1.SecretStoreProvider{Kubernetes: &v1alpha1.KubernetesProvider{
+			Auth: v1alpha1.KubernetesAuth{Token: &v1alpha1.KubernetesTokenAuth{BearerToken: credRef}}}}}
+	ops, err := kubeprovider.Factory{}.New(context.Background(), store, tokenDeps{token: publisherToken(t, ns)})
+	must(t, err)
+	secrets := kube.CoreV1().Secrets(ns)
+	// seed writes as an administrator would, without Watchword's marker.
+	seed := func(ctx context.Context, key string, fields map[string][]byte) error {
+		cur, err := secrets.Get(ctx, key, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: key}, Data: fields}, metav1.CreateOptions{})
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		cur.Data, cur.Annotations, cur.Labels = fields, nil, nil
+		_, err = secrets.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	}
+	conformance.Run(t, conformance.Harness{Name: "kubernetes", Ops: ops, Seed: seed})
+}
+
+func TestConformanceVault(t *testing.T) {
+	needVault(t)
+	store := provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "conformance", Name: "vault",
+		Spec: &v1alpha1.SecretStoreProvider{Vault: &v1alpha1.VaultProvider{
+			Server: vaultSrv.Addr(), Path: "secret", Version: "v2", Auth: v1alpha1.VaultAuth{TokenSecretRef: &credRef}}}}
+	ops, err := vault.Factory{}.New(context.Background(), store, tokenDeps{token: vaultSrv.RootToken})
+	must(t, err)
+	defer func() { _ = ops.Closer.Close() }()
+	prefix := "conformance/" + randomHex(t) + "/"
+	seed := func(_ context.Context, key string, fields map[string][]byte) error {
+		data := make(map[string]any, len(fields))
+		for k, v := range fields {
+			data[k] = string(v)
+		}
+		return vaultSrv.PutKV2("secret", key, data)
+	}
+	conformance.Run(t, conformance.Harness{Name: "vault", Ops: ops, Seed: seed, KeepsVersions: true,
+		Key: func(name string) string { return prefix + name }})
+}
+
+func randomHex(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// TestConformanceVaultKV1: a KV v1 mount reads, without versions, and
+// cannot write.
+func TestConformanceVaultKV1(t *testing.T) {
+	needVault(t)
+	mount := "kv1-" + randomHex(t)
+	must(t, vaultSrv.Do(http.MethodPost, "sys/mounts/"+mount, map[string]any{"type": "kv", "options": map[string]string{"version": "1"}}, nil))
+	store := provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "conformance", Name: "vault-kv1",
+		Spec: &v1alpha1.SecretStoreProvider{Vault: &v1alpha1.VaultProvider{
+			Server: vaultSrv.Addr(), Path: mount, Version: "v1", Auth: v1alpha1.VaultAuth{TokenSecretRef: &credRef}}}}
+	ops, err := vault.Factory{}.New(context.Background(), store, tokenDeps{token: vaultSrv.RootToken})
+	must(t, err)
+	defer func() { _ = ops.Closer.Close() }()
+	seed := func(_ context.Context, key string, fields map[string][]byte) error {
+		data := make(map[string]any, len(fields))
+		for k, v := range fields {
+			data[k] = string(v)
+		}
+		return vaultSrv.Do(http.MethodPost, mount+"/"+key, data, nil)
+	}
+	conformance.Run(t, conformance.Harness{Name: "vault KV v1", Ops: ops, Seed: seed})
+}
