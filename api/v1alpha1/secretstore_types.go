@@ -27,6 +27,17 @@ type SecretStoreSpec struct {
 	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$`
 	Controller string `json:"controller,omitempty"`
 
+	// defaultScope confines what publishers write through this store to
+	// one scope (seed 002): a parent path under a Vault mount
+	// (<mount>/<scope>/), a namespace of a Kubernetes store's cluster, a
+	// name prefix (<scope>-) for a store without scopes. Empty: publishers
+	// write where the store points. A ClusterSecretStore has no default
+	// scope: a publisher that uses one is confined to its own namespace.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`
+	DefaultScope string `json:"defaultScope,omitempty"`
+
 	SecretStoreProvider `json:",inline"`
 }
 

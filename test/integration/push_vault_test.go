@@ -221,3 +221,22 @@ func TestVaultPushTagsGoIntoCustomMetadata(t *testing.T) {
 		t.Error("a Kubernetes destination with tags was published")
 	}
 }
+
+// TestVaultDefaultScopeIsAParentPath: a Vault SecretStore's defaultScope is
+// a parent path under its mount for what its publishers write.
+func TestVaultDefaultScopeIsAParentPath(t *testing.T) {
+	needVault(t)
+	ns := newNamespace(t, nil)
+	createSecret(t, ns, "vault-token", map[string]string{"token": vaultSrv.RootToken})
+	vaultStore(t, ns, "vault", tokenAuth("vault-token"), "v2")
+	updateStore(t, ns, "vault", func(s *v1alpha1.SecretStore) { s.Spec.DefaultScope = "scope-" + ns })
+	createSecret(t, ns, "src", map[string]string{"password": sentinel})
+	newPush(t, ns, "p", "src", pushTo("creds", viaStore("SecretStore", "vault")))
+	waitPushReady(t, ns, "p")
+	if data, _, found := vaultData(t, "scope-"+ns+"/creds"); !found || data["password"] != sentinel {
+		t.Errorf("scope-%s/creds: found %v", ns, found)
+	}
+	if _, _, found := vaultData(t, "creds"); found {
+		t.Error("the secret was written outside the store's default scope")
+	}
+}

@@ -92,3 +92,22 @@ func TestTenantsSharingAClusterStoreStayApart(t *testing.T) {
 		return err == nil && string(s.Data["password"]) == sentinel+"-a", "a's published Secret changed when b's publisher went"
 	})
 }
+
+// TestSecretStoreDefaultScope: a SecretStore's defaultScope confines its
+// publishers: a kubernetes store then writes in the namespace it names,
+// not in its remoteNamespace.
+func TestSecretStoreDefaultScope(t *testing.T) {
+	ns, scope := newNamespace(t, nil), newNamespace(t, nil)
+	publisherStore(t, ns, "scoped", scope) // may write in scope
+	updateStore(t, ns, "scoped", func(s *v1alpha1.SecretStore) {
+		s.Spec.Kubernetes.RemoteNamespace = ns
+		s.Spec.DefaultScope = scope
+	})
+	createSecret(t, ns, "src", map[string]string{"password": sentinel})
+	newPush(t, ns, "p", "src", pushTo("creds", viaStore("SecretStore", "scoped")))
+	waitPushReady(t, ns, "p")
+	waitSecretData(t, scope, "creds", map[string]string{"password": sentinel})
+	if _, err := getSecret(ns, "creds"); !apierrors.IsNotFound(err) {
+		t.Errorf("the store's remoteNamespace got the published Secret: %v", err)
+	}
+}

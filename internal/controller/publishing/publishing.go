@@ -142,12 +142,30 @@ func (p *Publisher) Resolve(ctx context.Context, kind, ns string, ref v1alpha1.S
 // store's cluster, or names prefixed with "ns-" where a store has no
 // scopes. Publishers of two namespaces can then neither see nor touch
 // each other's remote secrets, whatever names they choose.
+//
+// Through a SecretStore, the store's own defaultScope confines it, if set.
 func (p *Publisher) client(ctx context.Context, store *storeaccess.Resolved, ns string) (*engine.Client, error) {
 	c, err := p.Clients.Get(ctx, store)
-	if err != nil || !store.Store.Cluster() {
-		return c, err
+	if err != nil {
+		return nil, err
 	}
-	return c.InScope(ns)
+	if scope := Scope(store, ns); scope != "" {
+		return c.InScope(scope)
+	}
+	return c, nil
+}
+
+// Scope is the scope a publisher of namespace ns writes in through store:
+// ns for a ClusterSecretStore, the defaultScope of a SecretStore, or ""
+// for none.
+func Scope(store *storeaccess.Resolved, ns string) string {
+	if store.Store.Cluster() {
+		return ns
+	}
+	if s, ok := store.Object.(*v1alpha1.SecretStore); ok {
+		return s.Spec.DefaultScope
+	}
+	return ""
 }
 
 // Publish brings one destination up to date: it writes when what it
