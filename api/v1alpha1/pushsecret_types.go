@@ -22,6 +22,23 @@ type PushSecretData struct {
 	RemoteKey string `json:"remoteKey,omitempty"`
 }
 
+// PushSecretTemplate renders the published fields.
+type PushSecretTemplate struct {
+	// data maps a remote field to a Go text/template rendered over the
+	// selected keys (.data.KEY, or index .data "key-with-dashes").
+	// +required
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:MaxProperties=256
+	Data map[string]string `json:"data"`
+
+	// mergePolicy is Replace (the default: only the templated fields are
+	// published) or Merge (the selected keys too, templated fields
+	// winning).
+	// +optional
+	// +kubebuilder:default=Replace
+	MergePolicy TemplateMergePolicy `json:"mergePolicy,omitempty"`
+}
+
 // PushSecretMetadata is metadata of a published secret, for stores that
 // have it (labels, annotations and type of a Kubernetes Secret; tags of a
 // store that tags its secrets). A store without such metadata refuses a
@@ -98,6 +115,12 @@ type PushSecretSpec struct {
 	// +kubebuilder:validation:MaxItems=256
 	// +listType=atomic
 	Data []PushSecretData `json:"data,omitempty"`
+
+	// template renders what is published from the selected keys (.data.KEY
+	// under their remote names), with the functions of an ExternalSecret's
+	// templates.
+	// +optional
+	Template *PushSecretTemplate `json:"template,omitempty"`
 
 	// destinations are the remote secrets to publish to.
 	// +required

@@ -225,3 +225,25 @@ func FuzzRender(f *testing.F) {
 		}
 	})
 }
+
+func TestRenderDataReplacesOrMerges(t *testing.T) {
+	data := map[string][]byte{"user": []byte("app"), "pass": []byte("s3cret")}
+	tmpl := map[string]string{"dsn": "{{ .data.user }}:{{ .data.pass }}", "user": "{{ .data.user | upper }}"}
+	got, err := RenderData(tmpl, false, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || string(got["dsn"]) != "app:s3cret" || string(got["user"]) != "APP" {
+		t.Errorf("Replace = %q", got)
+	}
+	got, err = RenderData(tmpl, true, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || string(got["pass"]) != "s3cret" || string(got["user"]) != "APP" {
+		t.Errorf("Merge = %q, want the selected keys too, templated ones winning", got)
+	}
+	if _, err := RenderData(map[string]string{"x": "{{ .data.nope }}"}, false, data); err == nil {
+		t.Error("a missing key rendered")
+	}
+}

@@ -205,6 +205,26 @@ func applyTemplate(t *v1alpha1.ExternalSecretTemplate, res *Result, sources map[
 	return nil
 }
 
+// RenderData renders templates (a field to a Go text/template) over data,
+// with the functions and limits of an ExternalSecret's templates: the
+// rendered fields, and with merge the fields of data too, the rendered
+// ones winning. A publisher renders what it publishes with it.
+func RenderData(templates map[string]string, merge bool, data map[string][]byte) (map[string][]byte, error) {
+	ctx := templateContext(data)
+	out := map[string][]byte{}
+	if merge {
+		maps.Copy(out, data)
+	}
+	for _, name := range slices.Sorted(maps.Keys(templates)) {
+		b, err := renderTemplate(name, templates[name], ctx)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = b
+	}
+	return out, nil
+}
+
 // templateContext exposes the fetched data as .data.KEY and, for
 // convenience, as .KEY at the top level.
 func templateContext(data map[string][]byte) map[string]any {

@@ -380,3 +380,31 @@ func hasStalled(ps *v1alpha1.PushSecret) bool {
 	}
 	return false
 }
+
+// TestPushTemplateShapesWhatIsPublished: a template renders the published
+// fields from the selected keys; a broken template is a TemplateError that
+// leaves what was published.
+func TestPushTemplateShapesWhatIsPublished(t *testing.T) {
+	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
+	publisherStore(t, ns, "default", remote)
+	createSecret(t, ns, "db", map[string]string{"user": "app", "password": sentinel, "unused": "x"})
+	newPush(t, ns, "p", "db", pushKey("user", ""), pushKey("password", "pass"), pushTo("dsn"), func(ps *v1alpha1.PushSecret) {
+		ps.Spec.Template = &v1alpha1.PushSecretTemplate{Data: map[string]string{"dsn": "postgres://{{ .data.user }}:{{ .data.pass }}@db:5432/app"}}
+	})
+	waitPushReady(t, ns, "p")
+	waitSecretData(t, remote, "dsn", map[string]string{"dsn": "postgres://app:" + sentinel + "@db:5432/app"})
+
+	updatePush(t, ns, "p", func(ps *v1alpha1.PushSecret) {
+		ps.Spec.Template.MergePolicy = v1alpha1.TemplateMergeMerge
+	})
+	waitSecretData(t, remote, "dsn", map[string]string{"dsn": "postgres://app:" + sentinel + "@db:5432/app", "user": "app", "pass": sentinel})
+
+	updatePush(t, ns, "p", func(ps *v1alpha1.PushSecret) {
+		ps.Spec.Template.Data["dsn"] = "{{ .data.pass | nosuchfunc }}"
+	})
+	waitPushCondition(t, ns, "p", "TemplateError", "spec.template")
+	consistently(t, 2*time.Second, func() (bool, string) {
+		s, err := getSecret(remote, "dsn")
+		return err == nil && string(s.Data["user"]) == "app" && len(s.Data) == 3, "a template error changed what was published"
+	})
+}

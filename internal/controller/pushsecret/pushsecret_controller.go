@@ -11,6 +11,8 @@ package pushsecret
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -144,6 +146,12 @@ func (r *Reconciler) readSource(ctx context.Context, s *scope) (bool, error) {
 	fields, remoteKeys, err := selectData(ps, src.Data)
 	if err != nil {
 		return false, err
+	}
+	if t := ps.Spec.Template; t != nil {
+		if fields, err = engine.RenderData(t.Data, t.MergePolicy == v1alpha1.TemplateMergeMerge, fields); err != nil {
+			return false, fmt.Errorf("spec.template: %w", err)
+		}
+		remoteKeys = slices.Sorted(maps.Keys(fields))
 	}
 	s.publication = engine.Publication{Fields: fields}
 	s.remoteKeys = remoteKeys
