@@ -24,4 +24,8 @@ const (
 	// RemoteNameInvalid: the store cannot hold a secret of the
 	// destination's name. Terminal.
 	RemoteNameInvalid Reason = "RemoteNameInvalid"
+	// UnpublishDeferred: a removed destination is not unpublished while a
+	// current one fails, so that a mistaken change (a store renamed to
+	// one that does not exist) never deletes the only published copy.
+	UnpublishDeferred Reason = "UnpublishDeferred"
 )

@@ -408,3 +408,51 @@ func TestPushTemplateShapesWhatIsPublished(t *testing.T) {
 		return err == nil && string(s.Data["user"]) == "app" && len(s.Data) == 3, "a template error changed what was published"
 	})
 }
+
+// TestPushStoreSwappedDeletesNothingBySurprise: a destination moved to
+// another store that points at the same place keeps its remote Secret (the
+// same object, never deleted and created again); moved to a store that does
+// not exist, nothing is deleted until the move can be published; moved to
+// a store elsewhere, the old copy goes (deletionPolicy Delete).
+func TestPushStoreSwappedDeletesNothingBySurprise(t *testing.T) {
+	ns, remote, elsewhere := newNamespace(t, nil), newNamespace(t, nil), newNamespace(t, nil)
+	publisherStore(t, ns, "a", remote)
+	publisherStore(t, ns, "same-place", remote)
+	publisherStore(t, ns, "elsewhere", elsewhere)
+	createSecret(t, ns, "src", map[string]string{"k": "v"})
+	newPush(t, ns, "p", "src", pushTo("d", viaStore("SecretStore", "a")))
+	waitPushReady(t, ns, "p")
+	first := waitSecretData(t, remote, "d", map[string]string{"k": "v"})
+	moveTo := func(store string) {
+		updatePush(t, ns, "p", func(ps *v1alpha1.PushSecret) {
+			ps.Spec.Destinations[0].ConfigRef = &v1alpha1.StoreRef{Kind: "SecretStore", Name: store}
+		})
+	}
+
+	moveTo("same-place")
+	waitPushReady(t, ns, "p")
+	waitEvent(t, ns, "p", "Retained", `it is the remote secret that destination "d" has just published`)
+	if s, err := getSecret(remote, "d"); err != nil || s.UID != first.UID {
+		t.Fatalf("the remote Secret was deleted (and perhaps created again) when its store was swapped for one pointing at the same place: %v", err)
+	}
+
+	moveTo("nowhere")
+	waitPushCondition(t, ns, "p", "StoreNotFound")
+	consistently(t, 2*time.Second, func() (bool, string) {
+		s, err := getSecret(remote, "d")
+		return err == nil && s.UID == first.UID, "a move to a store that does not exist deleted the published Secret"
+	})
+	eventually(t, wait, func() (bool, string) {
+		for _, d := range getPush(t, ns, "p").Status.Destinations {
+			if d.StoreName == "same-place" {
+				return d.State == v1alpha1.PushUnpublishing && d.Reason == "UnpublishDeferred", fmt.Sprintf("%+v", d)
+			}
+		}
+		return false, "the old destination is not kept in the status"
+	})
+
+	moveTo("elsewhere")
+	waitPushReady(t, ns, "p")
+	waitSecretData(t, elsewhere, "d", map[string]string{"k": "v"})
+	waitGone(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: remote, Name: "d"}})
+}

@@ -85,22 +85,6 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (bool, error) {
 	dests := destinations(es)
 	var entries []v1alpha1.PushSecretDestinationStatus
 	var failures []error
-	for _, e := range publishing.Removed(es.Status.PublishedTo, dests) {
-		if publishRetains(es) {
-			r.Recorder.Eventf(es, corev1.EventTypeNormal, string(failure.Retained),
-				"destination %q of %s was removed; its remote secret is left in place (%s)", e.Name, publishing.DescribeStore(es.Namespace, e), retainedWhy(es))
-			continue
-		}
-		if err := p.Unpublish(ctx, publisherKind, es, e); err != nil {
-			if ctx.Err() != nil {
-				return false, ctx.Err()
-			}
-			class, msg := failure.Describe(err)
-			e.State, e.Reason, e.Message = v1alpha1.PushUnpublishing, string(class.Reason), publishing.Clip(msg, 1024)
-			entries = append(entries, e)
-			failures = append(failures, fmt.Errorf("unpublishing %q of %s: %w", e.Name, publishing.DescribeStore(es.Namespace, e), err))
-		}
-	}
 	for _, d := range dests {
 		entry, err := p.Publish(ctx, publishing.Request{Object: es, Kind: publisherKind, Destination: d,
 			Previous: publishing.Previous(es.Status.PublishedTo, d), Publication: engine.Publication{Fields: s.result.Data},
@@ -114,6 +98,33 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (bool, error) {
 		}
 		entries = append(entries, entry)
 	}
+	// Removed destinations go after the current ones are written, so that
+	// one that is the same remote secret as a current one is recognised
+	// and kept.
+	current := &publishing.Current{Entries: entries, Fields: s.result.Data}
+	failing := len(failures) > 0
+	var unpublishing []v1alpha1.PushSecretDestinationStatus
+	for _, e := range publishing.Removed(es.Status.PublishedTo, dests) {
+		if failing && !publishRetains(es) {
+			unpublishing = append(unpublishing, publishing.Defer(e))
+			continue
+		}
+		if publishRetains(es) {
+			r.Recorder.Eventf(es, corev1.EventTypeNormal, string(failure.Retained),
+				"destination %q of %s was removed; its remote secret is left in place (%s)", e.Name, publishing.DescribeStore(es.Namespace, e), retainedWhy(es))
+			continue
+		}
+		if err := p.Unpublish(ctx, publisherKind, es, e, current); err != nil {
+			if ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			class, msg := failure.Describe(err)
+			e.State, e.Reason, e.Message = v1alpha1.PushUnpublishing, string(class.Reason), publishing.Clip(msg, 1024)
+			unpublishing = append(unpublishing, e)
+			failures = append(failures, fmt.Errorf("unpublishing %q of %s: %w", e.Name, publishing.DescribeStore(es.Namespace, e), err))
+		}
+	}
+	entries = append(entries, unpublishing...)
 	s.publishedTo = entries
 	s.publishErr = worst(failures)
 	return false, nil
@@ -180,7 +191,7 @@ func (r *Reconciler) unpublishAll(ctx context.Context, es *v1alpha1.ExternalSecr
 	}
 	p := r.publisher()
 	for _, e := range entries {
-		if err := p.Unpublish(ctx, publisherKind, es, e); err != nil {
+		if err := p.Unpublish(ctx, publisherKind, es, e, nil); err != nil {
 			return fmt.Errorf("unpublishing %q of %s before the ExternalSecret goes: %w", e.Name, publishing.DescribeStore(es.Namespace, e), err)
 		}
 	}

@@ -256,11 +256,47 @@ func (p *Publisher) Failed(kind string, obj client.Object, entry v1alpha1.PushSe
 	return entry
 }
 
+// Defer keeps a removed destination, unpublished, in the status while a
+// current destination fails: nothing already published is deleted until
+// the change that removed it has been published everywhere. It is tried
+// again with the next reconcile.
+func Defer(e v1alpha1.PushSecretDestinationStatus) v1alpha1.PushSecretDestinationStatus {
+	e.State, e.Reason = v1alpha1.PushUnpublishing, string(failure.UnpublishDeferred)
+	e.Message = "removed from the spec; its remote secret is kept until every current destination is published"
+	return e
+}
+
+// Current is what a publisher has just published: the status entries of
+// its current destinations and the fields they got. Unpublish uses it to
+// recognise a removed destination that is the same remote secret as a
+// current one (a store swapped for another that points at the same
+// place), which it must not delete.
+type Current struct {
+	Entries []v1alpha1.PushSecretDestinationStatus
+	Fields  map[string][]byte
+}
+
+// holds names the current destination whose write obj is: one just
+// published with obj's version and fields. Two distinct remote secrets
+// taken for one leave an old copy in place, never delete a current one.
+func (c *Current) holds(obj engine.Object) (string, bool) {
+	if c == nil || obj.Version == "" || !SameFields(obj, c.Fields) {
+		return "", false
+	}
+	for _, e := range c.Entries {
+		if e.State == v1alpha1.PushPublished && e.Version == obj.Version {
+			return e.Name, true
+		}
+	}
+	return "", false
+}
+
 // Unpublish deletes the remote secret of one status entry if the
 // publisher owns it. It returns an error only when it should be tried
 // again; a secret that another owns, a store that is gone or cannot
-// delete, and a secret never written are left, with an event.
-func (p *Publisher) Unpublish(ctx context.Context, kind string, obj client.Object, e v1alpha1.PushSecretDestinationStatus) error {
+// delete, a secret never written, and one that a current destination has
+// just written (cur) are left, with an event.
+func (p *Publisher) Unpublish(ctx context.Context, kind string, obj client.Object, e v1alpha1.PushSecretDestinationStatus, cur *Current) error {
 	where := fmt.Sprintf("%q of %s", e.Name, DescribeStore(obj.GetNamespace(), e))
 	leave := func(why string) error {
 		count(kind, obj.GetNamespace(), e, string(failure.Retained))
@@ -287,6 +323,13 @@ func (p *Publisher) Unpublish(ctx context.Context, kind string, obj client.Objec
 	if err != nil {
 		_, msg := failure.Describe(err)
 		return leave(msg)
+	}
+	if cur != nil {
+		if remote, gerr := c.GetSecret(ctx, engine.Ref{Key: e.Name}); gerr == nil {
+			if name, same := cur.holds(remote); same {
+				return leave(fmt.Sprintf("it is the remote secret that destination %q has just published", name))
+			}
+		}
 	}
 	err = w.DeleteSecret(ctx, e.Name, Owner(kind, obj, false))
 	switch {

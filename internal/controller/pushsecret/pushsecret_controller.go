@@ -86,8 +86,8 @@ type step struct {
 var publishSteps = []step{
 	{"finalizer", (*Reconciler).syncFinalizer},
 	{"source", (*Reconciler).readSource},
-	{"unpublish", (*Reconciler).unpublishRemoved},
 	{"publish", (*Reconciler).publishAll},
+	{"unpublish", (*Reconciler).unpublishRemoved},
 	{"record", (*Reconciler).record},
 }
 

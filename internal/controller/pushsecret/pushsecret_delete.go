@@ -3,6 +3,7 @@ package pushsecret
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -36,17 +37,26 @@ func (r *Reconciler) syncFinalizer(ctx context.Context, s *scope) (bool, error) 
 }
 
 // unpublishRemoved deletes, under deletionPolicy Delete, the remote
-// secrets of removed destinations that this PushSecret owns. One that
-// cannot be deleted yet stays in the status as Unpublishing and is tried
+// secrets of removed destinations that this PushSecret owns, after the
+// current destinations are published: one that is the same remote secret
+// as a current one (a store swapped for another that points at the same
+// place) is kept. While a current destination fails, none is deleted
+// (publishing.Defer). One that cannot be deleted yet stays in the status as Unpublishing and is tried
 // again; a store that no longer exists deletes nothing anywhere.
 func (r *Reconciler) unpublishRemoved(ctx context.Context, s *scope) (bool, error) {
+	current := &publishing.Current{Entries: slices.Clone(s.destinations), Fields: s.publication.Fields}
+	failing := len(s.failures) > 0
 	for _, e := range publishing.Removed(s.ps.Status.Destinations, s.ps.Spec.Destinations) {
+		if failing && s.ps.Spec.DeletionPolicy != v1alpha1.DeletionPolicyRetain {
+			s.destinations = append(s.destinations, publishing.Defer(e))
+			continue
+		}
 		if s.ps.Spec.DeletionPolicy == v1alpha1.DeletionPolicyRetain {
 			r.Recorder.Eventf(s.ps, corev1.EventTypeNormal, string(failure.Retained),
 				"destination %q of %s was removed; its remote secret is left in place (deletionPolicy Retain)", e.Name, describeStore(s.ps, e))
 			continue
 		}
-		if err := r.publisher().Unpublish(ctx, kind, s.ps, e); err != nil {
+		if err := r.publisher().Unpublish(ctx, kind, s.ps, e, current); err != nil {
 			if ctx.Err() != nil {
 				return false, ctx.Err()
 			}
@@ -78,7 +88,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *scope) (ctrl.Result, error
 			}
 		}
 		for _, e := range entries {
-			if err := r.publisher().Unpublish(ctx, kind, ps, e); err != nil {
+			if err := r.publisher().Unpublish(ctx, kind, ps, e, nil); err != nil {
 				return ctrl.Result{}, failure.Redacted(fmt.Errorf("unpublishing %q of %s before the PushSecret goes: %w", e.Name, describeStore(ps, e), err))
 			}
 		}
