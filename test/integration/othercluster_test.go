@@ -138,3 +138,18 @@ func TestPublishProviderToAnotherClusterWritesNothingHere(t *testing.T) {
 		t.Errorf("Secrets of this cluster hold the value: %v", held)
 	}
 }
+
+// TestPublishFromVaultToAnotherCluster: provider-to-provider sync from a
+// real Vault to a second cluster, with nothing written in this one.
+func TestPublishFromVaultToAnotherCluster(t *testing.T) {
+	needVault(t)
+	value := sentinel + "-vault-to-cluster"
+	ns, path := tokenVaultStore(t, "db", map[string]any{"password": value}, "")
+	otherClusterStore(t, ns, "default", "from-vault")
+	newES(t, ns, "db", "vault", withData("password", path, "password"), withTarget("", v1alpha1.CreationPolicyNone), publishTo("db"))
+	waitOtherSecret(t, "from-vault", "db", "password", value)
+	waitReady(t, ns, "db")
+	if held := secretsHolding(t, value); len(held) > 0 {
+		t.Errorf("Secrets of this cluster hold the value: %v", held)
+	}
+}
