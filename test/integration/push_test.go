@@ -10,6 +10,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -455,4 +456,29 @@ func TestPushStoreSwappedDeletesNothingBySurprise(t *testing.T) {
 	waitPushReady(t, ns, "p")
 	waitSecretData(t, elsewhere, "d", map[string]string{"k": "v"})
 	waitGone(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: remote, Name: "d"}})
+}
+
+// TestPushServedByItsStoresClass: a PushSecret whose store belongs to a
+// controller class is left alone by the default instance and published by
+// the instance of that class.
+func TestPushServedByItsStoresClass(t *testing.T) {
+	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
+	class := "push-" + ns
+	publisherStore(t, ns, "default", remote)
+	updateStore(t, ns, "default", func(s *v1alpha1.SecretStore) { s.Spec.Controller = class })
+	eventually(t, wait, func() (bool, string) {
+		var s v1alpha1.SecretStore
+		err := opCache.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "default"}, &s)
+		return err == nil && s.Spec.Controller == class, "the operator's cache does not show the store's class yet"
+	})
+	createSecret(t, ns, "src", map[string]string{"k": "v"})
+	newPush(t, ns, "p", "src", pushTo("d"))
+	consistently(t, 2*time.Second, func() (bool, string) {
+		_, err := getSecret(remote, "d")
+		return apierrors.IsNotFound(err) && len(getPush(t, ns, "p").Status.Conditions) == 0,
+			"the default instance served a PushSecret of another class's store"
+	})
+	startReplica(t, ns, class, 0)
+	waitPushReady(t, ns, "p")
+	waitSecretData(t, remote, "d", map[string]string{"k": "v"})
 }

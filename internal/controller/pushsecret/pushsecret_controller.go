@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/controller/publishing"
 	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
@@ -47,8 +48,10 @@ type Reconciler struct {
 	Sources  storeaccess.SecretVersions
 	Clients  *storeaccess.Clients
 	Recorder record.EventRecorder
-	// Class is this instance's --controller-class. PushSecrets are served
-	// by the instance without one.
+	// Class is this instance's --controller-class. A PushSecret is served
+	// by the instance of the class of its first destination's store (the
+	// default instance when that store does not exist); every destination
+	// must use a store of that class.
 	Class string
 	// Clock is the only source of time of a reconcile.
 	Clock engine.Clock
@@ -93,12 +96,12 @@ var publishSteps = []step{
 
 // Reconcile publishes one PushSecret.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if r.Class != "" {
-		return ctrl.Result{}, nil
-	}
 	var ps v1alpha1.PushSecret
 	if err := r.Client.Get(ctx, req.NamespacedName, &ps); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !r.ours(ctx, &ps) {
+		return ctrl.Result{}, nil
 	}
 	s := &scope{ps: &ps, before: ps.DeepCopy(), now: metav1.NewTime(r.Clock.Now())}
 	if !ps.DeletionTimestamp.IsZero() {
@@ -106,6 +109,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	res, err := r.run(ctx, s)
 	return r.writeStatus(ctx, s, res, err)
+}
+
+// ours tells whether this instance serves the PushSecret: the class of
+// its first destination's store is this instance's, or that store does not
+// exist and this is the default instance (which reports it).
+func (r *Reconciler) ours(ctx context.Context, ps *v1alpha1.PushSecret) bool {
+	if len(ps.Spec.Destinations) == 0 {
+		return r.Class == ""
+	}
+	store, err := storeaccess.Resolve(ctx, r.Client, ps.Namespace, publishing.StoreRef(ps.Spec.Destinations[0]))
+	if err != nil || store == nil {
+		return r.Class == ""
+	}
+	return store.Controller == r.Class
 }
 
 // run runs the steps until one ends the reconcile or fails.

@@ -23,8 +23,8 @@ import (
 const (
 	// IndexSource holds the name of the source Secret.
 	IndexSource = "watchword.push.source"
-	// IndexStore holds the name of every SecretStore a destination, or
-	// a destination's last status, names.
+	// IndexStore holds every store a destination, or a destination's last
+	// status, names (storeKey).
 	IndexStore = "watchword.push.store"
 )
 
@@ -55,6 +55,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Watches(&v1alpha1.SecretStore{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return byIndex(ctx, c, IndexStore, o.GetName(), o.GetNamespace())
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.ClusterSecretStore{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return byIndex(ctx, c, IndexStore, storeKey(v1alpha1.ClusterSecretStoreKind, o.GetName()), "")
+		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(opts.SourceChanges, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return byIndex(ctx, c, IndexSource, o.GetName(), o.GetNamespace())
 		}))).
@@ -62,16 +65,26 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Complete(r)
 }
 
-// storeNames lists the SecretStores a PushSecret names, now or in its
-// last status.
+// storeKey is the index value of a store: a SecretStore's name, or
+// "ClusterSecretStore/<name>".
+func storeKey(kind, name string) string {
+	if kind == v1alpha1.ClusterSecretStoreKind {
+		return kind + "/" + name
+	}
+	return name
+}
+
+// storeNames lists the stores a PushSecret names, now or in its last
+// status, as index values (storeKey).
 func storeNames(o client.Object) []string {
 	ps := o.(*v1alpha1.PushSecret)
 	seen := map[string]bool{}
 	var out []string
 	add := func(kind, name string) {
-		if kind == v1alpha1.SecretStoreKind && !seen[name] {
-			seen[name] = true
-			out = append(out, name)
+		key := storeKey(kind, name)
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, key)
 		}
 	}
 	for _, d := range ps.Spec.Destinations {
