@@ -2,8 +2,10 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -23,6 +25,10 @@ const (
 	PublishedLabel      = "watchword.io/published"
 	publishedValue      = "true"
 	managedByLabel      = "app.kubernetes.io/managed-by"
+	// metadataAnnotation records the labels and annotations a publication
+	// set, so that one taken out of the destination's metadata is removed
+	// from the Secret, and no other.
+	metadataAnnotation = "watchword.io/published-metadata"
 )
 
 // PutSecret writes the Secret named key in the store's namespace and
@@ -136,12 +142,27 @@ func (c *Client) owned(s *corev1.Secret, owner engine.Owner, writing bool) error
 		c.namespace, s.Name, who, engine.ErrNotOwned)
 }
 
-// mark adds the publication's labels and annotations, and the ownership
-// marker, to those s has.
+// publishedMetadata is the record of metadataAnnotation.
+type publishedMetadata struct {
+	Labels      []string `json:"labels,omitempty"`
+	Annotations []string `json:"annotations,omitempty"`
+}
+
+// mark sets the publication's labels and annotations, and the ownership
+// marker, among those s has: the ones an earlier publication set and this
+// one does not are removed; those set by anyone else are kept.
 func mark(s *corev1.Secret, p engine.Publication, owner engine.Owner) {
+	var before publishedMetadata
+	if rec := s.Annotations[metadataAnnotation]; rec != "" {
+		// A record that does not parse removes nothing.
+		_ = json.Unmarshal([]byte(rec), &before)
+	}
 	labels := maps.Clone(s.Labels)
 	if labels == nil {
 		labels = map[string]string{}
+	}
+	for _, k := range before.Labels {
+		delete(labels, k)
 	}
 	maps.Copy(labels, p.Labels)
 	labels[PublishedLabel] = publishedValue
@@ -149,8 +170,16 @@ func mark(s *corev1.Secret, p engine.Publication, owner engine.Owner) {
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
+	for _, k := range before.Annotations {
+		delete(annotations, k)
+	}
 	maps.Copy(annotations, p.Annotations)
 	annotations[PublisherAnnotation] = owner.ID
+	delete(annotations, metadataAnnotation)
+	if len(p.Labels) > 0 || len(p.Annotations) > 0 {
+		rec, _ := json.Marshal(publishedMetadata{Labels: slices.Sorted(maps.Keys(p.Labels)), Annotations: slices.Sorted(maps.Keys(p.Annotations))})
+		annotations[metadataAnnotation] = string(rec)
+	}
 	s.Labels, s.Annotations = labels, annotations
 }
 

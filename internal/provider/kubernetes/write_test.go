@@ -169,3 +169,33 @@ func TestPublishRefusals(t *testing.T) {
 		t.Errorf("changed type: %v", err)
 	}
 }
+
+func TestPublishRemovesOnlyTheMetadataItTookOut(t *testing.T) {
+	cs := fake.NewClientset()
+	c := newClient(cs, "remote", &identity{known: "service account \"app/pub\""})
+	p := publication("v1")
+	p.Labels, p.Annotations = map[string]string{"team": "a", "tier": "db"}, map[string]string{"note": "n"}
+	if _, err := c.PutSecret(context.Background(), "db", p, me); err != nil {
+		t.Fatal(err)
+	}
+	// Someone else labels the published Secret.
+	s := getSecret(t, cs, "db")
+	s.Labels["theirs"] = "x"
+	if _, err := cs.CoreV1().Secrets("remote").Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p.Labels, p.Annotations = map[string]string{"team": "b"}, nil
+	if _, err := c.PutSecret(context.Background(), "db", p, me); err != nil {
+		t.Fatal(err)
+	}
+	s = getSecret(t, cs, "db")
+	if s.Labels["team"] != "b" || s.Labels["theirs"] != "x" || s.Labels[PublishedLabel] != "true" {
+		t.Errorf("labels %v, want team=b, theirs kept and the published label", s.Labels)
+	}
+	if _, ok := s.Labels["tier"]; ok {
+		t.Errorf("label tier, taken out of the publication, stays: %v", s.Labels)
+	}
+	if _, ok := s.Annotations["note"]; ok || s.Annotations[PublisherAnnotation] != me.ID {
+		t.Errorf("annotations %v, want note removed and the marker kept", s.Annotations)
+	}
+}
