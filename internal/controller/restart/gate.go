@@ -99,6 +99,14 @@ func (g *Gate) judge(now time.Time, ref Ref, rollingOut bool, available func(Ref
 	return Verdict{Go: true}
 }
 
+// Settled tells the gate that ref owes no due restart any more (it was
+// made, or is no longer owed): a later hold is a new one.
+func (g *Gate) Settled(ref Ref) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.held, ref)
+}
+
 // Forget drops what the gate remembers of a workload that is gone.
 func (g *Gate) Forget(ref Ref) {
 	g.mu.Lock()

@@ -43,6 +43,11 @@ func TestGate(t *testing.T) {
 	if v := g.Admit(at(31), c, false, available); v.Go || v.Reason != HeldPrevious {
 		t.Fatalf("c while b rolls out: %+v", v)
 	}
+	// A hold of a restart no longer owed is over: the next is reported.
+	g.Settled(c)
+	if v := g.Admit(at(31), c, false, available); v.Go || !v.Report {
+		t.Fatalf("c held again after its hold was settled: %+v", v)
+	}
 	// Once b is gone, nothing holds c.
 	g.Forget(b)
 	if v := g.Admit(at(32), c, false, available); !v.Go {

@@ -161,6 +161,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	now := r.Clock.Now()
 	plan := Decide(now, used, DecodeState(ann), rots, debounce)
 	if !plan.Restart {
+		r.Gate.Settled(ref)
 		if plan.Changed {
 			if err := r.patch(ctx, obj, plan.Next, nil); err != nil {
 				return conflictOr(err)
