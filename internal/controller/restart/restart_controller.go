@@ -68,6 +68,12 @@ type Reconciler struct {
 	Gate *Gate
 
 	kind kind
+	// recorded holds, per workload (Ref), the generation that Watchword's
+	// last record in its annotations gave it, when that patch alone moved
+	// the generation of a workload whose rollout had finished (the API
+	// server counts annotation changes of Deployments): until its
+	// controller catches up, that generation is no rollout.
+	recorded *sync.Map
 	// warned holds the annotation values already warned about, per
 	// workload and annotation, so that one bad value gets one event.
 	warned *sync.Map
@@ -83,9 +89,10 @@ type Options struct {
 // Setup registers one controller per workload kind, sharing one gate.
 func Setup(mgr ctrl.Manager, recorder record.EventRecorder, class string, clock engine.Clock, opts Options) error {
 	gate := NewGate(opts.RestartRate)
-	warned := &sync.Map{}
+	warned, recorded := &sync.Map{}, &sync.Map{}
 	for _, k := range kinds {
-		r := &Reconciler{Client: mgr.GetClient(), Recorder: recorder, Class: class, Clock: clock, Gate: gate, kind: k, warned: warned}
+		r := &Reconciler{Client: mgr.GetClient(), Recorder: recorder, Class: class, Clock: clock, Gate: gate, kind: k,
+			warned: warned, recorded: recorded}
 		err := ctrl.NewControllerManagedBy(mgr).
 			Named("restart-"+strings.ToLower(k.name)).
 			For(k.newObj()).
@@ -141,6 +148,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Gate.Forget(ref)
+			r.recorded.Delete(ref)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -163,7 +171,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !plan.Restart {
 		r.Gate.Settled(ref)
 		if plan.Changed {
-			if err := r.patch(ctx, obj, plan.Next, nil); err != nil {
+			if err := r.record(ctx, ref, obj, plan.Next); err != nil {
 				return conflictOr(err)
 			}
 		}
@@ -172,13 +180,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, nil
 	}
-	v := r.Gate.Admit(now, ref, rollingOut(obj), r.available(ctx))
+	v := r.Gate.Admit(now, ref, r.inProgress(ref, obj), r.available(ctx))
 	if !v.Go {
 		if v.Report {
 			r.Recorder.Event(obj, corev1.EventTypeWarning, ReasonHeld, v.Message+"; "+owedText(plan.Next.Pending))
 		}
 		if plan.Changed {
-			if err := r.patch(ctx, obj, plan.Next, nil); err != nil {
+			if err := r.record(ctx, ref, obj, plan.Next); err != nil {
 				return conflictOr(err)
 			}
 		}
@@ -230,10 +238,37 @@ func (r *Reconciler) available(ctx context.Context) func(Ref) bool {
 			if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
 				return apierrors.IsNotFound(err)
 			}
-			return !rollingOut(obj)
+			return !r.inProgress(ref, obj)
 		}
 		return true
 	}
+}
+
+// inProgress tells whether the workload's rollout has not finished; a
+// generation that only Watchword's record gave it does not count.
+func (r *Reconciler) inProgress(ref Ref, obj client.Object) bool {
+	if replicasBehind(obj) {
+		return true
+	}
+	seen := observedGeneration(obj)
+	if seen >= obj.GetGeneration() {
+		return false
+	}
+	g, ok := r.recorded.Load(ref)
+	return !ok || g.(int64) != obj.GetGeneration() || seen != g.(int64)-1
+}
+
+// record records st in the workload's annotations, and remembers the
+// generation the record alone gave a workload whose rollout had finished.
+func (r *Reconciler) record(ctx context.Context, ref Ref, obj client.Object, st State) error {
+	before, finished := obj.GetGeneration(), !rollingOut(obj)
+	if err := r.patch(ctx, obj, st, nil); err != nil {
+		return err
+	}
+	if after := obj.GetGeneration(); finished && after == before+1 {
+		r.recorded.Store(ref, after)
+	}
+	return nil
 }
 
 // patch records st in the workload's annotations and, with restartAt,

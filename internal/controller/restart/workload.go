@@ -53,21 +53,40 @@ func podTemplate(obj client.Object) *corev1.PodTemplateSpec {
 // what its controller reports in its status: the spec it has seen, and
 // how many replicas are updated and available.
 func rollingOut(obj client.Object) bool {
+	return observedGeneration(obj) < obj.GetGeneration() || replicasBehind(obj)
+}
+
+// observedGeneration is the generation the workload's controller has seen.
+func observedGeneration(obj client.Object) int64 {
+	switch w := obj.(type) {
+	case *appsv1.Deployment:
+		return w.Status.ObservedGeneration
+	case *appsv1.StatefulSet:
+		return w.Status.ObservedGeneration
+	case *appsv1.DaemonSet:
+		return w.Status.ObservedGeneration
+	}
+	return obj.GetGeneration()
+}
+
+// replicasBehind tells whether fewer replicas are updated or available
+// than the workload asks for, or old ones remain.
+func replicasBehind(obj client.Object) bool {
 	switch w := obj.(type) {
 	case *appsv1.Deployment:
 		want := ptr.Deref(w.Spec.Replicas, 1)
 		s := w.Status
-		return s.ObservedGeneration < w.Generation || s.UpdatedReplicas < want || s.AvailableReplicas < want || s.Replicas > s.UpdatedReplicas
+		return s.UpdatedReplicas < want || s.AvailableReplicas < want || s.Replicas > s.UpdatedReplicas
 	case *appsv1.StatefulSet:
 		want := ptr.Deref(w.Spec.Replicas, 1)
 		s := w.Status
 		// With OnDelete, pods are updated only when someone deletes them.
 		updating := w.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType && s.UpdatedReplicas < want
-		return s.ObservedGeneration < w.Generation || updating || s.AvailableReplicas < want
+		return updating || s.AvailableReplicas < want
 	case *appsv1.DaemonSet:
 		s := w.Status
 		updating := w.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType && s.UpdatedNumberScheduled < s.DesiredNumberScheduled
-		return s.ObservedGeneration < w.Generation || updating || s.NumberAvailable < s.DesiredNumberScheduled
+		return updating || s.NumberAvailable < s.DesiredNumberScheduled
 	}
 	return false
 }

@@ -1,6 +1,7 @@
 package restart
 
 import (
+	"sync"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -38,5 +39,35 @@ func TestRollingOut(t *testing.T) {
 		if got := rollingOut(c.obj); got != c.want {
 			t.Errorf("%s: rollingOut = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestOwnRecordIsNoRollout: a Deployment's generation moves when Watchword
+// records in its annotations; until the deployment controller has seen it,
+// that generation alone is no rollout, and any other is.
+func TestOwnRecordIsNoRollout(t *testing.T) {
+	r := &Reconciler{recorded: &sync.Map{}}
+	ref := Ref{"Deployment", "ns", "web"}
+	dep := func(gen, seen int64) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: gen},
+			Status: appsv1.DeploymentStatus{ObservedGeneration: seen, Replicas: 1, UpdatedReplicas: 1, AvailableReplicas: 1}}
+	}
+	if !r.inProgress(ref, dep(3, 2)) {
+		t.Error("an unseen generation Watchword did not make is no rollout")
+	}
+	r.recorded.Store(ref, int64(3))
+	if r.inProgress(ref, dep(3, 2)) {
+		t.Error("the generation of Watchword's own record counts as a rollout")
+	}
+	if !r.inProgress(ref, dep(4, 2)) {
+		t.Error("a change after Watchword's record is no rollout")
+	}
+	if !r.inProgress(ref, dep(3, 1)) {
+		t.Error("a record over an unfinished rollout hides it")
+	}
+	behind := dep(3, 3)
+	behind.Status.AvailableReplicas = 0
+	if !r.inProgress(ref, behind) {
+		t.Error("replicas not available are no rollout")
 	}
 }
