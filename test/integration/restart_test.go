@@ -19,8 +19,10 @@ import (
 )
 
 // The control plane of the suite runs no deployment controller: no
-// ReplicaSet or pod is made. deployments plays its part for the status
-// (every generation is at once rolled out and available) and counts the
+// ReplicaSet or pod is made, and the rollout of a Deployment is judged by
+// its status alone. deployments plays the deployment controller's part
+// for the status (every generation is at once rolled out and available,
+// unless held) and counts the
 // restarts, as changes of the pod template's restartedAt annotation seen
 // by a watch, which sees every write. (A Deployment's generation is no
 // count: it moves with its annotations too.)
@@ -28,6 +30,11 @@ type deployments struct {
 	mu       sync.Mutex
 	restarts map[string]int
 	last     map[string]string
+	// held Deployments, once restarted after being held (their pod
+	// template no longer has the restartedAt value kept here), do not
+	// finish their rollout until released, as when new pods do not come
+	// up; until then they roll out as the others do.
+	held map[string]string
 }
 
 func watchDeployments(t *testing.T, ns string) *deployments {
@@ -38,7 +45,7 @@ func watchDeployments(t *testing.T, ns string) *deployments {
 		cancel()
 		t.Fatal(err)
 	}
-	d := &deployments{restarts: map[string]int{}, last: map[string]string{}}
+	d := &deployments{restarts: map[string]int{}, last: map[string]string{}, held: map[string]string{}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -53,11 +60,15 @@ func watchDeployments(t *testing.T, ns string) *deployments {
 				d.last[dep.Name] = at
 				d.restarts[dep.Name]++
 			}
+			heldAt, held := d.held[dep.Name]
 			d.mu.Unlock()
 			if dep.Status.ObservedGeneration < dep.Generation {
-				dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
 				// A conflict means a newer version, whose event follows.
-				_, _ = kube.AppsV1().Deployments(ns).UpdateStatus(ctx, dep, metav1.UpdateOptions{})
+				if held && at != heldAt {
+					_ = rollingOut(ctx, dep)
+				} else {
+					_ = rollOut(ctx, dep)
+				}
 			}
 		}
 	}()
@@ -67,6 +78,42 @@ func watchDeployments(t *testing.T, ns string) *deployments {
 		<-done
 	})
 	return d
+}
+
+// rollOut reports the Deployment's generation as rolled out and available.
+func rollOut(ctx context.Context, dep *appsv1.Deployment) error {
+	dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+	_, err := kube.AppsV1().Deployments(dep.Namespace).UpdateStatus(ctx, dep, metav1.UpdateOptions{})
+	return err
+}
+
+// rollingOut reports the Deployment's generation as seen, with one of two
+// replicas updated and available: a rollout in progress.
+func rollingOut(ctx context.Context, dep *appsv1.Deployment) error {
+	dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: 2, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+	_, err := kube.AppsV1().Deployments(dep.Namespace).UpdateStatus(ctx, dep, metav1.UpdateOptions{})
+	return err
+}
+
+// hold keeps the Deployment's next restart from finishing its rollout.
+func (d *deployments) hold(name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.held[name] = d.last[name]
+}
+
+// release finishes the Deployment's rollout, and those after it.
+func (d *deployments) release(t *testing.T, ns, name string) {
+	t.Helper()
+	d.mu.Lock()
+	delete(d.held, name)
+	d.mu.Unlock()
+	eventually(t, wait, func() (bool, string) {
+		if err := rollOut(context.Background(), getDeployment(t, ns, name)); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
 }
 
 func (d *deployments) count(name string) int {
@@ -169,15 +216,15 @@ func waitRecorded(t *testing.T, ns, name, esName string) {
 	})
 }
 
-// countEvents counts the events of a reason about an object, with the
-// repetitions the recorder folded into one.
-func countEvents(t *testing.T, ns, object, reason string) int {
+// countEvents counts the events of a reason about an object whose message
+// holds fragment, with the repetitions the recorder folded into one.
+func countEvents(t *testing.T, ns, object, reason, fragment string) int {
 	t.Helper()
 	var evs corev1.EventList
 	must(t, k8s.List(context.Background(), &evs, client.InNamespace(ns)))
 	n := 0
 	for _, e := range evs.Items {
-		if e.InvolvedObject.Name == object && e.Reason == reason {
+		if e.InvolvedObject.Name == object && e.Reason == reason && strings.Contains(e.Message, fragment) {
 			n += int(max(e.Count, 1))
 		}
 	}
@@ -216,7 +263,7 @@ func TestRestartOnceForABurstOfRotations(t *testing.T) {
 	waitEvent(t, ns, "web", restart.ReasonRestarted, `Secret "creds"`)
 	waitEvent(t, ns, "creds", restart.ReasonRestarted, "Deployment "+ns+"/web restarted for Secret \"creds\"")
 	deps.keepRestarts(t, ns, "web", 1)
-	if n := countEvents(t, ns, "web", restart.ReasonRestarted); n != 1 {
+	if n := countEvents(t, ns, "web", restart.ReasonRestarted, ""); n != 1 {
 		t.Errorf("%d Restarted events, want 1", n)
 	}
 }
@@ -266,8 +313,45 @@ func TestRestartAutoFindsEnvFrom(t *testing.T) {
 	waitSecretData(t, ns, "app", map[string]string{"k": "2"})
 	deps.waitRestarts(t, "auto", 1, wait)
 	deps.keepRestarts(t, ns, "auto", 1)
-	if n := countEvents(t, ns, "typo", restart.ReasonInvalidAnnotation); n != 1 {
+	if n := countEvents(t, ns, "typo", restart.ReasonInvalidAnnotation, ""); n != 1 {
 		t.Errorf("%d InvalidAnnotation events, want 1", n)
+	}
+}
+
+// TestRestartWaitsForTheRollout: a restart due while the workload's
+// previous rollout has not finished is held, said once, and made when the
+// rollout has finished.
+func TestRestartWaitsForTheRollout(t *testing.T) {
+	ns := newNamespace(t, nil)
+	deps := watchDeployments(t, ns)
+	src := rotationSource(t, ns, map[string]string{"k": "1"})
+	newES(t, ns, "s", "remote", withRefresh(time.Second), withData("k", "upstream", "k"))
+	waitSecretData(t, ns, "s", map[string]string{"k": "1"})
+	newWorkload(t, ns, "slow", map[string]string{restart.OnAnnotation: "s", restart.DebounceAnnotation: "1s"}, envFrom("s"))
+	waitRecorded(t, ns, "slow", "s")
+	eventually(t, wait, func() (bool, string) {
+		d := getDeployment(t, ns, "slow")
+		return d.Status.ObservedGeneration == d.Generation, "the baseline's rollout has not finished"
+	})
+
+	deps.hold("slow")
+	rotate(t, src, "k", "2")
+	deps.waitRestarts(t, "slow", 1, wait)
+	rotate(t, src, "k", "3")
+	waitSecretData(t, ns, "s", map[string]string{"k": "3"})
+	rollout := "the previous rollout of Deployment " + ns + "/slow has finished"
+	waitEvent(t, ns, "slow", restart.ReasonHeld, rollout)
+	if n := deps.count("slow"); n != 1 {
+		t.Fatalf("restarted %d times during its rollout, want 1", n)
+	}
+
+	deps.release(t, ns, "slow")
+	deps.waitRestarts(t, "slow", 2, wait)
+	deps.keepRestarts(t, ns, "slow", 2)
+	// (The suite's restart rate may hold the first restart too: that
+	// is a hold of its own, with its own event.)
+	if n := countEvents(t, ns, "slow", restart.ReasonHeld, rollout); n != 1 {
+		t.Errorf("%d RestartHeld events for the rollout, want 1", n)
 	}
 }
 
@@ -343,7 +427,7 @@ func TestRestartHeldByRateHappensOnce(t *testing.T) {
 	deps.waitRestarts(t, second, 1, 2*wait)
 	deps.keepRestarts(t, ns, first, 1)
 	deps.keepRestarts(t, ns, second, 1)
-	if n := countEvents(t, ns, second, restart.ReasonHeld); n != 1 {
+	if n := countEvents(t, ns, second, restart.ReasonHeld, ""); n != 1 {
 		t.Errorf("%d RestartHeld events for %s, want 1", n, second)
 	}
 
