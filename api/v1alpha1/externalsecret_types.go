@@ -409,6 +409,15 @@ type ExternalSecretStatus struct {
 	// +optional
 	LastRotationTime *metav1.Time `json:"lastRotationTime,omitempty"`
 
+	// lastRotatedKeys lists the target keys the last rotation changed, set
+	// together with lastRotationTime. It is empty when that rotation
+	// changed more keys than it can hold, and then means any key.
+	// +optional
+	// +kubebuilder:validation:MaxItems=1024
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=atomic
+	LastRotatedKeys []string `json:"lastRotatedKeys,omitempty"`
+
 	// target is the name of the Secret written.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253

@@ -370,6 +370,11 @@ func (in *ExternalSecretStatus) DeepCopyInto(out *ExternalSecretStatus) {
 		in, out := &in.LastRotationTime, &out.LastRotationTime
 		*out = (*in).DeepCopy()
 	}
+	if in.LastRotatedKeys != nil {
+		in, out := &in.LastRotatedKeys, &out.LastRotatedKeys
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.SyncedKeys != nil {
 		in, out := &in.SyncedKeys, &out.SyncedKeys
 		*out = make([]string, len(*in))

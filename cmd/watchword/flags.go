@@ -96,6 +96,7 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	addLogFlags(fs, &c.Log)
 	fs.StringVar(&o.ControllerClass, "controller-class", "", "serve only stores whose spec.controller equals this (empty: stores without one)")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "concurrent ExternalSecret reconciles (at least 1)")
+	fs.Float64Var(&o.RestartRate, "restart-rate", o.RestartRate, "restarts of workloads for rotations per minute, across the cluster (0: no cap)")
 	qps := float64(o.QPS)
 	fs.Float64Var(&qps, "kube-api-qps", qps, "requests per second to the API server (above 0)")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "burst of requests to the API server (at least 1)")
@@ -117,6 +118,9 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	}
 	if o.Workers < 1 {
 		return c, fmt.Errorf("--workers %d: use a whole number of at least 1", o.Workers)
+	}
+	if !(o.RestartRate >= 0) || math.IsInf(o.RestartRate, 0) {
+		return c, fmt.Errorf("--restart-rate %g: use a number of restarts per minute, 0 or more (0: no cap)", o.RestartRate)
 	}
 	if !(qps > 0) || qps > math.MaxFloat32 {
 		return c, fmt.Errorf("--kube-api-qps %g: use a number above 0 (and at most %g)", qps, float64(math.MaxFloat32))

@@ -49,7 +49,7 @@ func TestParseControllerAccepts(t *testing.T) {
 	}
 	c, err := parseController([]string{
 		"--kubeconfig", kubeconfig, "--log-level", "debug", "--log-console",
-		"--controller-class", "shard-a", "--workers", "4", "--kube-api-qps", "20.5", "--kube-api-burst", "40",
+		"--controller-class", "shard-a", "--workers", "4", "--kube-api-qps", "20.5", "--kube-api-burst", "40", "--restart-rate", "2.5",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", ":9000", "--pprof-bind-address", "127.0.0.1:6060",
 		"--leader-elect", "--leader-election-namespace", "watchword", "--leader-election-id", "my-lease",
 		"--leader-election-lease-duration", "30s", "--leader-election-renew-deadline", "20s", "--leader-election-retry-period", "5s",
@@ -61,7 +61,7 @@ func TestParseControllerAccepts(t *testing.T) {
 	if c.Kubeconfig != kubeconfig || c.Log != (logConfig{Level: "debug", Console: true}) {
 		t.Errorf("kubeconfig %q, log %+v", c.Kubeconfig, c.Log)
 	}
-	if o.ControllerClass != "shard-a" || o.Workers != 4 || o.QPS != 20.5 || o.Burst != 40 ||
+	if o.ControllerClass != "shard-a" || o.Workers != 4 || o.QPS != 20.5 || o.Burst != 40 || o.RestartRate != 2.5 ||
 		o.MetricsAddr != "0" || o.HealthAddr != ":9000" || o.PprofAddr != "127.0.0.1:6060" {
 		t.Errorf("options %+v", o)
 	}
@@ -89,6 +89,8 @@ func TestParseControllerRefuses(t *testing.T) {
 		{"negative qps", []string{"--kube-api-qps", "-1"}, "use a number above 0"},
 		{"qps not a number", []string{"--kube-api-qps", "NaN"}, "use a number above 0"},
 		{"infinite qps", []string{"--kube-api-qps", "+Inf"}, "use a number above 0"},
+		{"negative restart rate", []string{"--restart-rate", "-1"}, "--restart-rate -1: use a number of restarts per minute, 0 or more"},
+		{"restart rate not a number", []string{"--restart-rate", "NaN"}, "use a number of restarts per minute"},
 		{"zero burst", []string{"--kube-api-burst", "0"}, "--kube-api-burst 0: use a whole number of at least 1"},
 		{"negative burst", []string{"--kube-api-burst", "-10"}, "use a whole number of at least 1"},
 		{"invalid lease name", []string{"--leader-election-id", "My_Lease"}, `--leader-election-id "My_Lease" is not a valid lease name`},

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -36,6 +37,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/controller/conditions"
 	"github.com/watchword-dev/watchword/internal/controller/externalsecret"
 	"github.com/watchword-dev/watchword/internal/controller/pushsecret"
+	"github.com/watchword-dev/watchword/internal/controller/restart"
 	"github.com/watchword-dev/watchword/internal/controller/secretstore"
 	"github.com/watchword-dev/watchword/internal/controller/secretwatch"
 	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
@@ -76,13 +78,16 @@ type Options struct {
 	// SkipNameValidation lets several operators run in one process (tests):
 	// controller-runtime otherwise refuses a second controller of one name.
 	SkipNameValidation bool
+	// RestartRate caps the restarts of workloads for rotations across the
+	// cluster, per minute (docs/rotation.md); zero or less means no cap.
+	RestartRate float64
 	// Clock is injected by tests; nil means the wall clock.
 	Clock engine.Clock
 }
 
 // DefaultOptions are sized for thousands of ExternalSecrets.
 func DefaultOptions() Options {
-	return Options{Workers: 16, QPS: 500, Burst: 1000, MetricsAddr: ":8080", HealthAddr: ":8081"}
+	return Options{Workers: 16, QPS: 500, Burst: 1000, MetricsAddr: ":8080", HealthAddr: ":8081", RestartRate: 10}
 }
 
 // leaderElectionBase is the lease of the default (empty) class.
@@ -183,6 +188,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 			// metadata, by label); credentials and Merge targets are watched
 			// by name (secretwatch). Nothing else is listed or held.
 			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{conditions.ManagedByLabel: conditions.ManagedByValue})},
+
+			// Of workloads, only those that opt in to restarts, by label.
+			&appsv1.Deployment{}:  {Label: restart.Selector()},
+			&appsv1.StatefulSet{}: {Label: restart.Selector()},
+			&appsv1.DaemonSet{}:   {Label: restart.Selector()},
 		}},
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secret and ConfigMap contents are read from the API server
@@ -229,6 +239,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		if err := ss.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the store controller: %w", err)
 		}
+	}
+	//nolint:staticcheck // SA1019: as for the ExternalSecret reconciler above.
+	if err := restart.Setup(mgr, mgr.GetEventRecorderFor("watchword"), opts.ControllerClass, clock, restart.Options{RestartRate: opts.RestartRate}); err != nil {
+		return nil, fmt.Errorf("setting up the restart controllers: %w", err)
 	}
 	if err := addPushSecrets(ctx, mgr, metaClient, clients, clock, opts); err != nil {
 		return nil, err

@@ -47,6 +47,9 @@ func TestRotationIsReportedAsSuch(t *testing.T) {
 		es := getES(t, ns, "rot")
 		return es.Status.LastRotationTime != nil, "status.lastRotationTime is not set"
 	})
+	if keys := getES(t, ns, "rot").Status.LastRotatedKeys; len(keys) != 1 || keys[0] != "password" {
+		t.Errorf("status.lastRotatedKeys = %v, want [password]", keys)
+	}
 	if got := testutil.ToFloat64(rotations); got != before+1 {
 		t.Errorf("watchword_rotations_total grew by %v, want 1", got-before)
 	}

@@ -264,6 +264,7 @@ func (r *Reconciler) write(ctx context.Context, s *scope) (bool, error) {
 func (r *Reconciler) record(_ context.Context, s *scope) (bool, error) {
 	if s.change == changeRotated {
 		s.es.Status.LastRotationTime = &s.now
+		s.es.Status.LastRotatedKeys = rotatedKeys(s.written.changedKeys)
 		if r.Metrics != nil {
 			st := s.store.Store
 			r.Metrics.ObserveRotation(s.client.Provider(), st.Kind, metrics.StoreLabel(st.Namespace, st.Name))

@@ -2,6 +2,7 @@ package externalsecret
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
@@ -66,6 +67,19 @@ func changedVersions(before, read []v1alpha1.RemoteVersion) []v1alpha1.RemoteVer
 		}
 	}
 	return out
+}
+
+// maxRotatedKeys is the bound of status.lastRotatedKeys.
+const maxRotatedKeys = 1024
+
+// rotatedKeys is status.lastRotatedKeys for a rotation that changed keys:
+// the keys, or none when there are more than the status holds, which
+// means any key.
+func rotatedKeys(changed []string) []string {
+	if len(changed) > maxRotatedKeys {
+		return nil
+	}
+	return slices.Clone(changed)
 }
 
 // maxListed bounds the keys and versions an event names.

@@ -1,6 +1,8 @@
 package externalsecret
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,5 +61,21 @@ func TestChangeMessagesNameKeysAndVersions(t *testing.T) {
 	}
 	if got := keyList(many); !strings.HasSuffix(got, "and 15 more") {
 		t.Errorf("keyList of 25 keys = %q, want it bounded", got)
+	}
+}
+
+func TestRotatedKeysAreBounded(t *testing.T) {
+	if got := rotatedKeys([]string{"a", "b"}); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("rotatedKeys(a, b) = %v", got)
+	}
+	many := make([]string, maxRotatedKeys+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("k%d", i)
+	}
+	if got := rotatedKeys(many); got != nil {
+		t.Errorf("rotatedKeys of %d keys = %d keys, want none (any key)", len(many), len(got))
+	}
+	if got := rotatedKeys(many[:maxRotatedKeys]); len(got) != maxRotatedKeys {
+		t.Errorf("rotatedKeys of %d keys kept %d", maxRotatedKeys, len(got))
 	}
 }

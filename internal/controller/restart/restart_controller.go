@@ -1,0 +1,337 @@
+// Package restart restarts the workloads (Deployments, StatefulSets,
+// DaemonSets) that opt in, when a Secret they consume rotates: an
+// ExternalSecret writing it reports a rotation (status.lastRotationTime
+// moves) that changed a key they use.
+//
+// What to do is decided in policy.go (which Secrets and keys a workload
+// uses, the baseline, debounce) and gate.go (held or go), both pure; this
+// file reads the cluster and patches workloads. Everything a decision
+// needs is in the workload's annotations and the ExternalSecrets' status,
+// so a restart of the operator neither repeats nor loses a restart.
+package restart
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/controller/externalsecret"
+	"github.com/watchword-dev/watchword/internal/engine"
+)
+
+// Event reasons.
+const (
+	// ReasonRestarted: a workload was restarted for a rotation.
+	ReasonRestarted = "Restarted"
+	// ReasonHeld: a due restart is held back (rate, rollout).
+	ReasonHeld = "RestartHeld"
+	// ReasonInvalidAnnotation: an annotation of the workload does not
+	// parse.
+	ReasonInvalidAnnotation = "InvalidAnnotation"
+)
+
+// Selector selects the opted-in workloads.
+func Selector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{Label: LabelValue})
+}
+
+// Reconciler restarts opted-in workloads of one kind.
+type Reconciler struct {
+	// Client reads workloads and ExternalSecrets from the cache (which
+	// holds only opted-in workloads) and patches workloads.
+	Client   client.Client
+	Recorder record.EventRecorder
+	// Class is this instance's --controller-class: it restarts the
+	// workloads whose ClassAnnotation names it.
+	Class string
+	Clock engine.Clock
+	// Gate is shared by the reconcilers of every kind.
+	Gate *Gate
+
+	kind kind
+	// recorded holds, per workload (Ref), the generation that Watchword's
+	// last record in its annotations gave it, when that patch alone moved
+	// the generation of a workload whose rollout had finished (the API
+	// server counts annotation changes of Deployments): until its
+	// controller catches up, that generation is no rollout.
+	recorded *sync.Map
+	// warned holds the annotation values already warned about, per
+	// workload and annotation, so that one bad value gets one event.
+	warned *sync.Map
+}
+
+// Options tune the restart controllers.
+type Options struct {
+	// RestartRate caps restarts across the cluster, per minute; zero or
+	// less means no cap.
+	RestartRate float64
+}
+
+// Setup registers one controller per workload kind, sharing one gate.
+func Setup(mgr ctrl.Manager, recorder record.EventRecorder, class string, clock engine.Clock, opts Options) error {
+	gate := NewGate(opts.RestartRate)
+	warned, recorded := &sync.Map{}, &sync.Map{}
+	for _, k := range kinds {
+		r := &Reconciler{Client: mgr.GetClient(), Recorder: recorder, Class: class, Clock: clock, Gate: gate, kind: k,
+			warned: warned, recorded: recorded}
+		err := ctrl.NewControllerManagedBy(mgr).
+			Named("restart-"+strings.ToLower(k.name)).
+			For(k.newObj()).
+			Watches(&v1alpha1.ExternalSecret{}, handler.EnqueueRequestsFromMapFunc(r.consumers),
+				builder.WithPredicates(rotationMoved)).
+			Complete(r)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rotationMoved passes the updates of ExternalSecrets whose
+// lastRotationTime moved; at start, every workload is reconciled anyway.
+var rotationMoved = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		before, after := e.ObjectOld.(*v1alpha1.ExternalSecret), e.ObjectNew.(*v1alpha1.ExternalSecret)
+		return !before.Status.LastRotationTime.Equal(after.Status.LastRotationTime)
+	},
+}
+
+// consumers are the opted-in workloads of this kind in the
+// ExternalSecret's namespace that consume its target.
+func (r *Reconciler) consumers(ctx context.Context, o client.Object) []reconcile.Request {
+	es := o.(*v1alpha1.ExternalSecret)
+	target := es.Status.Target
+	if target == "" {
+		target = es.Name
+	}
+	list := r.kind.newList()
+	if err := r.Client.List(ctx, list, client.InNamespace(es.Namespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing workloads", "kind", r.kind.name)
+		return nil
+	}
+	var out []reconcile.Request
+	for _, w := range r.kind.items(list) {
+		used, err := Consumed(w.GetAnnotations()[OnAnnotation], &podTemplate(w).Spec)
+		if _, ok := used[target]; ok || err != nil {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)})
+		}
+	}
+	return out
+}
+
+// Reconcile records, delays, holds or makes the restart a workload owes.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ref := Ref{Kind: r.kind.name, Namespace: req.Namespace, Name: req.Name}
+	obj := r.kind.newObj()
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Gate.Forget(ref)
+			r.recorded.Delete(ref)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ann := obj.GetAnnotations()
+	if obj.GetLabels()[Label] != LabelValue || ann[ClassAnnotation] != r.Class || !obj.GetDeletionTimestamp().IsZero() {
+		return ctrl.Result{}, nil
+	}
+	used, err := Consumed(ann[OnAnnotation], &podTemplate(obj).Spec)
+	if r.warn(obj, ref, OnAnnotation, err) {
+		return ctrl.Result{}, nil
+	}
+	debounce, err := Debounce(ann[DebounceAnnotation])
+	r.warn(obj, ref, DebounceAnnotation, err)
+	rots, sources, err := r.rotations(ctx, req.Namespace, used)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	now := r.Clock.Now()
+	plan := Decide(now, used, DecodeState(ann), rots, debounce)
+	if !plan.Restart {
+		r.Gate.Settled(ref)
+		if plan.Changed {
+			if err := r.record(ctx, ref, obj, plan.Next); err != nil {
+				return conflictOr(err)
+			}
+		}
+		if len(plan.Next.Pending) > 0 {
+			return ctrl.Result{RequeueAfter: plan.DueAt.Sub(now)}, nil
+		}
+		return ctrl.Result{}, nil
+	}
+	v := r.Gate.Admit(now, ref, r.inProgress(ref, obj), r.available(ctx))
+	if !v.Go {
+		if v.Report {
+			r.Recorder.Event(obj, corev1.EventTypeWarning, ReasonHeld, v.Message+"; "+owedText(plan.Next.Pending))
+		}
+		if plan.Changed {
+			if err := r.record(ctx, ref, obj, plan.Next); err != nil {
+				return conflictOr(err)
+			}
+		}
+		return ctrl.Result{RequeueAfter: v.RetryAfter}, nil
+	}
+	if err := r.patch(ctx, obj, plan.Next.Restarted(), &now); err != nil {
+		return conflictOr(err)
+	}
+	ctrl.LoggerFrom(ctx).Info("restarted for a rotation", "kind", ref.Kind, "secrets", slices.Sorted(maps.Keys(plan.Next.Pending)))
+	r.Recorder.Event(obj, corev1.EventTypeNormal, ReasonRestarted, "restarted for "+owedText(plan.Next.Pending))
+	for name, owed := range plan.Next.Pending {
+		for _, es := range sources[name] {
+			r.Recorder.Eventf(es, corev1.EventTypeNormal, ReasonRestarted, "%s restarted for Secret %q, keys: %s", ref, name, keyText(owed.Keys))
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// rotations are the last rotations of the ExternalSecrets writing the
+// consumed Secrets, with those ExternalSecrets by Secret.
+func (r *Reconciler) rotations(ctx context.Context, ns string, used map[string]Usage) ([]Rotation, map[string][]*v1alpha1.ExternalSecret, error) {
+	var rots []Rotation
+	sources := map[string][]*v1alpha1.ExternalSecret{}
+	for name := range used {
+		var list v1alpha1.ExternalSecretList
+		if err := r.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{externalsecret.IndexTarget: name}); err != nil {
+			return nil, nil, fmt.Errorf("listing the ExternalSecrets of Secret %q: %w", name, err)
+		}
+		for i := range list.Items {
+			es := &list.Items[i]
+			sources[name] = append(sources[name], es)
+			if t := es.Status.LastRotationTime; t != nil {
+				rots = append(rots, Rotation{Secret: name, At: t.Time, Keys: es.Status.LastRotatedKeys})
+			}
+		}
+	}
+	return rots, sources, nil
+}
+
+// available tells whether a workload has finished its rollout, from the
+// cache; one that is gone, or no longer opted in, holds nothing back.
+func (r *Reconciler) available(ctx context.Context) func(Ref) bool {
+	return func(ref Ref) bool {
+		for _, k := range kinds {
+			if k.name != ref.Kind {
+				continue
+			}
+			obj := k.newObj()
+			if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
+				return apierrors.IsNotFound(err)
+			}
+			return !r.inProgress(ref, obj)
+		}
+		return true
+	}
+}
+
+// inProgress tells whether the workload's rollout has not finished; a
+// generation that only Watchword's record gave it does not count.
+func (r *Reconciler) inProgress(ref Ref, obj client.Object) bool {
+	if replicasBehind(obj) {
+		return true
+	}
+	seen := observedGeneration(obj)
+	if seen >= obj.GetGeneration() {
+		return false
+	}
+	g, ok := r.recorded.Load(ref)
+	return !ok || g.(int64) != obj.GetGeneration() || seen != g.(int64)-1
+}
+
+// record records st in the workload's annotations, and remembers the
+// generation the record alone gave a workload whose rollout had finished.
+func (r *Reconciler) record(ctx context.Context, ref Ref, obj client.Object, st State) error {
+	before, finished := obj.GetGeneration(), !rollingOut(obj)
+	if err := r.patch(ctx, obj, st, nil); err != nil {
+		return err
+	}
+	if after := obj.GetGeneration(); finished && after == before+1 {
+		r.recorded.Store(ref, after)
+	}
+	return nil
+}
+
+// patch records st in the workload's annotations and, with restartAt,
+// restarts it as `kubectl rollout restart` does, in one patch that
+// carries the resourceVersion read: a patch made from a stale read fails
+// instead of restarting twice.
+func (r *Reconciler) patch(ctx context.Context, obj client.Object, st State, restartAt *time.Time) error {
+	seen, pending := st.Encode()
+	ann := map[string]any{ForAnnotation: seen, PendingAnnotation: nil}
+	if pending != "" {
+		ann[PendingAnnotation] = pending
+	}
+	p := map[string]any{"metadata": map[string]any{"resourceVersion": obj.GetResourceVersion(), "annotations": ann}}
+	if restartAt != nil {
+		p["spec"] = map[string]any{"template": map[string]any{"metadata": map[string]any{
+			"annotations": map[string]any{RestartedAtAnnotation: restartAt.UTC().Format(time.RFC3339Nano)}}}}
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, data)); err != nil {
+		return fmt.Errorf("patching %s %s/%s: %w", r.kind.name, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}
+
+// conflictOr retries a patch that met a newer version of the workload
+// quietly: the cache brings the new version, and with it a new reconcile.
+func conflictOr(err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	return ctrl.Result{}, err
+}
+
+// warn reports an annotation that does not parse (err), once per value,
+// and tells whether it did not.
+func (r *Reconciler) warn(obj client.Object, ref Ref, annotation string, err error) bool {
+	key := ref.String() + "|" + annotation
+	if err == nil {
+		r.warned.Delete(key)
+		return false
+	}
+	value := obj.GetAnnotations()[annotation]
+	if prev, ok := r.warned.Swap(key, value); !ok || prev != value {
+		r.Recorder.Event(obj, corev1.EventTypeWarning, ReasonInvalidAnnotation, err.Error())
+	}
+	return true
+}
+
+// owedText names the Secrets and keys of an owed restart, never a value.
+func owedText(pending map[string]Owed) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(pending)) {
+		parts = append(parts, fmt.Sprintf("rotation of Secret %q (keys: %s)", name, keyText(pending[name].Keys)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func keyText(keys []string) string {
+	if len(keys) == 0 {
+		return "any"
+	}
+	return strings.Join(keys, ", ")
+}

@@ -1,0 +1,447 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watchword-dev/watchword/internal/controller/restart"
+	"github.com/watchword-dev/watchword/internal/operator"
+)
+
+// The control plane of the suite runs no deployment controller: no
+// ReplicaSet or pod is made, and the rollout of a Deployment is judged by
+// its status alone. deployments plays the deployment controller's part
+// for the status (every generation is at once rolled out and available,
+// unless held) and counts the
+// restarts, as changes of the pod template's restartedAt annotation seen
+// by a watch, which sees every write. (A Deployment's generation is no
+// count: it moves with its annotations too.)
+type deployments struct {
+	mu       sync.Mutex
+	restarts map[string]int
+	last     map[string]string
+	// held Deployments, once restarted after being held (their pod
+	// template no longer has the restartedAt value kept here), do not
+	// finish their rollout until released, as when new pods do not come
+	// up; until then they roll out as the others do.
+	held map[string]string
+}
+
+func watchDeployments(t *testing.T, ns string) *deployments {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := kube.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	d := &deployments{restarts: map[string]int{}, last: map[string]string{}, held: map[string]string{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			dep, ok := ev.Object.(*appsv1.Deployment)
+			if !ok {
+				continue
+			}
+			d.mu.Lock()
+			at := dep.Spec.Template.Annotations[restart.RestartedAtAnnotation]
+			if at != d.last[dep.Name] {
+				d.last[dep.Name] = at
+				d.restarts[dep.Name]++
+			}
+			heldAt, held := d.held[dep.Name]
+			d.mu.Unlock()
+			if dep.Status.ObservedGeneration < dep.Generation {
+				// A conflict means a newer version, whose event follows.
+				if held && at != heldAt {
+					_ = rollingOut(ctx, dep)
+				} else {
+					_ = rollOut(ctx, dep)
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		w.Stop()
+		cancel()
+		<-done
+	})
+	return d
+}
+
+// rollOut reports the Deployment's generation as rolled out and available.
+func rollOut(ctx context.Context, dep *appsv1.Deployment) error {
+	dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+	_, err := kube.AppsV1().Deployments(dep.Namespace).UpdateStatus(ctx, dep, metav1.UpdateOptions{})
+	return err
+}
+
+// rollingOut reports the Deployment's generation as seen, with one of two
+// replicas updated and available: a rollout in progress.
+func rollingOut(ctx context.Context, dep *appsv1.Deployment) error {
+	dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: 2, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+	_, err := kube.AppsV1().Deployments(dep.Namespace).UpdateStatus(ctx, dep, metav1.UpdateOptions{})
+	return err
+}
+
+// hold keeps the Deployment's next restart from finishing its rollout.
+func (d *deployments) hold(name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.held[name] = d.last[name]
+}
+
+// release finishes the Deployment's rollout, and those after it.
+func (d *deployments) release(t *testing.T, ns, name string) {
+	t.Helper()
+	d.mu.Lock()
+	delete(d.held, name)
+	d.mu.Unlock()
+	eventually(t, wait, func() (bool, string) {
+		if err := rollOut(context.Background(), getDeployment(t, ns, name)); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+}
+
+func (d *deployments) count(name string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.restarts[name]
+}
+
+// waitRestarts waits until the Deployment has been restarted n times in
+// all.
+func (d *deployments) waitRestarts(t *testing.T, name string, n int, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, func() (bool, string) {
+		got := d.count(name)
+		return got == n, fmt.Sprintf("%s restarted %d times, want %d", name, got, n)
+	})
+}
+
+// keepRestarts checks for a while that nothing restarts the Deployment
+// again: it has been restarted n times and owes nothing.
+func (d *deployments) keepRestarts(t *testing.T, ns, name string, n int) {
+	t.Helper()
+	consistently(t, 3*time.Second, func() (bool, string) {
+		got := d.count(name)
+		pending := getDeployment(t, ns, name).Annotations[restart.PendingAnnotation]
+		return got == n && pending == "", fmt.Sprintf("%s restarted %d times, want %d; owes %q", name, got, n, pending)
+	})
+}
+
+// rotationSource is a namespace with an upstream Secret, read by the store
+// "remote" of ns: changing the upstream Secret makes a new version, which
+// the ExternalSecrets of ns sync as a rotation.
+func rotationSource(t *testing.T, ns string, data map[string]string) string {
+	t.Helper()
+	src := newNamespace(t, nil)
+	createSecret(t, ns, "reader-token", map[string]string{"token": readerToken(t, src)})
+	createSecret(t, src, "upstream", data)
+	kubeStore(t, ns, "remote", src, "reader-token")
+	return src
+}
+
+// rotate changes one key of the upstream Secret.
+func rotate(t *testing.T, src, key, value string) {
+	t.Helper()
+	updateSecret(t, src, "upstream", func(s *corev1.Secret) { s.Data[key] = []byte(value) })
+}
+
+type podOpt func(*corev1.PodSpec)
+
+func envFrom(secret string) podOpt {
+	return func(p *corev1.PodSpec) {
+		p.Containers[0].EnvFrom = append(p.Containers[0].EnvFrom, corev1.EnvFromSource{
+			SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: secret}}})
+	}
+}
+
+func envKey(secret, key string) podOpt {
+	return func(p *corev1.PodSpec) {
+		p.Containers[0].Env = append(p.Containers[0].Env, corev1.EnvVar{Name: strings.ToUpper(key), ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key}}})
+	}
+}
+
+// newWorkload creates an opted-in Deployment with the annotations.
+func newWorkload(t *testing.T, ns, name string, annotations map[string]string, opts ...podOpt) {
+	t.Helper()
+	labels := map[string]string{"app": name}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations,
+			Labels: map[string]string{restart.Label: restart.LabelValue}},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}},
+	}
+	for _, o := range opts {
+		o(&d.Spec.Template.Spec)
+	}
+	must(t, k8s.Create(context.Background(), d))
+}
+
+func getDeployment(t *testing.T, ns, name string) *appsv1.Deployment {
+	t.Helper()
+	var d appsv1.Deployment
+	must(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &d))
+	return &d
+}
+
+// waitRecorded waits until the Deployment records the ExternalSecret's
+// last rotation of its target (none yet: an empty time) as acted on.
+func waitRecorded(t *testing.T, ns, name, esName string) {
+	t.Helper()
+	eventually(t, wait, func() (bool, string) {
+		es := getES(t, ns, esName)
+		want := es.Status.Target + "="
+		if es.Status.LastRotationTime != nil {
+			want += es.Status.LastRotationTime.UTC().Format(time.RFC3339)
+		}
+		got := getDeployment(t, ns, name).Annotations[restart.ForAnnotation]
+		return es.Status.Target != "" && strings.Contains(","+got+",", ","+want+","), fmt.Sprintf("%s records %q, want %q", name, got, want)
+	})
+}
+
+// countEvents counts the events of a reason about an object whose message
+// holds fragment, with the repetitions the recorder folded into one.
+func countEvents(t *testing.T, ns, object, reason, fragment string) int {
+	t.Helper()
+	var evs corev1.EventList
+	must(t, k8s.List(context.Background(), &evs, client.InNamespace(ns)))
+	n := 0
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Name == object && e.Reason == reason && strings.Contains(e.Message, fragment) {
+			n += int(max(e.Count, 1))
+		}
+	}
+	return n
+}
+
+// TestRestartOnceForABurstOfRotations: an opted-in Deployment is taken as
+// the baseline without a restart, is not restarted for a drift repair or
+// a spec change, and is restarted once for rotations that come within its
+// debounce window.
+func TestRestartOnceForABurstOfRotations(t *testing.T) {
+	ns := newNamespace(t, nil)
+	deps := watchDeployments(t, ns)
+	src := rotationSource(t, ns, map[string]string{"password": "one", "user": "app"})
+	newES(t, ns, "creds", "remote", withRefresh(time.Second), withData("password", "upstream", "password"))
+	waitSecretData(t, ns, "creds", map[string]string{"password": "one"})
+	newWorkload(t, ns, "web", map[string]string{restart.OnAnnotation: "creds", restart.DebounceAnnotation: "8s"}, envFrom("creds"))
+	waitRecorded(t, ns, "web", "creds")
+
+	// A drift repair and a spec change are not rotations.
+	updateSecret(t, ns, "creds", func(s *corev1.Secret) { s.Data["password"] = []byte("tampered") })
+	waitEvent(t, ns, "creds", "DriftRepaired", "password")
+	updateES(t, ns, "creds", withData("user", "upstream", "user"))
+	waitSecretData(t, ns, "creds", map[string]string{"password": "one", "user": "app"})
+	waitEvent(t, ns, "creds", "Updated", "user")
+	if n := deps.count("web"); n != 0 {
+		t.Fatalf("restarted %d times by a first sync, a drift repair and a spec change", n)
+	}
+
+	// Two rotations within the window: one restart.
+	rotate(t, src, "password", "two")
+	waitSecretData(t, ns, "creds", map[string]string{"password": "two", "user": "app"})
+	rotate(t, src, "user", "app2")
+	waitSecretData(t, ns, "creds", map[string]string{"password": "two", "user": "app2"})
+	deps.waitRestarts(t, "web", 1, 2*wait)
+	waitEvent(t, ns, "web", restart.ReasonRestarted, `Secret "creds"`)
+	waitEvent(t, ns, "creds", restart.ReasonRestarted, "Deployment "+ns+"/web restarted for Secret \"creds\"")
+	deps.keepRestarts(t, ns, "web", 1)
+	if n := countEvents(t, ns, "web", restart.ReasonRestarted, ""); n != 1 {
+		t.Errorf("%d Restarted events, want 1", n)
+	}
+}
+
+// TestRestartOnlyForKeysInUse: a Deployment that uses key a of a Secret
+// is not restarted when only b rotates, and is when a does.
+func TestRestartOnlyForKeysInUse(t *testing.T) {
+	ns := newNamespace(t, nil)
+	deps := watchDeployments(t, ns)
+	src := rotationSource(t, ns, map[string]string{"a": "1", "b": "1"})
+	newES(t, ns, "ab", "remote", withRefresh(time.Second), withData("a", "upstream", "a"), withData("b", "upstream", "b"))
+	waitSecretData(t, ns, "ab", map[string]string{"a": "1", "b": "1"})
+	newWorkload(t, ns, "uses-a", map[string]string{restart.OnAnnotation: "ab", restart.DebounceAnnotation: "1s"}, envKey("ab", "a"))
+	waitRecorded(t, ns, "uses-a", "ab")
+
+	rotate(t, src, "b", "2")
+	waitSecretData(t, ns, "ab", map[string]string{"a": "1", "b": "2"})
+	eventually(t, wait, func() (bool, string) {
+		keys := getES(t, ns, "ab").Status.LastRotatedKeys
+		return len(keys) == 1 && keys[0] == "b", fmt.Sprintf("lastRotatedKeys %v", keys)
+	})
+	// The rotation of b is recorded as acted on, and nothing is owed.
+	waitRecorded(t, ns, "uses-a", "ab")
+	deps.keepRestarts(t, ns, "uses-a", 0)
+
+	rotate(t, src, "a", "2")
+	deps.waitRestarts(t, "uses-a", 1, wait)
+	waitEvent(t, ns, "uses-a", restart.ReasonRestarted, `Secret "ab" (keys: a)`)
+	deps.keepRestarts(t, ns, "uses-a", 1)
+}
+
+// TestRestartAutoFindsEnvFrom: "auto" finds a Secret through envFrom; an
+// annotation that does not parse gets a Warning that says what to write,
+// and syncing goes on.
+func TestRestartAutoFindsEnvFrom(t *testing.T) {
+	ns := newNamespace(t, nil)
+	deps := watchDeployments(t, ns)
+	src := rotationSource(t, ns, map[string]string{"k": "1"})
+	newES(t, ns, "app", "remote", withRefresh(time.Second), withData("k", "upstream", "k"))
+	waitSecretData(t, ns, "app", map[string]string{"k": "1"})
+	newWorkload(t, ns, "auto", map[string]string{restart.OnAnnotation: restart.Auto, restart.DebounceAnnotation: "1s"}, envFrom("app"))
+	newWorkload(t, ns, "typo", map[string]string{restart.OnAnnotation: restart.Auto, restart.DebounceAnnotation: "soon"})
+	waitRecorded(t, ns, "auto", "app")
+	waitEvent(t, ns, "typo", restart.ReasonInvalidAnnotation, restart.DebounceAnnotation+` "soon" is not a duration: write a Go duration such as "10s"`)
+
+	rotate(t, src, "k", "2")
+	waitSecretData(t, ns, "app", map[string]string{"k": "2"})
+	deps.waitRestarts(t, "auto", 1, wait)
+	deps.keepRestarts(t, ns, "auto", 1)
+	if n := countEvents(t, ns, "typo", restart.ReasonInvalidAnnotation, ""); n != 1 {
+		t.Errorf("%d InvalidAnnotation events, want 1", n)
+	}
+}
+
+// TestRestartWaitsForTheRollout: a restart due while the workload's
+// previous rollout has not finished is held, said once, and made when the
+// rollout has finished.
+func TestRestartWaitsForTheRollout(t *testing.T) {
+	ns := newNamespace(t, nil)
+	deps := watchDeployments(t, ns)
+	src := rotationSource(t, ns, map[string]string{"k": "1"})
+	newES(t, ns, "s", "remote", withRefresh(time.Second), withData("k", "upstream", "k"))
+	waitSecretData(t, ns, "s", map[string]string{"k": "1"})
+	newWorkload(t, ns, "slow", map[string]string{restart.OnAnnotation: "s", restart.DebounceAnnotation: "1s"}, envFrom("s"))
+	waitRecorded(t, ns, "slow", "s")
+	eventually(t, wait, func() (bool, string) {
+		d := getDeployment(t, ns, "slow")
+		return d.Status.ObservedGeneration == d.Generation, "the baseline's rollout has not finished"
+	})
+
+	deps.hold("slow")
+	rotate(t, src, "k", "2")
+	deps.waitRestarts(t, "slow", 1, wait)
+	rotate(t, src, "k", "3")
+	waitSecretData(t, ns, "s", map[string]string{"k": "3"})
+	rollout := "the previous rollout of Deployment " + ns + "/slow has finished"
+	waitEvent(t, ns, "slow", restart.ReasonHeld, rollout)
+	if n := deps.count("slow"); n != 1 {
+		t.Fatalf("restarted %d times during its rollout, want 1", n)
+	}
+
+	deps.release(t, ns, "slow")
+	deps.waitRestarts(t, "slow", 2, wait)
+	deps.keepRestarts(t, ns, "slow", 2)
+	// (The suite's restart rate may hold the first restart too: that
+	// is a hold of its own, with its own event.)
+	if n := countEvents(t, ns, "slow", restart.ReasonHeld, rollout); n != 1 {
+		t.Errorf("%d RestartHeld events for the rollout, want 1", n)
+	}
+}
+
+// startRestarter starts an operator of its own class with a restart rate,
+// for workloads that name the class; stop stops it.
+func startRestarter(t *testing.T, class string, perMinute float64) (stop func()) {
+	t.Helper()
+	opts := operator.DefaultOptions()
+	opts.Registry = registry()
+	opts.MetricsAddr, opts.HealthAddr = "0", "0"
+	opts.ControllerClass = class
+	opts.RestartRate = perMinute
+	opts.SkipNameValidation = true
+	ctx, cancel := context.WithCancel(context.Background())
+	op, err := operator.New(ctx, restCfg, opts)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := op.Start(ctx); err != nil {
+			t.Errorf("operator of class %s: %v", class, err)
+		}
+	}()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		<-done
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// TestRestartHeldByRateHappensOnce: with a rate of one restart in ten
+// seconds, of two workloads due at once the second is held, told once,
+// and restarted later exactly once; a restart of the operator restarts
+// nothing again.
+func TestRestartHeldByRateHappensOnce(t *testing.T) {
+	const class = "restart-rate"
+	stop := startRestarter(t, class, 6)
+	ns := newNamespace(t, nil)
+	deps := watchDeployments(t, ns)
+	src := rotationSource(t, ns, map[string]string{"k": "1"})
+	newES(t, ns, "shared", "remote", withRefresh(time.Second), withData("k", "upstream", "k"))
+	waitSecretData(t, ns, "shared", map[string]string{"k": "1"})
+	ann := map[string]string{restart.OnAnnotation: "shared", restart.DebounceAnnotation: "1s", restart.ClassAnnotation: class}
+	newWorkload(t, ns, "one", ann, envFrom("shared"))
+	newWorkload(t, ns, "two", ann, envFrom("shared"))
+	waitRecorded(t, ns, "one", "shared")
+	waitRecorded(t, ns, "two", "shared")
+
+	rotate(t, src, "k", "2")
+	var first, second string
+	eventually(t, wait, func() (bool, string) {
+		a, b := deps.count("one"), deps.count("two")
+		switch {
+		case a == 1 && b == 0:
+			first, second = "one", "two"
+		case b == 1 && a == 0:
+			first, second = "two", "one"
+		default:
+			return false, fmt.Sprintf("restarts: one %d, two %d; want one of them restarted", a, b)
+		}
+		return true, ""
+	})
+	waitEvent(t, ns, second, restart.ReasonHeld, `rotation of Secret "shared"`)
+	deps.waitRestarts(t, second, 1, 2*wait)
+	deps.keepRestarts(t, ns, first, 1)
+	deps.keepRestarts(t, ns, second, 1)
+	if n := countEvents(t, ns, second, restart.ReasonHeld, ""); n != 1 {
+		t.Errorf("%d RestartHeld events for %s, want 1", n, second)
+	}
+
+	// A new instance reads what was done from the workloads: it restarts
+	// nothing again, and each workload once for the next rotation.
+	stop()
+	startRestarter(t, class, 6)
+	deps.keepRestarts(t, ns, "one", 1)
+	deps.keepRestarts(t, ns, "two", 1)
+	rotate(t, src, "k", "3")
+	eventually(t, 2*wait, func() (bool, string) {
+		a, b := deps.count("one"), deps.count("two")
+		return a == 2 && b == 2, fmt.Sprintf("restarts: one %d, two %d; want 2 each", a, b)
+	})
+	deps.keepRestarts(t, ns, "one", 2)
+	deps.keepRestarts(t, ns, "two", 2)
+}
