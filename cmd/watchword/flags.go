@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -87,6 +88,10 @@ func (l logConfig) validate() error {
 
 // parseController parses and checks the flags of `watchword controller`
 // without reaching anything but the kubeconfig file's metadata.
+// classPattern is what a store's spec.controller may hold (the CRD's
+// pattern and length): an instance of any other class would serve nothing.
+var classPattern = regexp.MustCompile(`^([a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?)?$`)
+
 func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	c := controllerConfig{Operator: operator.DefaultOptions()}
 	o := &c.Operator
@@ -118,6 +123,9 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	}
 	if o.Workers < 1 {
 		return c, fmt.Errorf("--workers %d: use a whole number of at least 1", o.Workers)
+	}
+	if !classPattern.MatchString(o.ControllerClass) {
+		return c, fmt.Errorf("--controller-class %q: no store could name it; a store's spec.controller has at most 63 lower-case letters, digits, '-' and '.', starting and ending with a letter or digit", o.ControllerClass)
 	}
 	if !(o.RestartRate >= 0) || math.IsInf(o.RestartRate, 0) {
 		return c, fmt.Errorf("--restart-rate %g: use a number of restarts per minute, 0 or more (0: no cap)", o.RestartRate)

@@ -100,6 +100,8 @@ func TestParseControllerRefuses(t *testing.T) {
 		{"lease shorter than renewal", []string{"--leader-election-lease-duration", "10s"}, "must be longer than --leader-election-renew-deadline"},
 		{"renewal too close to retry", []string{"--leader-election-retry-period", "9s"}, "must be longer than 1.2 times --leader-election-retry-period"},
 		{"an argument", []string{"--workers", "2", "extra"}, `unexpected argument "extra"`},
+		{"a class no store can name", []string{"--controller-class", "Shard_A"}, `--controller-class "Shard_A": no store could name it`},
+		{"a class too long", []string{"--controller-class", strings.Repeat("a", 64)}, "no store could name it"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
