@@ -1,6 +1,7 @@
 // Command watchword is the Watchword operator: `watchword controller` runs
 // it against a cluster, `watchword dev` runs it on a local embedded control
-// plane with a demo, and `watchword version` prints the version.
+// plane with a demo, `watchword template` and `watchword status` help
+// people with their resources, and `watchword version` prints the version.
 package main
 
 import (
@@ -43,6 +44,8 @@ const usage = `watchword moves secrets between external stores and Kubernetes.
 Usage:
   watchword controller [flags]   run the operator (in-cluster, or --kubeconfig FILE)
   watchword dev [flags]          run a local control plane, the operator and a demo
+  watchword template [flags]     render an ExternalSecret's Secret offline from sample data
+  watchword status [flags]       ExternalSecrets and PushSecrets, Ready or why not (exit 1 if any is not)
   watchword version              print the version
 
 Run "watchword COMMAND -h" for the flags of a command.
@@ -66,6 +69,16 @@ func main() {
 		exitOnFlagError(cmd, perr)
 		ctrl.SetLogger(l.logger())
 		err = dev.Run(ctx, o, os.Stdout)
+	case "template":
+		c, perr := parseTemplate(os.Args[2:], os.Stderr)
+		exitOnFlagError(cmd, perr)
+		err = runTemplate(c, os.Stdout)
+	case "status":
+		c, perr := parseStatus(os.Args[2:], os.Stderr)
+		exitOnFlagError(cmd, perr)
+		if err = runStatus(ctx, c, os.Stdout); errors.Is(err, errFailing) {
+			os.Exit(1)
+		}
 	case "version", "--version", "-v":
 		fmt.Println("watchword", version.Version)
 	case "help", "-h", "--help":

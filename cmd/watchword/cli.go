@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watchword-dev/watchword/internal/cli"
+	"github.com/watchword-dev/watchword/internal/operator"
+)
+
+// templateConfig is `watchword template`'s.
+type templateConfig struct {
+	ExternalSecret, Data string
+	ConfigMaps           multiFlag
+	ShowValues           bool
+}
+
+// multiFlag is a flag that may be given more than once.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return fmt.Sprint([]string(*m)) }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func parseTemplate(args []string, out io.Writer) (templateConfig, error) {
+	var c templateConfig
+	fs := newFlagSet("template", "template -f EXTERNALSECRET.yaml --data SAMPLES.yaml [--configmap CM.yaml]… [--show-values]", out)
+	fs.StringVar(&c.ExternalSecret, "f", "", "the ExternalSecret manifest to render")
+	fs.StringVar(&c.Data, "data", "", "sample remote data: a YAML map of remote key to a string or a map of fields")
+	fs.Var(&c.ConfigMaps, "configmap", "a ConfigMap manifest that templateFrom names (repeat for more)")
+	fs.BoolVar(&c.ShowValues, "show-values", false, "print the rendered values (without it, only keys and sizes)")
+	if err := parseFlags(fs, args); err != nil {
+		return c, err
+	}
+	if c.ExternalSecret == "" || c.Data == "" {
+		return c, errors.New("-f and --data are both needed: the ExternalSecret and the sample data to render it with")
+	}
+	return c, nil
+}
+
+func runTemplate(c templateConfig, out io.Writer) error {
+	in := cli.TemplateInput{ShowValues: c.ShowValues}
+	var err error
+	if in.ExternalSecret, err = os.ReadFile(c.ExternalSecret); err != nil {
+		return err
+	}
+	if in.Data, err = os.ReadFile(c.Data); err != nil {
+		return err
+	}
+	for _, f := range c.ConfigMaps {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		in.ConfigMaps = append(in.ConfigMaps, b)
+	}
+	return cli.Template(in, out)
+}
+
+// statusConfig is `watchword status`'s.
+type statusConfig struct {
+	Kubeconfig, Namespace string
+	All                   bool
+}
+
+func parseStatus(args []string, out io.Writer) (statusConfig, error) {
+	var c statusConfig
+	fs := newFlagSet("status", "status [-n NAMESPACE | -A] [--kubeconfig FILE]", out)
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config, as kubectl)")
+	fs.StringVar(&c.Namespace, "n", "", "namespace (default: the kubeconfig context's)")
+	fs.BoolVar(&c.All, "A", false, "every namespace")
+	if err := parseFlags(fs, args); err != nil {
+		return c, err
+	}
+	if c.All && c.Namespace != "" {
+		return c, errors.New("-n and -A together: give one")
+	}
+	if c.Kubeconfig != "" {
+		if err := checkKubeconfig(c.Kubeconfig); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// errFailing makes `watchword status` exit 1 when something is not Ready.
+var errFailing = errors.New("some are not Ready")
+
+func runStatus(ctx context.Context, c statusConfig, out io.Writer) error {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = c.Kubeconfig
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	cfg, err := loader.ClientConfig()
+	if err != nil {
+		return fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	ns := c.Namespace
+	if ns == "" && !c.All {
+		if ns, _, err = loader.Namespace(); err != nil {
+			return fmt.Errorf("the kubeconfig's namespace: %w", err)
+		}
+	}
+	k, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
+	if err != nil {
+		return err
+	}
+	rows, err := cli.Status(ctx, k, ns)
+	if err != nil {
+		return err
+	}
+	if err := cli.PrintStatus(out, rows, time.Now()); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.Failing() {
+			return errFailing
+		}
+	}
+	return nil
+}
