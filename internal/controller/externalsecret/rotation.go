@@ -29,15 +29,21 @@ const (
 // had been changed by someone else, and the versions just read.
 //
 // The order matters: a first sync is never a rotation; a change of the
-// spec, store or templates is reported as such even when new data came
-// with it; a new remote version is a rotation even if the target was also
-// edited; a target edited while the store kept its versions is a drift
-// repair; and changed data with neither is a store without versions
-// delivering a new value.
+// ExternalSecret's spec is reported as such even when new data came with
+// it; a new remote version is a rotation even if the store's spec or a
+// template changed too (a store that keeps its data in its spec, like
+// fake, rotates that way) or the target was edited; other changes of the
+// store or templates are updates; a target edited while the store kept its
+// versions is a drift repair; and changed data with none of these is a
+// store without versions delivering a new value.
 func classifyChange(before *v1alpha1.ExternalSecretStatus, plan schedule, drifted bool, read []v1alpha1.RemoteVersion) string {
 	switch {
 	case before.RefreshTime == nil:
 		return changeCreated
+	case plan.generationChanged:
+		return changeUpdated
+	case len(changedVersions(before.Versions, read)) > 0:
+		return changeRotated
 	case plan.inputsChanged:
 		return changeUpdated
 	case len(changedVersions(before.Versions, read)) > 0:

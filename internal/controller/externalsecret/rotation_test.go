@@ -26,7 +26,9 @@ func TestClassifyChange(t *testing.T) {
 		want    string
 	}{
 		{"first sync, even with new versions", &v1alpha1.ExternalSecretStatus{}, schedule{}, true, v2, changeCreated},
-		{"spec change with new data", before, schedule{inputsChanged: true}, false, v2, changeUpdated},
+		{"spec change with new data", before, schedule{inputsChanged: true, generationChanged: true}, false, v2, changeUpdated},
+		{"store change with new versions (data kept in the store's spec)", before, schedule{inputsChanged: true}, false, v2, changeRotated},
+		{"store or template change, same versions", before, schedule{inputsChanged: true}, false, v1, changeUpdated},
 		{"new remote version", before, schedule{}, false, v2, changeRotated},
 		{"new remote version while the target was edited", before, schedule{}, true, v2, changeRotated},
 		{"target edited, same versions", before, schedule{}, true, v1, changeDriftRepaired},
