@@ -1,12 +1,14 @@
 // Package dev runs Watchword on a local embedded control plane: a real etcd
-// and kube-apiserver, the CRDs, the operator in-process and a demo store and
-// ExternalSecret from examples/dev.
+// and kube-apiserver, the CRDs, the operator in-process and the demo of
+// examples/dev: a store and an ExternalSecret, a PushSecret publishing to
+// another namespace, and a rotation.
 package dev
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -102,8 +105,14 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 				return err
 			}
 		}
+		if err := demoMore(ctx, c, out, timeout); err != nil {
+			if o.ExitAfterDemo {
+				return err
+			}
+			fmt.Fprintln(out, "demo:", err)
+		}
 	}
-	fmt.Fprintf(out, "\nkubeconfig: %s\nlook around with:\n  %s --kubeconfig %s get externalsecrets,secretstores,secrets -A\n",
+	fmt.Fprintf(out, "\nkubeconfig: %s\nlook around with:\n  %s --kubeconfig %s get externalsecrets,pushsecrets,secretstores,secrets -A\n",
 		kcPath, cluster.KubectlPath(), kcPath)
 	if o.ExitAfterDemo {
 		fmt.Fprintln(out, "demo synced; exiting (--exit-after-demo)")
@@ -259,4 +268,114 @@ func show(ctx context.Context, c client.Client, out io.Writer, es *v1alpha1.Exte
 		fmt.Fprintf(out, "  read %s at version %s\n", v.Key, v.Version)
 	}
 	return nil
+}
+
+// demoMore shows the rest of the product once the ExternalSecrets synced:
+// the PushSecrets publishing, and a rotation (a new version in the demo's
+// fake store reaching its target, with the Rotated event).
+func demoMore(ctx context.Context, c client.Client, out io.Writer, timeout time.Duration) error {
+	var pushes v1alpha1.PushSecretList
+	if err := c.List(ctx, &pushes); err != nil {
+		return err
+	}
+	for _, ps := range pushes.Items {
+		if err := poll(ctx, timeout, func() (bool, string, error) {
+			var cur v1alpha1.PushSecret
+			if err := c.Get(ctx, client.ObjectKeyFromObject(&ps), &cur); err != nil {
+				return false, "", err
+			}
+			cond := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionReady)
+			if cond != nil && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == cur.Generation {
+				for _, d := range cur.Status.Destinations {
+					fmt.Fprintf(out, "\nPushSecret %s/%s published Secret %s to remote secret %q of %s %q\n", cur.Namespace, cur.Name, cur.Spec.SecretName, d.Name, d.StoreKind, d.StoreName)
+				}
+				return true, "", nil
+			}
+			why := "no Ready condition yet"
+			if cond != nil {
+				why = cond.Reason + ": " + cond.Message
+			}
+			return false, fmt.Sprintf("PushSecret %s/%s: %s", cur.Namespace, cur.Name, why), nil
+		}); err != nil {
+			return err
+		}
+	}
+	return rotate(ctx, c, out, timeout)
+}
+
+// rotate adds a new version of the first key of the demo's fake store, and
+// waits for an ExternalSecret's Rotated event.
+func rotate(ctx context.Context, c client.Client, out io.Writer, timeout time.Duration) error {
+	var stores v1alpha1.SecretStoreList
+	if err := c.List(ctx, &stores); err != nil {
+		return err
+	}
+	for _, s := range stores.Items {
+		if s.Spec.Fake == nil || len(s.Spec.Fake.Data) == 0 {
+			continue
+		}
+		last := s.Spec.Fake.Data[len(s.Spec.Fake.Data)-1]
+		for _, d := range s.Spec.Fake.Data {
+			if d.Key == s.Spec.Fake.Data[0].Key {
+				last = d
+			}
+		}
+		next := last
+		next.Version = ""
+		next.Value = rotatedValue(last.Value)
+		s.Spec.Fake.Data = append(s.Spec.Fake.Data, next)
+		if err := c.Update(ctx, &s); err != nil {
+			return fmt.Errorf("adding a version to store %s/%s: %w", s.Namespace, s.Name, err)
+		}
+		fmt.Fprintf(out, "\nrotating: a new version of %q in SecretStore %s/%s…\n", next.Key, s.Namespace, s.Name)
+		return poll(ctx, timeout, func() (bool, string, error) {
+			var events corev1.EventList
+			if err := c.List(ctx, &events, client.InNamespace(s.Namespace)); err != nil {
+				return false, "", err
+			}
+			for _, e := range events.Items {
+				if e.Reason == "Rotated" && e.InvolvedObject.Kind == "ExternalSecret" {
+					fmt.Fprintf(out, "  event Rotated on ExternalSecret %s: %s\n", e.InvolvedObject.Name, e.Message)
+					return true, "", nil
+				}
+			}
+			return false, "no Rotated event yet", nil
+		})
+	}
+	return nil
+}
+
+// poll calls check until it is done, fails, or timeout passes.
+func poll(ctx context.Context, timeout time.Duration, check func() (done bool, why string, err error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		done, why, err := check()
+		if err != nil || done {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not done within %s: %s", timeout, why)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// rotatedValue is a new value for the demo's rotation: a JSON object gets
+// a new "password" field, anything else a suffix.
+func rotatedValue(v string) string {
+	stamp := time.Now().UTC().Format("150405")
+	var obj map[string]any
+	if json.Unmarshal([]byte(v), &obj) == nil {
+		if _, ok := obj["password"]; ok {
+			obj["password"] = "rotated-at-" + stamp
+			if b, err := json.Marshal(obj); err == nil {
+				return string(b)
+			}
+		}
+	}
+	return v + "-" + stamp
 }
