@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -93,20 +94,7 @@ func parseStatus(args []string, out io.Writer) (statusConfig, error) {
 var errFailing = errors.New("some are not Ready")
 
 func runStatus(ctx context.Context, c statusConfig, out io.Writer) error {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = c.Kubeconfig
-	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
-	cfg, err := loader.ClientConfig()
-	if err != nil {
-		return fmt.Errorf("loading the kubeconfig: %w", err)
-	}
-	ns := c.Namespace
-	if ns == "" && !c.All {
-		if ns, _, err = loader.Namespace(); err != nil {
-			return fmt.Errorf("the kubeconfig's namespace: %w", err)
-		}
-	}
-	k, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
+	k, ns, err := clusterClient(c)
 	if err != nil {
 		return err
 	}
@@ -123,4 +111,69 @@ func runStatus(ctx context.Context, c statusConfig, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// refreshConfig is `watchword refresh`'s.
+type refreshConfig struct {
+	statusConfig
+	Names   []string
+	Timeout time.Duration
+}
+
+func parseRefresh(args []string, out io.Writer) (refreshConfig, error) {
+	var c refreshConfig
+	fs := newFlagSet("refresh", "refresh [-n NAMESPACE] [--timeout 30s] [--kubeconfig FILE] (NAME… | --all)", out)
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config, as kubectl)")
+	fs.StringVar(&c.Namespace, "n", "", "namespace (default: the kubeconfig context's)")
+	all := fs.Bool("all", false, "every ExternalSecret of the namespace")
+	fs.DurationVar(&c.Timeout, "timeout", 30*time.Second, "how long to wait for the outcome")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, reportedError{err}
+	}
+	c.Names = fs.Args()
+	switch {
+	case *all && len(c.Names) > 0:
+		return c, errors.New("names and --all together: give one")
+	case !*all && len(c.Names) == 0:
+		return c, errors.New("name the ExternalSecrets to refresh, or give --all")
+	case c.Timeout <= 0:
+		return c, fmt.Errorf("--timeout %s: use a duration above 0, such as 30s", c.Timeout)
+	}
+	if c.Kubeconfig != "" {
+		if err := checkKubeconfig(c.Kubeconfig); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+func runRefresh(ctx context.Context, c refreshConfig, out io.Writer) error {
+	k, ns, err := clusterClient(c.statusConfig)
+	if err != nil {
+		return err
+	}
+	return cli.Refresh(ctx, k, ns, c.Names, c.Timeout, time.Now, out)
+}
+
+// clusterClient is a client of the cluster the kubeconfig names, found as
+// kubectl finds it, and the namespace to work in.
+func clusterClient(c statusConfig) (client.Client, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = c.Kubeconfig
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	cfg, err := loader.ClientConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	ns := c.Namespace
+	if ns == "" && !c.All {
+		if ns, _, err = loader.Namespace(); err != nil {
+			return nil, "", fmt.Errorf("the kubeconfig's namespace: %w", err)
+		}
+	}
+	k, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
+	return k, ns, err
 }

@@ -21,3 +21,15 @@ func TestParseTemplateAndStatus(t *testing.T) {
 		t.Errorf("parseStatus with a missing kubeconfig = %v", err)
 	}
 }
+
+func TestParseRefresh(t *testing.T) {
+	c, err := parseRefresh([]string{"-n", "demo", "a", "b"}, io.Discard)
+	if err != nil || c.Namespace != "demo" || len(c.Names) != 2 || c.Timeout <= 0 {
+		t.Fatalf("parseRefresh = %+v, %v", c, err)
+	}
+	for _, bad := range [][]string{{}, {"--all", "a"}, {"--timeout", "0s", "a"}} {
+		if _, err := parseRefresh(bad, io.Discard); err == nil {
+			t.Errorf("parseRefresh(%q) was accepted", bad)
+		}
+	}
+}

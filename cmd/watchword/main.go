@@ -46,6 +46,7 @@ Usage:
   watchword dev [flags]          run a local control plane, the operator and a demo
   watchword template [flags]     render an ExternalSecret's Secret offline from sample data
   watchword status [flags]       ExternalSecrets and PushSecrets, Ready or why not (exit 1 if any is not)
+  watchword refresh [flags] NAME… sync ExternalSecrets now, bypassing every cache, and wait for the outcome
   watchword version              print the version
 
 Run "watchword COMMAND -h" for the flags of a command.
@@ -79,6 +80,10 @@ func main() {
 		if err = runStatus(ctx, c, os.Stdout); errors.Is(err, errFailing) {
 			os.Exit(1)
 		}
+	case "refresh":
+		c, perr := parseRefresh(os.Args[2:], os.Stderr)
+		exitOnFlagError(cmd, perr)
+		err = runRefresh(ctx, c, os.Stdout)
 	case "version", "--version", "-v":
 		fmt.Println("watchword", version.Version)
 	case "help", "-h", "--help":

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/watchword-dev/watchword/internal/cli"
 )
 
@@ -51,5 +53,36 @@ func TestStatusCommandShowsWhatFails(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "PropertyError") || !strings.Contains(out.String(), "NAMESPACE") {
 		t.Errorf("table:\n%s", out.String())
+	}
+}
+
+// TestRefreshCommandSyncsNowAndWaits: `watchword refresh` makes an
+// ExternalSecret with an hourly refresh read its store now, waits for the
+// outcome, and fails, naming the cause, for one that cannot sync.
+func TestRefreshCommandSyncsNowAndWaits(t *testing.T) {
+	ns := newNamespace(t, nil)
+	src := newNamespace(t, nil)
+	createSecret(t, ns, "reader-token", map[string]string{"token": readerToken(t, src)})
+	createSecret(t, src, "upstream", map[string]string{"v": "old"})
+	kubeStore(t, ns, "remote", src, "reader-token")
+	newES(t, ns, "hourly", "remote", withData("v", "upstream", "v"))
+	waitSecretData(t, ns, "hourly", map[string]string{"v": "old"})
+	updateSecret(t, src, "upstream", func(s *corev1.Secret) { s.Data["v"] = []byte("new") })
+
+	var out bytes.Buffer
+	must(t, cli.Refresh(context.Background(), k8s, ns, []string{"hourly"}, wait, time.Now, &out))
+	if s, err := getSecret(ns, "hourly"); err != nil || string(s.Data["v"]) != "new" {
+		t.Errorf("after refresh the target holds %q (%v), want the new value", s.Data["v"], err)
+	}
+	if !strings.Contains(out.String(), "ExternalSecret "+ns+"/hourly synced") {
+		t.Errorf("output %q", out.String())
+	}
+
+	newES(t, ns, "broken", "remote", withData("v", "upstream", "missing.property"))
+	waitCondition(t, ns, "broken", "PropertyError")
+	out.Reset()
+	err := cli.Refresh(context.Background(), k8s, ns, nil, 3*time.Second, time.Now, &out)
+	if err == nil || !strings.Contains(out.String(), "ExternalSecret "+ns+"/broken did not sync: PropertyError") {
+		t.Errorf("refresh --all = %v, output %q: want the broken one named with its cause", err, out.String())
 	}
 }
