@@ -38,7 +38,26 @@ type SecretStoreSpec struct {
 	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`
 	DefaultScope string `json:"defaultScope,omitempty"`
 
+	// refreshHook lets the store's keys be refreshed at once when a change
+	// is announced to Watchword's refresh endpoint (/hooks/refresh), which
+	// accepts only notifications signed with the shared secret named here.
+	// Unset: the endpoint refuses notifications for this store.
+	// +optional
+	RefreshHook *RefreshHook `json:"refreshHook,omitempty"`
+
 	SecretStoreProvider `json:",inline"`
+}
+
+// RefreshHook configures event-driven refresh of a store: a notification
+// to the refresh endpoint names keys of the store, and every ExternalSecret
+// that reads one of them is refreshed at once.
+type RefreshHook struct {
+	// secretRef names the shared secret that notifications are signed
+	// with: the header X-Watchword-Signature carries sha256=<hex>, the
+	// HMAC-SHA256 of the request body keyed with this value. A SecretStore
+	// reads it from its own namespace.
+	// +required
+	SecretRef SecretKeySelector `json:"secretRef"`
 }
 
 // ClusterSecretStoreSpec is a SecretStoreSpec that any allowed namespace
@@ -50,6 +69,13 @@ type ClusterSecretStoreSpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$`
 	Controller string `json:"controller,omitempty"`
+
+	// refreshHook lets the store's keys be refreshed at once when a change
+	// is announced to Watchword's refresh endpoint (/hooks/refresh). Its
+	// secretRef must give the Secret's namespace.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="has(self.secretRef.__namespace__) && size(self.secretRef.__namespace__) > 0",message="refreshHook.secretRef of a ClusterSecretStore must give the namespace of the Secret",fieldPath=".secretRef.namespace"
+	RefreshHook *RefreshHook `json:"refreshHook,omitempty"`
 
 	SecretStoreProvider `json:",inline"`
 

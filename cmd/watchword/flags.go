@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"regexp"
 	"strings"
@@ -108,6 +109,7 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address of the Prometheus metrics endpoint (0 disables)")
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of the /healthz and /readyz endpoints (0 disables)")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address of the Go profiling endpoints, /debug/pprof/ (empty disables)")
+	fs.StringVar(&o.RefreshHookAddr, "refresh-hook-bind-address", "", "address of the refresh endpoint, /hooks/refresh, for signed notifications of changed keys (empty or 0 disables)")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader among the replicas of the controller class")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", "", "name of the leader election lease (default: watchword-leader, or watchword-leader-CLASS with --controller-class)")
@@ -139,6 +141,11 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	}
 	if err := checkLeaderElection(o); err != nil {
 		return c, err
+	}
+	if a := o.RefreshHookAddr; a != "" && a != "0" {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return c, fmt.Errorf("--refresh-hook-bind-address %q: use host:port or :port, such as :8443 (empty or 0 disables)", a)
+		}
 	}
 	if c.Kubeconfig != "" {
 		if err := checkKubeconfig(c.Kubeconfig); err != nil {

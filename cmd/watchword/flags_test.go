@@ -24,7 +24,7 @@ func TestParseControllerDefaults(t *testing.T) {
 		t.Errorf("kubeconfig %q, log %+v; want none and info as JSON", c.Kubeconfig, c.Log)
 	}
 	if o.Workers != want.Workers || o.QPS != want.QPS || o.Burst != want.Burst ||
-		o.MetricsAddr != want.MetricsAddr || o.HealthAddr != want.HealthAddr || o.PprofAddr != "" {
+		o.MetricsAddr != want.MetricsAddr || o.HealthAddr != want.HealthAddr || o.PprofAddr != "" || o.RefreshHookAddr != "" {
 		t.Errorf("options %+v, want the defaults %+v", o, want)
 	}
 	if o.ControllerClass != "" || o.LeaderElection || o.LeaderElectionID != "" || o.LeaderElectionNamespace != "" {
@@ -51,6 +51,7 @@ func TestParseControllerAccepts(t *testing.T) {
 		"--kubeconfig", kubeconfig, "--log-level", "debug", "--log-console",
 		"--controller-class", "shard-a", "--workers", "4", "--kube-api-qps", "20.5", "--kube-api-burst", "40", "--restart-rate", "2.5",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", ":9000", "--pprof-bind-address", "127.0.0.1:6060",
+		"--refresh-hook-bind-address", ":8443",
 		"--leader-elect", "--leader-election-namespace", "watchword", "--leader-election-id", "my-lease",
 		"--leader-election-lease-duration", "30s", "--leader-election-renew-deadline", "20s", "--leader-election-retry-period", "5s",
 	}, io.Discard)
@@ -62,7 +63,7 @@ func TestParseControllerAccepts(t *testing.T) {
 		t.Errorf("kubeconfig %q, log %+v", c.Kubeconfig, c.Log)
 	}
 	if o.ControllerClass != "shard-a" || o.Workers != 4 || o.QPS != 20.5 || o.Burst != 40 || o.RestartRate != 2.5 ||
-		o.MetricsAddr != "0" || o.HealthAddr != ":9000" || o.PprofAddr != "127.0.0.1:6060" {
+		o.MetricsAddr != "0" || o.HealthAddr != ":9000" || o.PprofAddr != "127.0.0.1:6060" || o.RefreshHookAddr != ":8443" {
 		t.Errorf("options %+v", o)
 	}
 	if !o.LeaderElection || o.LeaderElectionNamespace != "watchword" || o.LeaderElectionID != "my-lease" ||
@@ -99,6 +100,7 @@ func TestParseControllerRefuses(t *testing.T) {
 		{"negative retry period", []string{"--leader-election-retry-period", "-1s"}, "--leader-election-retry-period -1s: use a duration above 0"},
 		{"lease shorter than renewal", []string{"--leader-election-lease-duration", "10s"}, "must be longer than --leader-election-renew-deadline"},
 		{"renewal too close to retry", []string{"--leader-election-retry-period", "9s"}, "must be longer than 1.2 times --leader-election-retry-period"},
+		{"refresh hook address without port", []string{"--refresh-hook-bind-address", "8443"}, `--refresh-hook-bind-address "8443": use host:port or :port`},
 		{"an argument", []string{"--workers", "2", "extra"}, `unexpected argument "extra"`},
 		{"a class no store can name", []string{"--controller-class", "Shard_A"}, `--controller-class "Shard_A": no store could name it`},
 		{"a class too long", []string{"--controller-class", strings.Repeat("a", 64)}, "no store could name it"},

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
 )
 
 type fakeClock struct {
@@ -198,5 +200,40 @@ func TestFetcherChecksVersionsOnlyWhereDeclared(t *testing.T) {
 	}
 	if r.versionChecks.Load() != 0 || r.calls.Load() != 2 {
 		t.Fatalf("undeclared version check: %d checks and %d reads, want 0 and 2", r.versionChecks.Load(), r.calls.Load())
+	}
+}
+
+func TestFetcherReadsAnnouncedKeysOnceAfterTheAnnouncement(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	f := NewFetcher(clock, nil)
+	r := &countingReader{}
+	c := readOnly(r)
+	ctx := context.Background()
+	spec := &v1alpha1.ExternalSecretSpec{Data: []v1alpha1.ExternalSecretData{
+		{SecretKey: "a", RemoteRef: v1alpha1.RemoteReference{Key: "a"}},
+		{SecretKey: "b", RemoteRef: v1alpha1.RemoteReference{Key: "b"}},
+	}}
+	if _, err := f.Sync(ctx, Input{Spec: spec, Store: "s", Reader: c, MaxAge: time.Hour}); err != nil || r.calls.Load() != 2 {
+		t.Fatalf("first sync: %d calls, %v", r.calls.Load(), err)
+	}
+	clock.Advance(time.Second)
+	announced := map[string]time.Time{"a": clock.Now()}
+	clock.Advance(time.Second)
+	// Two ExternalSecrets that read the announced key: one read of it,
+	// none of the other key.
+	for i := 0; i < 2; i++ {
+		if _, err := f.Sync(ctx, Input{Spec: spec, Store: "s", Reader: c, MaxAge: time.Hour, ReadAfter: announced}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := r.calls.Load(); n != 3 {
+		t.Fatalf("after an announcement of one key, two syncs made %d provider calls in all, want 3", n)
+	}
+	// An announcement at the moment of the sync reads anew.
+	if got := maxAgeFor(Input{MaxAge: time.Hour, ReadAfter: map[string]time.Time{"a": clock.Now()}}, Ref{Key: "a"}, clock.Now()); got != 0 {
+		t.Fatalf("max age for a key announced now = %v, want 0", got)
+	}
+	if got := maxAgeFor(Input{ReadAfter: announced}, Ref{Key: "a"}, clock.Now()); got != 0 {
+		t.Fatalf("max age 0 must stay 0, got %v", got)
 	}
 }

@@ -25,6 +25,10 @@ type Input struct {
 	TemplateSources map[string]map[string]string
 	// MaxAge lets reads younger than this be reused; 0 reads again.
 	MaxAge time.Duration
+	// ReadAfter maps remote keys announced changed to when they were: a
+	// read of such a key made before that time is not reused, whatever
+	// MaxAge allows. One read made after it serves every caller.
+	ReadAfter map[string]time.Time
 }
 
 // Result is the computed content of a target.
@@ -81,7 +85,7 @@ func (f *Fetcher) fetchAll(ctx context.Context, in Input) (map[Ref]Object, time.
 	g.SetLimit(fetchParallelism)
 	for i, ref := range refs {
 		g.Go(func() error {
-			got, err := f.Get(gctx, in.Store, in.Reader, ref, in.MaxAge)
+			got, err := f.Get(gctx, in.Store, in.Reader, ref, maxAgeFor(in, ref, f.clock.Now()))
 			if err != nil {
 				return fmt.Errorf("reading remote key %q%s: %w", ref.Key, versionSuffix(ref.Version), err)
 			}
@@ -101,6 +105,16 @@ func (f *Fetcher) fetchAll(ctx context.Context, in Input) (map[Ref]Object, time.
 		}
 	}
 	return objs, oldest, nil
+}
+
+// maxAgeFor is how old a read of ref may be: no older than the input's
+// MaxAge, and made after the key was last announced changed.
+func maxAgeFor(in Input, ref Ref, now time.Time) time.Duration {
+	at, ok := in.ReadAfter[ref.Key]
+	if !ok || in.MaxAge <= 0 {
+		return in.MaxAge
+	}
+	return max(min(in.MaxAge, now.Sub(at)), 0)
 }
 
 func versionSuffix(v string) string {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -44,6 +45,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/metrics"
 	"github.com/watchword-dev/watchword/internal/provider"
+	"github.com/watchword-dev/watchword/internal/refreshhook"
 )
 
 // Options configure the operator.
@@ -62,6 +64,9 @@ type Options struct {
 	MetricsAddr string
 	HealthAddr  string
 	PprofAddr   string
+	// RefreshHookAddr is the listen address of the refresh endpoint
+	// (/hooks/refresh, docs/operations.md); "0" or empty disables it.
+	RefreshHookAddr string
 	// LeaderElection makes one replica among those with the same lease
 	// active. The lease is LeaderElectionID in LeaderElectionNamespace;
 	// an empty ID is derived from ControllerClass (see LeaderElectionID),
@@ -247,6 +252,12 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if err := addPushSecrets(ctx, mgr, metaClient, clients, clock, opts); err != nil {
 		return nil, err
 	}
+	if a := opts.RefreshHookAddr; a != "" && a != "0" {
+		h := &refreshhook.Handler{Stores: mgr.GetClient(), Secrets: mgr.GetClient(), Notifier: hookNotifier{es}, Class: opts.ControllerClass}
+		if err := mgr.Add(&refreshhook.Server{Addr: a, Handler: h}); err != nil {
+			return nil, err
+		}
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
@@ -262,6 +273,18 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		return nil, err
 	}
 	return &Operator{Manager: mgr, Fetcher: fetcher}, nil
+}
+
+// hookNotifier hands the refresh endpoint's notifications to the
+// ExternalSecret controller.
+type hookNotifier struct{ es *externalsecret.Reconciler }
+
+func (n hookNotifier) Notify(ctx context.Context, kind, namespace, name string, keys []string) (int, error) {
+	queued, err := n.es.Notify(ctx, kind, namespace, name, keys)
+	if errors.Is(err, externalsecret.ErrNotRunning) {
+		err = refreshhook.ErrNotRunning
+	}
+	return queued, err
 }
 
 // addPushSecrets registers the PushSecret controller. The Secrets that

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -32,6 +33,7 @@ import (
 	kubeprovider "github.com/watchword-dev/watchword/internal/provider/kubernetes"
 	pluginprovider "github.com/watchword-dev/watchword/internal/provider/plugin"
 	"github.com/watchword-dev/watchword/internal/provider/vault"
+	"github.com/watchword-dev/watchword/internal/refreshhook"
 )
 
 var (
@@ -42,6 +44,8 @@ var (
 	nsSeq   atomic.Int64
 	// opCache is the operator's informer cache, for tests of what it holds.
 	opCache client.Reader
+	// refreshHookURL is the suite operator's refresh endpoint.
+	refreshHookURL string
 )
 
 // registry is the set of providers main builds; the fake one counts the
@@ -78,6 +82,12 @@ func TestMain(m *testing.M) {
 	opts := operator.DefaultOptions()
 	opts.Registry = registry()
 	opts.MetricsAddr, opts.HealthAddr = "0", "0"
+	opts.RefreshHookAddr, err = freeLoopbackAddr()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "choosing the refresh hook's port:", err)
+		os.Exit(1)
+	}
+	refreshHookURL = "http://" + opts.RefreshHookAddr + refreshhook.Path
 	op, err := operator.New(ctx, cluster.Config, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "building the operator:", err)
@@ -108,6 +118,16 @@ func TestMain(m *testing.M) {
 	<-done
 	_ = cluster.Stop()
 	os.Exit(code)
+}
+
+// freeLoopbackAddr is a loopback address with a port free at the time.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // newNamespace creates a namespace for one test.

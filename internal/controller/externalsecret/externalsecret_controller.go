@@ -59,6 +59,9 @@ type Reconciler struct {
 	// it ("ns/name" to *v1alpha1.ExternalSecretStatus), so that a reconcile
 	// that reads a stale ExternalSecret does not sync it again.
 	pending sync.Map
+
+	// notices holds the keys announced changed (notify.go).
+	notices notices
 }
 
 // Observer receives sync outcomes for metrics.
@@ -194,7 +197,8 @@ func (r *Reconciler) readInputs(ctx context.Context, s *scope) (bool, error) {
 		return false, err
 	}
 	s.inputs = fmt.Sprintf("%d|%s|%s", s.es.Generation, s.store.ID(), versions) + r.publishInputs(ctx, s.es)
-	s.plan = newSchedule(s.es, s.now.Time, s.store.ID(), s.inputs)
+	s.plan = newSchedule(s.es, s.now.Time, s.store.ID(), s.inputs).
+		withNotices(s.es, r.notices.of(s.es.Namespace+"/"+s.es.Name))
 	return false, nil
 }
 
@@ -208,7 +212,8 @@ func (r *Reconciler) skipIfNotDue(ctx context.Context, s *scope) (bool, error) {
 		s.outcome = s.plan.next(refreshTime(s.es))
 		return true, nil
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("syncing", "due", due, "forced", s.plan.forced, "drifted", drifted, "inputsChanged", s.plan.inputsChanged)
+	ctrl.LoggerFrom(ctx).V(1).Info("syncing", "due", due, "forced", s.plan.forced, "drifted", drifted, "inputsChanged", s.plan.inputsChanged,
+		"notified", len(s.plan.notified))
 	return false, nil
 }
 
@@ -233,7 +238,7 @@ func (r *Reconciler) storeClient(ctx context.Context, s *scope) (bool, error) {
 // cache.
 func (r *Reconciler) fetch(ctx context.Context, s *scope) (bool, error) {
 	res, err := r.Fetcher.Sync(ctx, engine.Input{Spec: &s.es.Spec, Store: s.store.ID(), Reader: s.client,
-		TemplateSources: s.sources, MaxAge: s.plan.maxAge()})
+		TemplateSources: s.sources, MaxAge: s.plan.maxAge(), ReadAfter: s.plan.readAfter()})
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", s.store.Describe(), err)
 	}
@@ -271,6 +276,7 @@ func (r *Reconciler) record(_ context.Context, s *scope) (bool, error) {
 		}
 	}
 	r.succeed(s)
+	r.notices.consume(s.es.Namespace+"/"+s.es.Name, s.now.Time)
 	s.es.Status.PublishedTo = s.publishedTo
 	s.outcome = s.plan.next(refreshTime(s.es))
 	if s.publishErr != nil {
@@ -311,6 +317,7 @@ func (r *Reconciler) forget(es *v1alpha1.ExternalSecret, deleted bool) {
 	if deleted {
 		r.pending.Delete(key)
 		r.ownWrites.Delete(es.Namespace + "/" + targetName(es))
+		r.notices.drop(key)
 		return
 	}
 	if v, ok := r.pending.Load(key); ok && caughtUp(es, v.(*v1alpha1.ExternalSecretStatus)) {

@@ -141,6 +141,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 				fanOut(r.usersOfCredential).Generic(ctx, e, q)
 			},
 		})).
+		// ExternalSecrets whose keys were announced changed (notify.go).
+		WatchesRawSource(source.Func(r.notices.start)).
 		WatchesMetadata(&corev1.ConfigMap{}, fanOut(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return byIndex(ctx, c, IndexTemplate, o.GetName(), o.GetNamespace())
 		}), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).

@@ -64,6 +64,10 @@ type schedule struct {
 	inputsChanged bool
 	// generationChanged: the spec changed since the last sync.
 	generationChanged bool
+	// notified maps the remote keys this ExternalSecret reads that were
+	// announced changed (notify.go) and not synced since, to when they
+	// were.
+	notified map[string]time.Time
 }
 
 func newSchedule(es *v1alpha1.ExternalSecret, now time.Time, store, inputs string) schedule {
@@ -102,10 +106,27 @@ func (s schedule) slack() time.Duration {
 	return min(s.interval/100, time.Second)
 }
 
+// withNotices sets the keys announced changed: of those given (remote key
+// to the time of its latest announcement), the ones the ExternalSecret
+// reads.
+func (s schedule) withNotices(es *v1alpha1.ExternalSecret, notices map[string]time.Time) schedule {
+	if len(notices) == 0 {
+		return s
+	}
+	s.notified = map[string]time.Time{}
+	for _, ref := range engine.Refs(&es.Spec) {
+		if at, ok := notices[ref.Key]; ok {
+			s.notified[ref.Key] = at
+		}
+	}
+	return s
+}
+
 // due tells whether the store must be read: the sync is forced, it never
-// ran, an input changed, or the periodic refresh time has come.
+// ran, an input changed, a key it reads was announced changed, or the
+// periodic refresh time has come.
 func (s schedule) due() bool {
-	if s.forced || s.lastRead == nil || s.inputsChanged {
+	if s.forced || s.lastRead == nil || s.inputsChanged || len(s.notified) > 0 {
 		return true
 	}
 	if s.interval <= 0 {
@@ -135,6 +156,17 @@ func (s schedule) maxAge() time.Duration {
 		age -= s.slack()
 	}
 	return age
+}
+
+// readAfter tells, for the keys announced changed, the time a read must
+// be younger than: one read made after the announcement serves every
+// ExternalSecret that reads the key, and no read made before it does.
+// The other keys keep maxAge.
+func (s schedule) readAfter() map[string]time.Time {
+	if len(s.notified) == 0 {
+		return nil
+	}
+	return s.notified
 }
 
 // next is the result that schedules the next periodic refresh, after a

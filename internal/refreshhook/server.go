@@ -1,0 +1,208 @@
+package refreshhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+)
+
+// Notifier refreshes the ExternalSecrets that read keys of a store, and
+// tells how many it queued.
+type Notifier interface {
+	Notify(ctx context.Context, kind, namespace, name string, keys []string) (int, error)
+}
+
+// ErrNotRunning is what a Notifier returns when the instance is not the
+// one that syncs (yet); the endpoint answers 503.
+var ErrNotRunning = errors.New("not running")
+
+// Handler serves Path.
+type Handler struct {
+	// Stores reads stores (from the cache).
+	Stores client.Reader
+	// Secrets reads the Secret that holds a store's shared secret.
+	Secrets client.Reader
+	// Notifier refreshes the ExternalSecrets.
+	Notifier Notifier
+	// Class is this instance's controller class: stores of another class
+	// are not its to refresh.
+	Class string
+}
+
+// refusal is an answer other than success: its status and short message.
+// reason is for the log only.
+type refusal struct {
+	status  int
+	message string
+	reason  string
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	log := ctrl.Log.WithName("refresh-hook").WithValues("remote", req.RemoteAddr)
+	n, queued, ref := h.serve(req)
+	if ref != nil {
+		log.Info("refresh notification refused", "status", ref.status, "reason", ref.reason,
+			"storeKind", n.Store.Kind, "storeNamespace", n.Store.Namespace, "storeName", n.Store.Name)
+		if ref.status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", http.MethodPost)
+		}
+		http.Error(w, ref.message, ref.status)
+		return
+	}
+	log.V(1).Info("refresh notification accepted", "storeKind", n.Store.Kind, "storeNamespace", n.Store.Namespace,
+		"storeName", n.Store.Name, "keys", len(n.Keys), "queued", queued)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	_ = json.NewEncoder(w).Encode(map[string]int{"queued": queued})
+}
+
+// serve checks and carries out one request. The body is never part of an
+// answer or a log line.
+func (h *Handler) serve(req *http.Request) (Notification, int, *refusal) {
+	if req.Method != http.MethodPost {
+		return Notification{}, 0, &refusal{http.StatusMethodNotAllowed, "only POST is allowed", "method " + req.Method}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, req.Body, MaxBody))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return Notification{}, 0, &refusal{http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", MaxBody), "body too large"}
+		}
+		return Notification{}, 0, &refusal{http.StatusBadRequest, "the body could not be read", "reading the body failed"}
+	}
+	sig := req.Header.Get(SignatureHeader)
+	if sig == "" {
+		return Notification{}, 0, &refusal{http.StatusUnauthorized, ErrUnsigned.Error(), "unsigned"}
+	}
+	n, err := Parse(body)
+	if err != nil {
+		return Notification{}, 0, &refusal{http.StatusBadRequest, err.Error(), "malformed"}
+	}
+	secret, ref := h.sharedSecret(req.Context(), n.Store)
+	if ref != nil {
+		return n, 0, ref
+	}
+	if Verify(body, sig, secret) != nil {
+		return n, 0, &refusal{http.StatusForbidden, ErrBadSignature.Error(), "wrong signature"}
+	}
+	queued, err := h.Notifier.Notify(req.Context(), n.Store.Kind, n.Store.Namespace, n.Store.Name, n.Keys)
+	if errors.Is(err, ErrNotRunning) {
+		return n, 0, &refusal{http.StatusServiceUnavailable, "not ready to refresh; try again", "controller not running"}
+	}
+	if err != nil {
+		return n, 0, &refusal{http.StatusInternalServerError, "the refresh could not be queued", "queueing failed"}
+	}
+	return n, queued, nil
+}
+
+// noHook is the answer for a store that is unknown, not this instance's,
+// or has no refreshHook: the three look the same to the caller.
+func noHook(reason string) *refusal {
+	return &refusal{http.StatusNotFound, "no refresh hook for this store", reason}
+}
+
+// sharedSecret reads the store's refreshHook secret.
+func (h *Handler) sharedSecret(ctx context.Context, s StoreRef) ([]byte, *refusal) {
+	var hook *v1alpha1.RefreshHook
+	var class, secretNS string
+	switch s.Kind {
+	case v1alpha1.SecretStoreKind:
+		var st v1alpha1.SecretStore
+		if err := h.Stores.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &st); err != nil {
+			return nil, storeError(err)
+		}
+		hook, class, secretNS = st.Spec.RefreshHook, st.Spec.Controller, st.Namespace
+		if hook != nil && hook.SecretRef.Namespace != "" && hook.SecretRef.Namespace != st.Namespace {
+			// A SecretStore reads only from its own namespace.
+			return nil, &refusal{http.StatusForbidden, ErrBadSignature.Error(), "refreshHook.secretRef names another namespace"}
+		}
+	default:
+		var st v1alpha1.ClusterSecretStore
+		if err := h.Stores.Get(ctx, client.ObjectKey{Name: s.Name}, &st); err != nil {
+			return nil, storeError(err)
+		}
+		hook, class = st.Spec.RefreshHook, st.Spec.Controller
+		if hook != nil {
+			secretNS = hook.SecretRef.Namespace
+		}
+	}
+	switch {
+	case class != h.Class:
+		return nil, noHook("store of another controller class")
+	case hook == nil:
+		return nil, noHook("store without refreshHook")
+	case secretNS == "":
+		return nil, &refusal{http.StatusForbidden, ErrBadSignature.Error(), "refreshHook.secretRef has no namespace"}
+	}
+	var sec corev1.Secret
+	if err := h.Secrets.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: hook.SecretRef.Name}, &sec); err != nil {
+		// The caller learns no more than from a wrong signature.
+		return nil, &refusal{http.StatusForbidden, ErrBadSignature.Error(), "the refreshHook Secret could not be read: " + reasonOf(err)}
+	}
+	v := sec.Data[hook.SecretRef.Key]
+	if len(v) == 0 {
+		return nil, &refusal{http.StatusForbidden, ErrBadSignature.Error(), "the refreshHook Secret has no value at its key"}
+	}
+	return v, nil
+}
+
+func storeError(err error) *refusal {
+	if apierrors.IsNotFound(err) {
+		return noHook("unknown store")
+	}
+	return &refusal{http.StatusServiceUnavailable, "the store could not be read; try again", "reading the store: " + reasonOf(err)}
+}
+
+// reasonOf is the API status reason of an error: never its text.
+func reasonOf(err error) string {
+	if r := apierrors.ReasonForError(err); r != "" {
+		return string(r)
+	}
+	return "error"
+}
+
+// Server serves the endpoint on its own listener, on the leader only (the
+// instance whose controllers sync).
+type Server struct {
+	// Addr is the listen address.
+	Addr    string
+	Handler http.Handler
+}
+
+// NeedLeaderElection makes the server run on the leader only.
+func (s *Server) NeedLeaderElection() bool { return true }
+
+// Start serves until ctx ends.
+func (s *Server) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		return fmt.Errorf("refresh hook: listening on %s: %w", s.Addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(Path, s.Handler)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 10 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	ctrl.Log.WithName("refresh-hook").Info("serving", "address", ln.Addr().String(), "path", Path)
+	select {
+	case err := <-done:
+		return fmt.Errorf("refresh hook: %w", err)
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	}
+}

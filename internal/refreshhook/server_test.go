@@ -1,0 +1,87 @@
+package refreshhook
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+)
+
+type recordingNotifier struct{ calls [][]string }
+
+func (n *recordingNotifier) Notify(_ context.Context, kind, ns, name string, keys []string) (int, error) {
+	n.calls = append(n.calls, append([]string{kind, ns, name}, keys...))
+	return 2, nil
+}
+
+func TestHandlerRefusesAndAccepts(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	hooked := &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "hooked"}}
+	hooked.Spec.RefreshHook = &v1alpha1.RefreshHook{SecretRef: v1alpha1.SecretKeySelector{Name: "hook", Key: "secret"}}
+	plain := &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "plain"}}
+	other := hooked.DeepCopy()
+	other.Name, other.Spec.Controller = "other", "canary"
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "hook"}, Data: map[string][]byte{"secret": []byte("shared")}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(hooked, plain, other, sec).Build()
+	notifier := &recordingNotifier{}
+	h := &Handler{Stores: c, Secrets: c, Notifier: notifier}
+
+	body := func(store string) string {
+		return `{"store": {"kind": "SecretStore", "namespace": "team", "name": "` + store + `"}, "keys": ["db/creds"]}`
+	}
+	signed := func(b string) string { return Sign([]byte(b), []byte("shared")) }
+	cases := []struct {
+		name, method, body, sig string
+		want                    int
+	}{
+		{"GET", http.MethodGet, "", "", http.StatusMethodNotAllowed},
+		{"too large", http.MethodPost, strings.Repeat(" ", MaxBody+1), "sha256=00", http.StatusRequestEntityTooLarge},
+		{"unsigned", http.MethodPost, body("hooked"), "", http.StatusUnauthorized},
+		{"malformed", http.MethodPost, "secret-value", signed("secret-value"), http.StatusBadRequest},
+		{"unknown store", http.MethodPost, body("missing"), signed(body("missing")), http.StatusNotFound},
+		{"store without refreshHook", http.MethodPost, body("plain"), signed(body("plain")), http.StatusNotFound},
+		{"store of another class", http.MethodPost, body("other"), signed(body("other")), http.StatusNotFound},
+		{"wrong signature", http.MethodPost, body("hooked"), Sign([]byte(body("hooked")), []byte("guess")), http.StatusForbidden},
+		{"signature of another body", http.MethodPost, body("hooked"), signed(body("plain")), http.StatusForbidden},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(tc.method, Path, strings.NewReader(tc.body))
+			if tc.sig != "" {
+				req.Header.Set(SignatureHeader, tc.sig)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tc.want {
+				t.Fatalf("status %d (%s), want %d", rec.Code, rec.Body.String(), tc.want)
+			}
+			if strings.Contains(rec.Body.String(), "secret-value") || strings.Contains(rec.Body.String(), "db/creds") {
+				t.Fatalf("the answer echoes the body: %s", rec.Body.String())
+			}
+		})
+	}
+	if len(notifier.calls) != 0 {
+		t.Fatalf("refused notifications reached the controller: %v", notifier.calls)
+	}
+	req := httptest.NewRequest(http.MethodPost, Path, strings.NewReader(body("hooked")))
+	req.Header.Set(SignatureHeader, signed(body("hooked")))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusAccepted || !strings.Contains(rec.Body.String(), `"queued":2`) {
+		t.Fatalf("a signed notification: %d %s, want 202 with the count queued", rec.Code, rec.Body.String())
+	}
+	if len(notifier.calls) != 1 || strings.Join(notifier.calls[0], ",") != "SecretStore,team,hooked,db/creds" {
+		t.Fatalf("notifier calls %v, want one for the store's key", notifier.calls)
+	}
+}
