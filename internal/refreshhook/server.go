@@ -2,12 +2,15 @@ package refreshhook
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +42,48 @@ type Handler struct {
 	// Class is this instance's controller class: stores of another class
 	// are not its to refresh.
 	Class string
+
+	// secrets keeps each shared secret read for secretTTL, so that a
+	// flood of requests (signed or not) costs the API server at most one
+	// read of it per secretTTL.
+	mu      sync.Mutex
+	secrets map[client.ObjectKey]cachedSecret
+}
+
+// secretTTL is how long a shared secret read is used; a changed secret
+// takes effect within it.
+const secretTTL = 10 * time.Second
+
+type cachedSecret struct {
+	data map[string][]byte
+	read time.Time
+}
+
+// hookSecret reads the Secret that holds a shared secret, through the
+// short-lived cache.
+func (h *Handler) hookSecret(ctx context.Context, key client.ObjectKey) (map[string][]byte, error) {
+	h.mu.Lock()
+	c, ok := h.secrets[key]
+	h.mu.Unlock()
+	if ok && time.Since(c.read) < secretTTL {
+		return c.data, nil
+	}
+	var sec corev1.Secret
+	if err := h.Secrets.Get(ctx, key, &sec); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	if h.secrets == nil {
+		h.secrets = map[client.ObjectKey]cachedSecret{}
+	}
+	for k, old := range h.secrets {
+		if time.Since(old.read) >= secretTTL {
+			delete(h.secrets, k)
+		}
+	}
+	h.secrets[key] = cachedSecret{data: sec.Data, read: time.Now()}
+	h.mu.Unlock()
+	return sec.Data, nil
 }
 
 // refusal is an answer other than success: its status and short message.
@@ -86,6 +131,9 @@ func (h *Handler) serve(req *http.Request) (Notification, int, *refusal) {
 	if sig == "" {
 		return Notification{}, 0, &refusal{http.StatusUnauthorized, ErrUnsigned.Error(), "unsigned"}
 	}
+	if !wellFormed(sig) {
+		return Notification{}, 0, &refusal{http.StatusUnauthorized, ErrBadSignature.Error(), "malformed signature"}
+	}
 	n, err := Parse(body)
 	if err != nil {
 		return Notification{}, 0, &refusal{http.StatusBadRequest, err.Error(), "malformed"}
@@ -105,6 +153,17 @@ func (h *Handler) serve(req *http.Request) (Notification, int, *refusal) {
 		return n, 0, &refusal{http.StatusInternalServerError, "the refresh could not be queued", "queueing failed"}
 	}
 	return n, queued, nil
+}
+
+// wellFormed tells whether a signature header has the shape of one
+// (sha256= and 64 hex digits), before anything is read to check it.
+func wellFormed(sig string) bool {
+	hexSum, ok := strings.CutPrefix(sig, "sha256=")
+	if !ok || len(hexSum) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(hexSum)
+	return err == nil
 }
 
 // noHook is the answer for a store that is unknown, not this instance's,
@@ -146,12 +205,12 @@ func (h *Handler) sharedSecret(ctx context.Context, s StoreRef) ([]byte, *refusa
 	case secretNS == "":
 		return nil, &refusal{http.StatusForbidden, ErrBadSignature.Error(), "refreshHook.secretRef has no namespace"}
 	}
-	var sec corev1.Secret
-	if err := h.Secrets.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: hook.SecretRef.Name}, &sec); err != nil {
+	data, err := h.hookSecret(ctx, client.ObjectKey{Namespace: secretNS, Name: hook.SecretRef.Name})
+	if err != nil {
 		// The caller learns no more than from a wrong signature.
 		return nil, &refusal{http.StatusForbidden, ErrBadSignature.Error(), "the refreshHook Secret could not be read: " + reasonOf(err)}
 	}
-	v := sec.Data[hook.SecretRef.Key]
+	v := data[hook.SecretRef.Key]
 	if len(v) == 0 {
 		return nil, &refusal{http.StatusForbidden, ErrBadSignature.Error(), "the refreshHook Secret has no value at its key"}
 	}

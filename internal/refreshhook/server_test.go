@@ -11,7 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 )
@@ -48,6 +50,7 @@ func TestHandlerRefusesAndAccepts(t *testing.T) {
 		{"GET", http.MethodGet, "", "", http.StatusMethodNotAllowed},
 		{"too large", http.MethodPost, strings.Repeat(" ", MaxBody+1), "sha256=00", http.StatusRequestEntityTooLarge},
 		{"unsigned", http.MethodPost, body("hooked"), "", http.StatusUnauthorized},
+		{"not a signature", http.MethodPost, body("hooked"), "sha256=xyz", http.StatusUnauthorized},
 		{"malformed", http.MethodPost, "secret-value", signed("secret-value"), http.StatusBadRequest},
 		{"unknown store", http.MethodPost, body("missing"), signed(body("missing")), http.StatusNotFound},
 		{"store without refreshHook", http.MethodPost, body("plain"), signed(body("plain")), http.StatusNotFound},
@@ -83,5 +86,39 @@ func TestHandlerRefusesAndAccepts(t *testing.T) {
 	}
 	if len(notifier.calls) != 1 || strings.Join(notifier.calls[0], ",") != "SecretStore,team,hooked,db/creds" {
 		t.Fatalf("notifier calls %v, want one for the store's key", notifier.calls)
+	}
+}
+
+// TestAFloodReadsTheSharedSecretOnce: wrongly signed requests, however
+// many, cost one read of the shared secret per secretTTL.
+func TestAFloodReadsTheSharedSecretOnce(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	hooked := &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "hooked"}}
+	hooked.Spec.RefreshHook = &v1alpha1.RefreshHook{SecretRef: v1alpha1.SecretKeySelector{Name: "hook", Key: "secret"}}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "hook"}, Data: map[string][]byte{"secret": []byte("shared")}}
+	reads := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(hooked, sec).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*corev1.Secret); ok {
+				reads++
+			}
+			return cl.Get(ctx, key, obj, opts...)
+		},
+	}).Build()
+	h := &Handler{Stores: c, Secrets: c, Notifier: &recordingNotifier{}}
+	b := `{"store": {"kind": "SecretStore", "namespace": "team", "name": "hooked"}, "keys": ["k"]}`
+	for range 50 {
+		req := httptest.NewRequest(http.MethodPost, Path, strings.NewReader(b))
+		req.Header.Set(SignatureHeader, Sign([]byte(b), []byte("guess")))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusForbidden {
+			t.Fatalf("status %d, want 403", rec.Code)
+		}
+	}
+	if reads != 1 {
+		t.Errorf("the shared secret was read %d times for 50 requests, want once", reads)
 	}
 }
