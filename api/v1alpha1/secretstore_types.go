@@ -30,7 +30,7 @@ type SecretStoreSpec struct {
 	// defaultScope confines what publishers write through this store to
 	// one scope (seed 002): a parent path under a Vault mount
 	// (<mount>/<scope>/), a namespace of a Kubernetes store's cluster, a
-	// name prefix (<scope>-) for a store without scopes. Empty: publishers
+	// name prefix (<scope>.) for a store without scopes. Empty: publishers
 	// write where the store points. A ClusterSecretStore has no default
 	// scope: a publisher that uses one is confined to its own namespace.
 	// +optional

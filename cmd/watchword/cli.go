@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -134,6 +135,11 @@ func parseRefresh(args []string, out io.Writer) (refreshConfig, error) {
 		return c, reportedError{err}
 	}
 	c.Names = fs.Args()
+	for _, n := range c.Names {
+		if strings.HasPrefix(n, "-") {
+			return c, fmt.Errorf("%q after a name: give the flags before the names", n)
+		}
+	}
 	switch {
 	case *all && len(c.Names) > 0:
 		return c, errors.New("names and --all together: give one")

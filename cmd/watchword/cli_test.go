@@ -27,7 +27,7 @@ func TestParseRefresh(t *testing.T) {
 	if err != nil || c.Namespace != "demo" || len(c.Names) != 2 || c.Timeout <= 0 {
 		t.Fatalf("parseRefresh = %+v, %v", c, err)
 	}
-	for _, bad := range [][]string{{}, {"--all", "a"}, {"--timeout", "0s", "a"}} {
+	for _, bad := range [][]string{{}, {"--all", "a"}, {"--timeout", "0s", "a"}, {"a", "-n", "prod"}} {
 		if _, err := parseRefresh(bad, io.Discard); err == nil {
 			t.Errorf("parseRefresh(%q) was accepted", bad)
 		}

@@ -119,8 +119,10 @@ func printSecret(out io.Writer, es *v1alpha1.ExternalSecret, res *engine.Result,
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Secret %q (type %s)\n", name, typ)
-	writeMap(&b, "labels", res.Labels)
-	writeMap(&b, "annotations", res.Annotations)
+	// Labels and annotations are rendered from the data too: their values
+	// are values.
+	writeMap(&b, "labels", res.Labels, showValues)
+	writeMap(&b, "annotations", res.Annotations, showValues)
 	b.WriteString("data:\n")
 	for _, k := range slices.Sorted(maps.Keys(res.Data)) {
 		if showValues {
@@ -136,12 +138,16 @@ func printSecret(out io.Writer, es *v1alpha1.ExternalSecret, res *engine.Result,
 	return err
 }
 
-func writeMap(b *strings.Builder, title string, m map[string]string) {
+func writeMap(b *strings.Builder, title string, m map[string]string, showValues bool) {
 	if len(m) == 0 {
 		return
 	}
 	b.WriteString(title + ":\n")
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		fmt.Fprintf(b, "  %s: %q\n", k, m[k])
+		if showValues {
+			fmt.Fprintf(b, "  %s: %q\n", k, m[k])
+		} else {
+			fmt.Fprintf(b, "  %s: (%d bytes)\n", k, len(m[k]))
+		}
 	}
 }

@@ -41,7 +41,7 @@ func TestTemplateRendersWithoutValuesUnlessAsked(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.String()
-	for _, want := range []string{`Secret "app" (type kubernetes.io/basic-auth)`, `team: "payments"`, "dsn: (", "password: (13 bytes)", "values hidden"} {
+	for _, want := range []string{`Secret "app" (type kubernetes.io/basic-auth)`, "team: (8 bytes)", "dsn: (", "password: (13 bytes)", "values hidden"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
@@ -53,7 +53,7 @@ func TestTemplateRendersWithoutValuesUnlessAsked(t *testing.T) {
 	if err := Template(TemplateInput{ExternalSecret: []byte(manifest), Data: []byte(samples), ShowValues: true}, &out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), `dsn: "postgres://app:s3cret-sample@db.internal"`) {
+	if !strings.Contains(out.String(), `dsn: "postgres://app:s3cret-sample@db.internal"`) || !strings.Contains(out.String(), `team: "payments"`) {
 		t.Errorf("--show-values output:\n%s", out.String())
 	}
 }

@@ -16,7 +16,7 @@ import (
 // that publishers of different scopes can neither see nor touch each
 // other's remote secrets. A provider with scopes of its own confines its
 // operations itself (Ops.Scope); for any other store, every key becomes
-// "<scope>-<key>". A scope is a Kubernetes namespace name. The wrappers of
+// "<scope>.<key>". A scope is a Kubernetes namespace name. The wrappers of
 // c apply to the scoped client too.
 func (c *Client) InScope(scope string) (*Client, error) {
 	if errs := validation.IsDNS1123Label(scope); len(errs) > 0 {
@@ -25,7 +25,9 @@ func (c *Client) InScope(scope string) (*Client, error) {
 	// A scoped client shares what its store's client holds: closing it
 	// releases nothing, and it has no scopes within it.
 	if c.scope == nil {
-		ops := PrefixKeys(c.ops, scope+"-")
+		// A namespace name has no ".", so "team.a-db" and "team-a.db"
+		// never meet.
+		ops := PrefixKeys(c.ops, scope+".")
 		ops.Closer = nil
 		return &Client{provider: c.provider, ops: ops}, nil
 	}

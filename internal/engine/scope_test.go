@@ -54,7 +54,7 @@ func TestInScopePrefixesKeysOfAStoreWithoutScopes(t *testing.T) {
 		t.Fatal(err)
 	}
 	use(t, sc)
-	want := []string{"get team-a-db", "put team-a-db", "delete team-a-db"}
+	want := []string{"get team-a.db", "put team-a.db", "delete team-a.db"}
 	if len(got) != len(want) {
 		t.Fatalf("calls %v, want %v", got, want)
 	}

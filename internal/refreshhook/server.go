@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -48,6 +49,7 @@ type Handler struct {
 	// read of it per secretTTL.
 	mu      sync.Mutex
 	secrets map[client.ObjectKey]cachedSecret
+	reads   singleflight.Group
 }
 
 // secretTTL is how long a shared secret read is used; a changed secret
@@ -56,6 +58,7 @@ const secretTTL = 10 * time.Second
 
 type cachedSecret struct {
 	data map[string][]byte
+	err  error
 	read time.Time
 }
 
@@ -66,24 +69,35 @@ func (h *Handler) hookSecret(ctx context.Context, key client.ObjectKey) (map[str
 	c, ok := h.secrets[key]
 	h.mu.Unlock()
 	if ok && time.Since(c.read) < secretTTL {
-		return c.data, nil
+		return c.data, c.err
 	}
-	var sec corev1.Secret
-	if err := h.Secrets.Get(ctx, key, &sec); err != nil {
-		return nil, err
-	}
-	h.mu.Lock()
-	if h.secrets == nil {
-		h.secrets = map[client.ObjectKey]cachedSecret{}
-	}
-	for k, old := range h.secrets {
-		if time.Since(old.read) >= secretTTL {
-			delete(h.secrets, k)
+	// Concurrent misses make one read; a failed read is kept as long as
+	// a good one, so that a missing or forbidden Secret is not read again
+	// for every request either.
+	v, _, _ := h.reads.Do(key.String(), func() (any, error) {
+		// The read does not end with the request that happened to start
+		// it: a caller that hangs up must not leave a failure cached for
+		// everyone.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), secretTTL)
+		defer cancel()
+		var sec corev1.Secret
+		err := h.Secrets.Get(rctx, key, &sec)
+		got := cachedSecret{data: sec.Data, err: err, read: time.Now()}
+		h.mu.Lock()
+		if h.secrets == nil {
+			h.secrets = map[client.ObjectKey]cachedSecret{}
 		}
-	}
-	h.secrets[key] = cachedSecret{data: sec.Data, read: time.Now()}
-	h.mu.Unlock()
-	return sec.Data, nil
+		for k, old := range h.secrets {
+			if time.Since(old.read) >= secretTTL {
+				delete(h.secrets, k)
+			}
+		}
+		h.secrets[key] = got
+		h.mu.Unlock()
+		return got, nil
+	})
+	got := v.(cachedSecret)
+	return got.data, got.err
 }
 
 // refusal is an answer other than success: its status and short message.

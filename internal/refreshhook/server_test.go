@@ -122,3 +122,36 @@ func TestAFloodReadsTheSharedSecretOnce(t *testing.T) {
 		t.Errorf("the shared secret was read %d times for 50 requests, want once", reads)
 	}
 }
+
+// TestAFloodForAMissingSecretReadsItOnce: a store whose hook Secret does
+// not exist costs one read per secretTTL too.
+func TestAFloodForAMissingSecretReadsItOnce(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	hooked := &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "hooked"}}
+	hooked.Spec.RefreshHook = &v1alpha1.RefreshHook{SecretRef: v1alpha1.SecretKeySelector{Name: "absent", Key: "secret"}}
+	reads := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(hooked).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*corev1.Secret); ok {
+				reads++
+			}
+			return cl.Get(ctx, key, obj, opts...)
+		},
+	}).Build()
+	h := &Handler{Stores: c, Secrets: c, Notifier: &recordingNotifier{}}
+	b := `{"store": {"kind": "SecretStore", "namespace": "team", "name": "hooked"}, "keys": ["k"]}`
+	for range 20 {
+		req := httptest.NewRequest(http.MethodPost, Path, strings.NewReader(b))
+		req.Header.Set(SignatureHeader, Sign([]byte(b), []byte("guess")))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusForbidden {
+			t.Fatalf("status %d, want 403", rec.Code)
+		}
+	}
+	if reads != 1 {
+		t.Errorf("the missing hook Secret was read %d times for 20 requests, want once", reads)
+	}
+}

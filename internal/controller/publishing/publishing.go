@@ -280,11 +280,13 @@ type Current struct {
 // published with obj's version and fields. Two distinct remote secrets
 // taken for one leave an old copy in place, never delete a current one.
 func (c *Current) holds(obj engine.Object) (string, bool) {
-	if c == nil || obj.Version == "" || !SameFields(obj, c.Fields) {
+	if c == nil || !SameFields(obj, c.Fields) {
 		return "", false
 	}
 	for _, e := range c.Entries {
-		if e.State == v1alpha1.PushPublished && e.Version == obj.Version {
+		// A store without versions cannot tell two copies of the same
+		// data apart: the remote secret is kept rather than risk it.
+		if e.State == v1alpha1.PushPublished && (e.Version == obj.Version || obj.Version == "") {
 			return e.Name, true
 		}
 	}
@@ -325,10 +327,18 @@ func (p *Publisher) Unpublish(ctx context.Context, kind string, obj client.Objec
 		return leave(msg)
 	}
 	if cur != nil {
-		if remote, gerr := c.GetSecret(ctx, engine.Ref{Key: e.Name}); gerr == nil {
+		remote, gerr := c.GetSecret(ctx, engine.Ref{Key: e.Name})
+		switch {
+		case gerr == nil:
 			if name, same := cur.holds(remote); same {
 				return leave(fmt.Sprintf("it is the remote secret that destination %q has just published", name))
 			}
+		case errors.Is(gerr, engine.ErrNotFound):
+			return nil
+		default:
+			// Without knowing what is there, nothing is deleted: tried
+			// again later.
+			return gerr
 		}
 	}
 	err = w.DeleteSecret(ctx, e.Name, Owner(kind, obj, false))

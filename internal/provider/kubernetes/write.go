@@ -153,7 +153,9 @@ type publishedMetadata struct {
 // one does not are removed; those set by anyone else are kept.
 func mark(s *corev1.Secret, p engine.Publication, owner engine.Owner) {
 	var before publishedMetadata
-	if rec := s.Annotations[metadataAnnotation]; rec != "" {
+	// The record is trusted only on a Secret this owner published: on one
+	// being adopted it may be stale or planted, and removes nothing.
+	if rec := s.Annotations[metadataAnnotation]; rec != "" && s.Annotations[PublisherAnnotation] == owner.ID {
 		// A record that does not parse removes nothing.
 		_ = json.Unmarshal([]byte(rec), &before)
 	}

@@ -199,3 +199,19 @@ func TestPublishRemovesOnlyTheMetadataItTookOut(t *testing.T) {
 		t.Errorf("annotations %v, want note removed and the marker kept", s.Annotations)
 	}
 }
+
+func TestAdoptionIgnoresAMetadataRecordItDidNotWrite(t *testing.T) {
+	planted := secretIn("remote", "db", map[string]string{metadataAnnotation: `{"labels":["theirs"],"annotations":["note"]}`, "note": "keep"},
+		map[string]string{"theirs": "x"})
+	cs := fake.NewClientset(planted)
+	c := newClient(cs, "remote", &identity{known: "service account \"app/pub\""})
+	adopter := me
+	adopter.Adopt = true
+	if _, err := c.PutSecret(context.Background(), "db", publication("v1"), adopter); err != nil {
+		t.Fatal(err)
+	}
+	s := getSecret(t, cs, "db")
+	if s.Labels["theirs"] != "x" || s.Annotations["note"] != "keep" {
+		t.Errorf("adoption removed labels %v / annotations %v that a record it did not write named", s.Labels, s.Annotations)
+	}
+}
