@@ -23,6 +23,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/conditions"
+	"github.com/watchword-dev/watchword/internal/controller/steps"
 	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
@@ -109,26 +110,18 @@ type scope struct {
 	abandoned bool
 }
 
-// step is one named part of a reconcile. It returns done when the
-// reconcile ends after it (the scope's outcome says how it goes on), or
-// an error when it failed.
-type step struct {
-	name string
-	run  func(r *Reconciler, ctx context.Context, s *scope) (done bool, err error)
-}
-
 // syncSteps is a reconcile of an ExternalSecret, in order.
-var syncSteps = []step{
-	{"store", (*Reconciler).checkStore},
-	{"finalizer", (*Reconciler).addFinalizer},
-	{"inputs", (*Reconciler).readInputs},
-	{"schedule", (*Reconciler).skipIfNotDue},
-	{"templates", (*Reconciler).readTemplates},
-	{"client", (*Reconciler).storeClient},
-	{"fetch", (*Reconciler).fetch},
-	{"write", (*Reconciler).write},
-	{"publish", (*Reconciler).publish},
-	{"record", (*Reconciler).record},
+var syncSteps = []steps.Step[*Reconciler, *scope]{
+	{Name: "store", Run: (*Reconciler).checkStore},
+	{Name: "finalizer", Run: (*Reconciler).addFinalizer},
+	{Name: "inputs", Run: (*Reconciler).readInputs},
+	{Name: "schedule", Run: (*Reconciler).skipIfNotDue},
+	{Name: "templates", Run: (*Reconciler).readTemplates},
+	{Name: "client", Run: (*Reconciler).storeClient},
+	{Name: "fetch", Run: (*Reconciler).fetch},
+	{Name: "write", Run: (*Reconciler).write},
+	{Name: "publish", Run: (*Reconciler).publish},
+	{Name: "record", Run: (*Reconciler).record},
 }
 
 // Reconcile brings one ExternalSecret's target to its desired state.
@@ -160,21 +153,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 
 // run runs the steps until one ends the reconcile or fails.
 func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
-	for _, st := range syncSteps {
-		done, err := st.run(r, ctx, s)
-		if err != nil && errors.Is(ctx.Err(), context.Canceled) {
-			// The operator is stopping: the next start syncs it again;
-			// nothing failed that the status should tell.
-			s.abandoned = true
-			return ctrl.Result{}, nil
-		}
-		if err != nil {
-			ctrl.LoggerFrom(ctx).V(1).Info("sync step failed", "step", st.name, "reason", failure.Classify(err).Reason)
-			return r.fail(ctx, s, err)
-		}
-		if done {
-			break
-		}
+	failed, err := steps.Run(ctx, r, syncSteps, s)
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		// The operator is stopping: the next start syncs it again;
+		// nothing failed that the status should tell.
+		s.abandoned = true
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("sync step failed", "step", failed, "reason", failure.Classify(err).Reason)
+		return r.fail(ctx, s, err)
 	}
 	return s.outcome, s.retry
 }

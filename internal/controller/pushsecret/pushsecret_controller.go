@@ -24,6 +24,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/publishing"
+	"github.com/watchword-dev/watchword/internal/controller/steps"
 	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
@@ -78,20 +79,13 @@ type scope struct {
 	retry   error
 }
 
-// step is one named part of a reconcile. It returns done when the
-// reconcile ends after it, or an error when it failed.
-type step struct {
-	name string
-	run  func(r *Reconciler, ctx context.Context, s *scope) (done bool, err error)
-}
-
 // publishSteps is a reconcile of a PushSecret, in order.
-var publishSteps = []step{
-	{"finalizer", (*Reconciler).syncFinalizer},
-	{"source", (*Reconciler).readSource},
-	{"publish", (*Reconciler).publishAll},
-	{"unpublish", (*Reconciler).unpublishRemoved},
-	{"record", (*Reconciler).record},
+var publishSteps = []steps.Step[*Reconciler, *scope]{
+	{Name: "finalizer", Run: (*Reconciler).syncFinalizer},
+	{Name: "source", Run: (*Reconciler).readSource},
+	{Name: "publish", Run: (*Reconciler).publishAll},
+	{Name: "unpublish", Run: (*Reconciler).unpublishRemoved},
+	{Name: "record", Run: (*Reconciler).record},
 }
 
 // Reconcile publishes one PushSecret.
@@ -127,18 +121,13 @@ func (r *Reconciler) ours(ctx context.Context, ps *v1alpha1.PushSecret) bool {
 
 // run runs the steps until one ends the reconcile or fails.
 func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
-	for _, st := range publishSteps {
-		done, err := st.run(r, ctx, s)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctrl.Result{}, ctx.Err()
-			}
-			ctrl.LoggerFrom(ctx).V(1).Info("publish step failed", "step", st.name, "reason", failure.Classify(err).Reason)
-			return r.fail(s, err)
+	failed, err := steps.Run(ctx, r, publishSteps, s)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctrl.Result{}, ctx.Err()
 		}
-		if done {
-			break
-		}
+		ctrl.LoggerFrom(ctx).V(1).Info("publish step failed", "step", failed, "reason", failure.Classify(err).Reason)
+		return r.fail(s, err)
 	}
 	return s.outcome, s.retry
 }
