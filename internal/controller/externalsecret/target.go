@@ -3,7 +3,6 @@ package externalsecret
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -144,26 +143,12 @@ func (r *Reconciler) createOwned(ctx context.Context, es *v1alpha1.ExternalSecre
 
 // resultSum digests a target's content. It stays in memory only.
 func resultSum(res *engine.Result) [32]byte {
-	h := sha256.New()
-	write := func(parts ...string) {
-		for _, p := range parts {
-			h.Write([]byte(p))
-			h.Write([]byte{0})
-		}
-	}
-	write("type", res.Type)
-	for _, k := range slices.Sorted(maps.Keys(res.Data)) {
-		write("data", k, string(res.Data[k]))
-	}
-	for _, k := range slices.Sorted(maps.Keys(res.Labels)) {
-		write("label", k, res.Labels[k])
-	}
-	for _, k := range slices.Sorted(maps.Keys(res.Annotations)) {
-		write("annotation", k, res.Annotations[k])
-	}
-	var out [32]byte
-	copy(out[:], h.Sum(nil))
-	return out
+	d := engine.NewDigest()
+	d.Add("type", res.Type)
+	engine.AddMap(d, "data", res.Data)
+	engine.AddMap(d, "label", res.Labels)
+	engine.AddMap(d, "annotation", res.Annotations)
+	return d.Sum()
 }
 
 // ownWrite is what this instance last wrote to a target: its

@@ -1,11 +1,8 @@
 package publishing
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"maps"
-	"slices"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/engine"
@@ -24,26 +21,14 @@ func PublicationFor(base engine.Publication, d v1alpha1.PushSecretDestination) e
 // and the store's generation (so that a changed store is written again).
 // It is a fingerprint, never the data.
 func HashOf(uid, store string, p engine.Publication) string {
-	h := sha256.New()
-	field := func(parts ...string) {
-		for _, part := range parts {
-			fmt.Fprintf(h, "%d:%s;", len(part), part)
-		}
-	}
-	field("watchword-publication-v1", uid, store, p.Type)
-	for _, k := range slices.Sorted(maps.Keys(p.Fields)) {
-		field("f", k, string(p.Fields[k]))
-	}
-	for _, k := range slices.Sorted(maps.Keys(p.Labels)) {
-		field("l", k, p.Labels[k])
-	}
-	for _, k := range slices.Sorted(maps.Keys(p.Annotations)) {
-		field("a", k, p.Annotations[k])
-	}
-	for _, k := range slices.Sorted(maps.Keys(p.Tags)) {
-		field("t", k, p.Tags[k])
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	d := engine.NewDigest()
+	d.Add("watchword-publication-v1", uid, store, p.Type)
+	engine.AddMap(d, "f", p.Fields)
+	engine.AddMap(d, "l", p.Labels)
+	engine.AddMap(d, "a", p.Annotations)
+	engine.AddMap(d, "t", p.Tags)
+	sum := d.Sum()
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // SameFields tells whether a remote object holds exactly the fields.
