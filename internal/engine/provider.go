@@ -83,6 +83,33 @@ type Writer interface {
 	DeleteSecret(ctx context.Context, key string, owner Owner) error
 }
 
+// BatchReader reads several objects in one call (CanBatchRead), for a
+// store that charges or throttles per call. GetSecrets returns one item per
+// ref, in the order of refs; an item's Err is that object's own error (a
+// class of the provider contract, such as ErrNotFound), while the call's
+// error fails every ref of the batch.
+type BatchReader interface {
+	GetSecrets(ctx context.Context, refs []Ref) ([]BatchItem, error)
+}
+
+// BatchItem is the outcome of one ref of a batch read.
+type BatchItem struct {
+	Object Object
+	Err    error
+}
+
+// Watcher tells of changes to the store's objects (CanWatch), so that what
+// reads them can refresh at once instead of at its next interval. Watch
+// blocks until ctx ends or the feed breaks, calling changed with the keys
+// whose objects changed (keys only, never values). After a gap in which
+// changes may have been missed (a reconnect, a lost feed), it calls changed
+// with nil: anything may have changed. It returns ctx's error when ctx
+// ends, and another error when the feed broke; the caller watches again
+// after a backoff.
+type Watcher interface {
+	Watch(ctx context.Context, changed func(keys []string)) error
+}
+
 // Checker verifies a client's credentials without reading a secret.
 type Checker interface {
 	Check(ctx context.Context) error
@@ -94,16 +121,16 @@ type Closer interface {
 }
 
 // Capabilities is a set of the things a store can do. It names the
-// capabilities that no provider has yet (batch read, list, watch) so that
-// status and documentation can speak of them; an interface for one is added
-// when its first provider and its first caller are.
+// capabilities that no provider has yet (list) so that status and
+// documentation can speak of them; an interface for one is added when its
+// first provider and its first caller are.
 type Capabilities uint16
 
 // The capabilities.
 const (
 	// CanRead: read one object (Reader). Every client has it.
 	CanRead Capabilities = 1 << iota
-	// CanBatchRead: read several objects in one call. No provider yet.
+	// CanBatchRead: read several objects in one call (BatchReader).
 	CanBatchRead
 	// CanCheckVersion: tell an object's current version without reading
 	// its data (VersionReader).
@@ -114,7 +141,7 @@ const (
 	CanWrite
 	// CanDelete: delete an object it owns (Writer).
 	CanDelete
-	// CanWatch: be told of changes. No provider yet.
+	// CanWatch: be told of changes (Watcher).
 	CanWatch
 )
 
@@ -151,10 +178,14 @@ func (c Capabilities) String() string {
 type Ops struct {
 	// Reader reads one object (CanRead). Required.
 	Reader Reader
+	// Batch reads several objects in one call (CanBatchRead).
+	Batch BatchReader
 	// Versions tells current versions (CanCheckVersion).
 	Versions VersionReader
 	// Writer writes and deletes owned objects (CanWrite, CanDelete).
 	Writer Writer
+	// Watcher tells of changed objects (CanWatch).
+	Watcher Watcher
 	// Checker verifies the credentials; nil when building the client
 	// checked all there is to check.
 	Checker Checker
@@ -173,11 +204,17 @@ func (o Ops) Capabilities() Capabilities {
 	if o.Reader != nil {
 		c |= CanRead
 	}
+	if o.Batch != nil {
+		c |= CanBatchRead
+	}
 	if o.Versions != nil {
 		c |= CanCheckVersion
 	}
 	if o.Writer != nil {
 		c |= CanWrite | CanDelete
+	}
+	if o.Watcher != nil {
+		c |= CanWatch
 	}
 	return c
 }
@@ -206,7 +243,11 @@ func NewClient(provider string, ops Ops) (*Client, error) {
 	if ops.Reader == nil {
 		return nil, fmt.Errorf("the %q provider built a client that cannot read", provider)
 	}
-	bounded := Ops{Reader: timedReader{ops.Reader}, Closer: ops.Closer}
+	// A watch lasts as long as its context: it has no deadline.
+	bounded := Ops{Reader: timedReader{ops.Reader}, Closer: ops.Closer, Watcher: ops.Watcher}
+	if ops.Batch != nil {
+		bounded.Batch = timedBatch{ops.Batch}
+	}
 	if ops.Versions != nil {
 		bounded.Versions = timedVersions{ops.Versions}
 	}
@@ -238,6 +279,24 @@ func (c *Client) AsVersionReader() (VersionReader, error) {
 		return nil, c.notSupported(CanCheckVersion)
 	}
 	return c.ops.Versions, nil
+}
+
+// AsBatchReader returns the client's batch read, or an error wrapping
+// ErrNotSupported.
+func (c *Client) AsBatchReader() (BatchReader, error) {
+	if c.ops.Batch == nil {
+		return nil, c.notSupported(CanBatchRead)
+	}
+	return c.ops.Batch, nil
+}
+
+// AsWatcher returns the client's change feed, or an error wrapping
+// ErrNotSupported.
+func (c *Client) AsWatcher() (Watcher, error) {
+	if c.ops.Watcher == nil {
+		return nil, c.notSupported(CanWatch)
+	}
+	return c.ops.Watcher, nil
 }
 
 // AsWriter returns the client's writer, or an error wrapping
@@ -274,7 +333,9 @@ func (c *Client) Wrap(wrap func(Ops) Ops) *Client {
 	w := wrap(c.ops)
 	out := Ops{
 		Reader:   pick(c.ops.Reader, w.Reader),
+		Batch:    pick(c.ops.Batch, w.Batch),
 		Versions: pick(c.ops.Versions, w.Versions),
+		Watcher:  pick(c.ops.Watcher, w.Watcher),
 		Writer:   pick(c.ops.Writer, w.Writer),
 		Checker:  pick(c.ops.Checker, w.Checker),
 		Closer:   pick(c.ops.Closer, w.Closer),
@@ -317,6 +378,14 @@ func (t timedReader) GetSecret(ctx context.Context, ref Ref) (Object, error) {
 	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()
 	return t.inner.GetSecret(ctx, ref)
+}
+
+type timedBatch struct{ inner BatchReader }
+
+func (t timedBatch) GetSecrets(ctx context.Context, refs []Ref) ([]BatchItem, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	return t.inner.GetSecrets(ctx, refs)
 }
 
 type timedVersions struct{ inner VersionReader }

@@ -35,7 +35,8 @@ func (c *Client) InScope(scope string) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	ops.Scope, ops.Closer = nil, nil
+	// A scoped client is for publishing: it does not watch.
+	ops.Scope, ops.Closer, ops.Watcher = nil, nil, nil
 	out, err := NewClient(c.provider, ops)
 	if err != nil {
 		return nil, err
@@ -51,6 +52,9 @@ func (c *Client) InScope(scope string) (*Client, error) {
 // builds its Ops.Scope with it.
 func PrefixKeys(ops Ops, prefix string) Ops {
 	out := Ops{Reader: prefixReader{ops.Reader, prefix}, Checker: ops.Checker, Closer: ops.Closer}
+	if ops.Batch != nil {
+		out.Batch = prefixBatch{ops.Batch, prefix}
+	}
 	if ops.Versions != nil {
 		out.Versions = prefixVersions{ops.Versions, prefix}
 	}
@@ -82,6 +86,43 @@ func (p prefixReader) GetSecret(ctx context.Context, ref Ref) (Object, error) {
 	}
 	ref.Key = key
 	return p.inner.GetSecret(ctx, ref)
+}
+
+type prefixBatch struct {
+	inner  BatchReader
+	prefix string
+}
+
+// GetSecrets refuses a key outside the prefix as that key's own error, and
+// reads the others in one call.
+func (p prefixBatch) GetSecrets(ctx context.Context, refs []Ref) ([]BatchItem, error) {
+	out := make([]BatchItem, len(refs))
+	var in []Ref
+	var at []int
+	for i, ref := range refs {
+		key, err := within(p.prefix, ref.Key)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		ref.Key = key
+		in = append(in, ref)
+		at = append(at, i)
+	}
+	if len(in) == 0 {
+		return out, nil
+	}
+	items, err := p.inner.GetSecrets(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	if len(items) != len(in) {
+		return nil, fmt.Errorf("a batch read of %d objects returned %d: %w", len(in), len(items), ErrUnavailable)
+	}
+	for j, item := range items {
+		out[at[j]] = item
+	}
+	return out, nil
 }
 
 type prefixVersions struct {
