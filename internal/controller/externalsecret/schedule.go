@@ -48,8 +48,11 @@ import (
 // half an interval before it started (sinceStart) unless the status says
 // later: its next refresh is its next phase point after the start. So
 // after a restart refreshes continue at the phases they had, spread over
-// the interval as before, none is due at once and none waits more than
-// one interval: no herd and no gap. An ExternalSecret that was never
+// the interval as before; none is due at once, and none waits more than
+// one interval after the start (one and a half after a refresh the
+// status shows within the half interval before it, as without a
+// restart): no herd and no gap. A phase point that fell while no
+// controller ran is not caught up at once: that would be the herd. An ExternalSecret that was never
 // synced, failed its last sync, or whose spec, store, templates or target
 // changed is synced at once as before; a forced sync, a notification and
 // the backoff of errors are unchanged.
