@@ -67,7 +67,7 @@ bench: build tools ## The scale benchmark against the raw limit (BENCH_ARGS to c
 	$(GO) run ./test/bench $(BENCH_ARGS)
 
 bench-smoke: build tools ## A small run of the benchmark, as CI does.
-	$(GO) run ./test/bench -n 300 -keys 30 -unrelated 2000 -refresh 10s -cycles 1 -restart-window 5s -out .cache/bench-smoke.json
+	$(GO) run ./test/bench -n 300 -keys 30 -unrelated 2000 -refresh 10s -cycles 1 -steady 10s -restart-window 5s -out .cache/bench-smoke.json
 
 fuzz: ## Run each fuzz target for a short while.
 	$(GO) test ./internal/engine -run '^$$' -fuzz FuzzParsePath -fuzztime 20s

@@ -320,11 +320,18 @@ const (
 	// ConditionStalled is present, and True, while the object cannot make
 	// progress until the user changes something. Every kind has it.
 	ConditionStalled = "Stalled"
+	// ConditionFresh tells whether an ExternalSecret's data was refreshed
+	// successfully within the last few refresh intervals: True (reason
+	// Refreshed) after a successful sync, False with reason Stale once
+	// no refresh has succeeded for more than three refresh intervals. Its
+	// message names the failure that keeps it stale, which Ready and InSync
+	// show with their own reason.
+	ConditionFresh = "Fresh"
 )
 
 // ExternalSecretCondition is a condition with the time of the last sync.
 type ExternalSecretCondition struct {
-	// type of the condition: Ready, InSync or Stalled.
+	// type of the condition: Ready, InSync, Stalled or Fresh.
 	// +required
 	// +kubebuilder:validation:MaxLength=64
 	Type string `json:"type"`
@@ -349,7 +356,8 @@ type ExternalSecretCondition struct {
 	// +optional
 	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
 
-	// lastSyncTime is when the data was last read successfully.
+	// lastSyncTime is when the data was last read successfully, on InSync
+	// only; it has the resolution of status.refreshTime, which it equals.
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
 
@@ -377,16 +385,27 @@ type ExternalSecretStatus struct {
 	// +optional
 	Phase ExternalSecretPhase `json:"phase,omitempty"`
 
-	// conditions are InSync and Ready.
+	// conditions are Ready, InSync, Fresh and, while a failure waits for a
+	// change, Stalled.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []ExternalSecretCondition `json:"conditions,omitempty"`
 
-	// refreshTime is when the data was last refreshed successfully. The
-	// read itself may be shared with other ExternalSecrets and up to one
-	// refresh interval older.
+	// refreshTime is when the data was last refreshed, at the resolution of
+	// the controller's --status-refresh-period (default 1h): a refresh that
+	// changes nothing else is not written, so this moves at most once per
+	// period and may be up to a period and a refresh interval old. Alert on
+	// the Fresh condition (False, reason Stale), or on this with a margin
+	// over the period.
+	//
+	// A status written for another reason (new data or versions, a
+	// condition or error) carries the exact time of the last refresh. The
+	// coarse writes come at a phase of the period of each ExternalSecret's
+	// own, never within one period of the last write, and record that
+	// phase point. The read itself may be shared with other
+	// ExternalSecrets and up to one refresh interval older.
 	// +optional
 	RefreshTime *metav1.Time `json:"refreshTime,omitempty"`
 

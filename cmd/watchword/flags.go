@@ -110,6 +110,7 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of the /healthz and /readyz endpoints (0 disables)")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address of the Go profiling endpoints, /debug/pprof/ (empty disables)")
 	fs.StringVar(&o.RefreshHookAddr, "refresh-hook-bind-address", "", "address of the refresh endpoint, /hooks/refresh, for signed notifications of changed keys (empty or 0 disables)")
+	fs.DurationVar(&o.StatusRefreshPeriod, "status-refresh-period", o.StatusRefreshPeriod, "how often at most a refresh that changed nothing writes an ExternalSecret's status to move its refreshTime (at least 1s)")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader among the replicas of the controller class")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", "", "name of the leader election lease (default: watchword-leader, or watchword-leader-CLASS with --controller-class)")
@@ -138,6 +139,9 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	o.QPS = float32(qps)
 	if o.Burst < 1 {
 		return c, fmt.Errorf("--kube-api-burst %d: use a whole number of at least 1", o.Burst)
+	}
+	if o.StatusRefreshPeriod < time.Second {
+		return c, fmt.Errorf("--status-refresh-period %s: use a duration of at least 1s, such as 1h (refreshTime moves at most once per period when nothing else changes)", o.StatusRefreshPeriod)
 	}
 	if err := checkLeaderElection(o); err != nil {
 		return c, err

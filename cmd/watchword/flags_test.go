@@ -51,7 +51,7 @@ func TestParseControllerAccepts(t *testing.T) {
 		"--kubeconfig", kubeconfig, "--log-level", "debug", "--log-console",
 		"--controller-class", "shard-a", "--workers", "4", "--kube-api-qps", "20.5", "--kube-api-burst", "40", "--restart-rate", "2.5",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", ":9000", "--pprof-bind-address", "127.0.0.1:6060",
-		"--refresh-hook-bind-address", ":8443",
+		"--refresh-hook-bind-address", ":8443", "--status-refresh-period", "30m",
 		"--leader-elect", "--leader-election-namespace", "watchword", "--leader-election-id", "my-lease",
 		"--leader-election-lease-duration", "30s", "--leader-election-renew-deadline", "20s", "--leader-election-retry-period", "5s",
 	}, io.Discard)
@@ -63,7 +63,8 @@ func TestParseControllerAccepts(t *testing.T) {
 		t.Errorf("kubeconfig %q, log %+v", c.Kubeconfig, c.Log)
 	}
 	if o.ControllerClass != "shard-a" || o.Workers != 4 || o.QPS != 20.5 || o.Burst != 40 || o.RestartRate != 2.5 ||
-		o.MetricsAddr != "0" || o.HealthAddr != ":9000" || o.PprofAddr != "127.0.0.1:6060" || o.RefreshHookAddr != ":8443" {
+		o.MetricsAddr != "0" || o.HealthAddr != ":9000" || o.PprofAddr != "127.0.0.1:6060" || o.RefreshHookAddr != ":8443" ||
+		o.StatusRefreshPeriod != 30*time.Minute {
 		t.Errorf("options %+v", o)
 	}
 	if !o.LeaderElection || o.LeaderElectionNamespace != "watchword" || o.LeaderElectionID != "my-lease" ||
@@ -92,6 +93,8 @@ func TestParseControllerRefuses(t *testing.T) {
 		{"infinite qps", []string{"--kube-api-qps", "+Inf"}, "use a number above 0"},
 		{"negative restart rate", []string{"--restart-rate", "-1"}, "--restart-rate -1: use a number of restarts per minute, 0 or more"},
 		{"restart rate not a number", []string{"--restart-rate", "NaN"}, "use a number of restarts per minute"},
+		{"zero status period", []string{"--status-refresh-period", "0s"}, "--status-refresh-period 0s: use a duration of at least 1s"},
+		{"status period under a second", []string{"--status-refresh-period", "500ms"}, "use a duration of at least 1s"},
 		{"zero burst", []string{"--kube-api-burst", "0"}, "--kube-api-burst 0: use a whole number of at least 1"},
 		{"negative burst", []string{"--kube-api-burst", "-10"}, "use a whole number of at least 1"},
 		{"invalid lease name", []string{"--leader-election-id", "My_Lease"}, `--leader-election-id "My_Lease" is not a valid lease name`},

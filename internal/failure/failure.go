@@ -49,7 +49,16 @@ const (
 	Synced Reason = "SecretSynced"
 	// Valid: a store's configuration and credentials work.
 	Valid Reason = "Valid"
+	// Refreshed: an ExternalSecret's data was refreshed successfully
+	// within the last few refresh intervals (its Fresh condition).
+	Refreshed Reason = "Refreshed"
 )
+
+// Stale: an ExternalSecret has not been refreshed successfully for several
+// refresh intervals (its Fresh condition turns False with it; the failure
+// that keeps it stale stays in Ready and InSync, and is named in the
+// message).
+const Stale Reason = "Stale"
 
 // Reasons of failure, with the class each has when Classify meets it.
 const (

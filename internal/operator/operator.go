@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -86,13 +87,18 @@ type Options struct {
 	// RestartRate caps the restarts of workloads for rotations across the
 	// cluster, per minute (docs/rotation.md); zero or less means no cap.
 	RestartRate float64
+	// StatusRefreshPeriod is how often at most a refresh that changed
+	// nothing writes an ExternalSecret's status to move its refreshTime
+	// (docs/operations.md); zero means one hour.
+	StatusRefreshPeriod time.Duration
 	// Clock is injected by tests; nil means the wall clock.
 	Clock engine.Clock
 }
 
 // DefaultOptions are sized for thousands of ExternalSecrets.
 func DefaultOptions() Options {
-	return Options{Workers: 16, QPS: 500, Burst: 1000, MetricsAddr: ":8080", HealthAddr: ":8081", RestartRate: 10}
+	return Options{Workers: 16, QPS: 500, Burst: 1000, MetricsAddr: ":8080", HealthAddr: ":8081", RestartRate: 10,
+		StatusRefreshPeriod: externalsecret.DefaultStatusPeriod}
 }
 
 // leaderElectionBase is the lease of the default (empty) class.
@@ -229,6 +235,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		Client: mgr.GetClient(), Meta: mgr.GetCache(), Named: named, Clients: clients, Fetcher: fetcher,
 		//nolint:staticcheck // SA1019: the reconcilers record through record.EventRecorder; the new events API changes every call.
 		Recorder: mgr.GetEventRecorderFor("watchword"), Class: opts.ControllerClass, Clock: clock, Metrics: metrics.SyncObserver{},
+		StatusPeriod: opts.StatusRefreshPeriod,
 	}
 	if err := es.SetupWithManager(ctx, mgr, externalsecret.Options{Workers: opts.Workers, RateLimiter: rateLimiter(), SecretChanges: esChanges}); err != nil {
 		return nil, fmt.Errorf("setting up the ExternalSecret controller: %w", err)
@@ -270,6 +277,16 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		return nil, err
 	}
 	if err := mgr.Add(every{time.Minute, named.Sweep}); err != nil {
+		return nil, err
+	}
+	// The staleness metrics of the ExternalSecrets, by store, from the
+	// replica that serves them (a runnable of the leader only).
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		remove := metrics.AddFreshnessSource(es.Freshness)
+		<-ctx.Done()
+		remove()
+		return nil
+	})); err != nil {
 		return nil, err
 	}
 	return &Operator{Manager: mgr, Fetcher: fetcher}, nil

@@ -31,6 +31,9 @@ var workers int
 // pprofAddr, if set, is where the controller serves its profiles.
 var pprofAddr string
 
+// statusPeriod, if set, is the controllers' --status-refresh-period.
+var statusPeriod time.Duration
+
 // controllerLogLevel is the controllers' --log-level.
 var controllerLogLevel = "error"
 
@@ -45,6 +48,9 @@ func startController(bin, kubeconfig string) (*controller, error) {
 		"--health-probe-bind-address", "0", "--log-level", controllerLogLevel}
 	if workers > 0 {
 		args = append(args, "--workers", fmt.Sprint(workers))
+	}
+	if statusPeriod > 0 {
+		args = append(args, "--status-refresh-period", statusPeriod.String())
 	}
 	if pprofAddr != "" {
 		args = append(args, "--pprof-bind-address", pprofAddr)
@@ -156,4 +162,29 @@ outer:
 		total += v
 	}
 	return total
+}
+
+// by sums, like sum, the samples of name whose labels contain every
+// fragment, grouped by the value of one label.
+func (m metrics) by(name, label string, fragments ...string) map[string]float64 {
+	out := map[string]float64{}
+	key := label + `="`
+outer:
+	for k, v := range m {
+		if k != name && !strings.HasPrefix(k, name+"{") {
+			continue
+		}
+		for _, f := range fragments {
+			if !strings.Contains(k, f) {
+				continue outer
+			}
+		}
+		value := ""
+		if i := strings.Index(k, key); i >= 0 {
+			rest := k[i+len(key):]
+			value = rest[:strings.IndexByte(rest, '"')]
+		}
+		out[value] += v
+	}
+	return out
 }

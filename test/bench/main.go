@@ -22,8 +22,12 @@ import (
 type config struct {
 	N, Keys, Unrelated, Namespaces, Parallel int
 	Latency, Refresh, RestartWindow          time.Duration
-	Cycles                                   int
-	Out, Binary                              string
+	// Steady is the window with nothing changing over which the API
+	// server's writes are counted; StatusPeriod the controller's
+	// --status-refresh-period (0: its default).
+	Steady, StatusPeriod time.Duration
+	Cycles               int
+	Out, Binary          string
 }
 
 func main() {
@@ -36,6 +40,8 @@ func main() {
 	flag.DurationVar(&c.Latency, "latency", 5*time.Millisecond, "simulated latency of every provider call")
 	flag.DurationVar(&c.Refresh, "refresh", time.Minute, "refreshInterval of the ExternalSecrets")
 	flag.IntVar(&c.Cycles, "cycles", 2, "refresh cycles observed in steady state")
+	flag.DurationVar(&c.Steady, "steady", 3*time.Minute, "window with nothing changing over which the API server's writes are counted by verb (0: skipped)")
+	flag.DurationVar(&c.StatusPeriod, "status-period", 0, "the controller's --status-refresh-period (0: its default, 1h)")
 	flag.DurationVar(&c.RestartWindow, "restart-window", time.Minute, "how long the load after a controller restart is observed")
 	flag.StringVar(&c.Out, "out", "bench-results/bench.json", "JSON result file")
 	flag.StringVar(&c.Binary, "controller", "bin/watchword", "the watchword binary to run")
@@ -44,6 +50,7 @@ func main() {
 	flag.StringVar(&pprofAddr, "controller-pprof", "", "address for the controller's pprof endpoints, such as 127.0.0.1:6060")
 	flag.StringVar(&controllerLogLevel, "controller-log-level", "error", "--log-level of the controller")
 	flag.Parse()
+	statusPeriod = c.StatusPeriod
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := os.MkdirAll(filepath.Dir(c.Out), 0o755); err != nil {

@@ -35,6 +35,20 @@ type result struct {
 	RestartCalls        float64            `json:"provider_calls_in_restart_window"`
 	RestartWrites       float64            `json:"target_writes_in_restart_window"`
 	RestartPeakRSSMiB   float64            `json:"restarted_controller_peak_rss_mib"`
+	// RestartStatusWrites are the ExternalSecret status writes in the
+	// restart window, but the new ExternalSecret's.
+	RestartStatusWrites float64 `json:"status_writes_in_restart_window"`
+	// The steady-state window with nothing changing: the API server's
+	// writes per minute, by verb and by resource (all clients: the API
+	// server's own lease renewals are among them), those to Watchword's
+	// resources (ExternalSecrets, Secrets, events), and the target.
+	SteadyMinutes                float64            `json:"steady_window_minutes"`
+	SteadyWritesPerMin           float64            `json:"steady_api_writes_per_min"`
+	SteadyWritesPerMinByVerb     map[string]float64 `json:"steady_api_writes_per_min_by_verb"`
+	SteadyWritesPerMinByResource map[string]float64 `json:"steady_api_writes_per_min_by_resource"`
+	SteadyWatchwordWritesPerMin  float64            `json:"steady_watchword_writes_per_min"`
+	SteadyInFirstPeriod          bool               `json:"steady_window_in_first_status_period"`
+	SteadyTargetPerMin           float64            `json:"steady_watchword_writes_per_min_target"`
 }
 
 func (r *result) print(w io.Writer) {
@@ -54,9 +68,18 @@ func (r *result) print(w io.Writer) {
 	fmt.Fprintf(t, "apiserver requests during the sync\t%s\n", joinSorted(r.APIRequestsByVerb, "%s %.0f"))
 	fmt.Fprintf(t, "provider calls per refresh cycle\t%.0f (unique keys: %d)\n", r.CallsPerCycle, c.Keys)
 	fmt.Fprintf(t, "refresh syncs per second: mean, busiest\t%.1f, %.0f (busiest/mean %.2f; target <= 2)\n", r.RefreshMeanPerSec, r.RefreshBusiestSec, r.BusiestOverMean)
+	if r.SteadyMinutes > 0 {
+		first := "after the first status period"
+		if r.SteadyInFirstPeriod {
+			first = "within the first status period after the sync"
+		}
+		fmt.Fprintf(t, "steady state, nothing changing (%.1f min, %s): API writes/min by verb\t%s (all clients)\n", r.SteadyMinutes, first, joinSorted(r.SteadyWritesPerMinByVerb, "%s %.1f"))
+		fmt.Fprintf(t, "… by resource\t%s\n", joinSorted(r.SteadyWritesPerMinByResource, "%s %.1f"))
+		fmt.Fprintf(t, "… to ExternalSecrets, Secrets and events\t%.1f/min (target <= %.0f)\n", r.SteadyWatchwordWritesPerMin, r.SteadyTargetPerMin)
+	}
 	fmt.Fprintf(t, "new ExternalSecret synced while all %d are due\t%.2f s (target <= 2)\n", c.N, r.NewESSecondsFanOut)
 	fmt.Fprintf(t, "new ExternalSecret synced as the controller restarts\t%.2f s (includes the cache sync)\n", r.NewESSecondsDuring)
-	fmt.Fprintf(t, "after restart, in %s: provider calls, target writes\t%.0f, %.0f\n", c.RestartWindow, r.RestartCalls, r.RestartWrites)
+	fmt.Fprintf(t, "after restart, in %s: provider calls, target writes, status writes\t%.0f, %.0f, %.0f\n", c.RestartWindow, r.RestartCalls, r.RestartWrites, r.RestartStatusWrites)
 	fmt.Fprintf(t, "restarted controller peak RSS\t%.0f MiB\n", r.RestartPeakRSSMiB)
 	t.Flush()
 }

@@ -105,6 +105,7 @@ func run(ctx context.Context, c config) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
+	syncEnd := time.Now()
 	res.CPUSecondsSync = b.cpu(ctrl).since(cpuBefore)
 	res.SyncSeconds = synced.Seconds()
 	res.SyncedPerSec = float64(c.N) / res.SyncSeconds
@@ -131,6 +132,14 @@ func run(ctx context.Context, c config) (*result, error) {
 	if c.Cycles > 0 {
 		fmt.Fprintf(os.Stderr, "observing %d refresh cycles of %s…\n", c.Cycles, c.Refresh)
 		if err = b.steady(ctx, ctrl, res); err != nil {
+			return nil, err
+		}
+	}
+	// The steady state's writes: nothing changes, so a refresh brings
+	// nothing new and writes nothing; counted by the API server itself.
+	if c.Steady > 0 {
+		fmt.Fprintf(os.Stderr, "counting the API server's writes over %s with nothing changing…\n", c.Steady)
+		if err = b.steadyWrites(ctx, res, syncEnd); err != nil {
 			return nil, err
 		}
 	}
@@ -175,6 +184,8 @@ func run(ctx context.Context, c config) (*result, error) {
 		res.RestartWrites += apiAfter.sum("apiserver_request_total", `resource="secrets"`, `verb="`+verb+`"`) - apiBefore.sum("apiserver_request_total", `resource="secrets"`, `verb="`+verb+`"`)
 	}
 	res.RestartWrites-- // the new ExternalSecret's own target
+	res.RestartStatusWrites = apiAfter.sum("apiserver_request_total", `resource="externalsecrets"`, `subresource="status"`) -
+		apiBefore.sum("apiserver_request_total", `resource="externalsecrets"`, `subresource="status"`) - 1 // the new one's
 	res.RestartPeakRSSMiB = ctrl.peakRSS()
 	return res, nil
 }
@@ -470,4 +481,55 @@ func (b *bench) apiserverMetrics(ctx context.Context) (metrics, error) {
 		return nil, err
 	}
 	return parseMetrics(strings.NewReader(string(raw)))
+}
+
+// writeVerbs are the verbs of apiserver_request_total that write.
+var writeVerbs = []string{"POST", "PUT", "PATCH", "DELETE", "APPLY"}
+
+// steadyWrites counts the API server's writes over c.Steady, by verb and
+// by resource, per minute, and the target they are held to: at most one
+// write per ExternalSecret per status period, and none while the window
+// lies within the first period after the sync.
+func (b *bench) steadyWrites(ctx context.Context, res *result, syncEnd time.Time) error {
+	before, err := b.apiserverMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	began := time.Now()
+	time.Sleep(b.c.Steady)
+	after, err := b.apiserverMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	ended := time.Now()
+	minutes := ended.Sub(began).Minutes()
+	res.SteadyMinutes = minutes
+	res.SteadyWritesPerMinByVerb = map[string]float64{}
+	res.SteadyWritesPerMinByResource = map[string]float64{}
+	for _, verb := range writeVerbs {
+		f := `verb="` + verb + `"`
+		if d := after.sum("apiserver_request_total", f) - before.sum("apiserver_request_total", f); d > 0 {
+			res.SteadyWritesPerMinByVerb[verb] = d / minutes
+			res.SteadyWritesPerMin += d / minutes
+		}
+		was := before.by("apiserver_request_total", "resource", f)
+		for resource, v := range after.by("apiserver_request_total", "resource", f) {
+			if d := v - was[resource]; d > 0 {
+				res.SteadyWritesPerMinByResource[resource] += d / minutes
+			}
+		}
+	}
+	for _, r := range []string{"externalsecrets", "secrets", "events"} {
+		res.SteadyWatchwordWritesPerMin += res.SteadyWritesPerMinByResource[r]
+	}
+	period := b.c.StatusPeriod
+	if period <= 0 {
+		period = time.Hour
+	}
+	res.SteadyInFirstPeriod = ended.Sub(syncEnd) < period
+	res.SteadyTargetPerMin = float64(b.c.N) / period.Minutes()
+	if res.SteadyInFirstPeriod {
+		res.SteadyTargetPerMin = 0
+	}
+	return nil
 }

@@ -51,6 +51,20 @@ type Reconciler struct {
 	Clock engine.Clock
 	// Metrics, if set, is told about each sync.
 	Metrics Observer
+	// StatusPeriod is how often at most a refresh that changed nothing
+	// writes the status to move refreshTime (--status-refresh-period);
+	// 0 means DefaultStatusPeriod.
+	StatusPeriod time.Duration
+
+	// started is the time of the first reconcile of this instance (after
+	// it took the lease): the schedule's floor after a restart
+	// (schedule.go).
+	started   time.Time
+	startOnce sync.Once
+
+	// fresh holds the refreshes this instance made and what the
+	// staleness metrics need (freshness.go).
+	fresh freshness
 
 	// ownWrites remembers what this instance last wrote to each target
 	// ("ns/name" to ownWrite); writeTarget records it.
@@ -87,6 +101,13 @@ type scope struct {
 	// data: the spec's generation, the store and the template ConfigMaps.
 	inputs string
 	plan   schedule
+	// mem is what this instance knows of the ExternalSecret beyond its
+	// status.
+	mem memory
+	// refreshed: the store was read in this reconcile and the sync
+	// succeeded; recorded: the status that tells so was written, or
+	// needed no write.
+	refreshed, recorded bool
 
 	client  *engine.Client
 	sources map[string]map[string]string
@@ -142,13 +163,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, failure.Redacted(r.finalize(ctx, &es))
 	}
 	r.catchUp(&es)
+	r.startOnce.Do(func() { r.started = start })
 	s := &scope{es: &es, before: es.DeepCopy(), now: metav1.NewTime(start), store: store, storeErr: storeErr}
+	s.mem = memory{refreshed: r.fresh.refreshedAt(req.String(), es.UID), started: r.started, statusPeriod: r.StatusPeriod}
 	res, err = r.run(ctx, s)
 	res, err = r.writeStatus(ctx, s, res, err)
-	if r.Metrics != nil && !s.abandoned {
-		r.Metrics.ObserveSync(r.Clock.Now().Sub(start), outcomeReason(s, err))
+	if !s.abandoned {
+		kind, name := storeLabels(s)
+		r.fresh.observe(req.String(), s.es, s.schedule(), kind, name, s.refreshed && s.recorded)
+		if r.Metrics != nil {
+			r.Metrics.ObserveSync(r.Clock.Now().Sub(start), outcomeReason(s, err))
+		}
 	}
 	return res, err
+}
+
+// storeLabels names the ExternalSecret's store for the metrics: the
+// resolved one, or the one its spec names when it could not be resolved.
+func storeLabels(s *scope) (kind, name string) {
+	if s.store != nil {
+		st := s.store.Store
+		return st.Kind, metrics.StoreLabel(st.Namespace, st.Name)
+	}
+	ref := s.es.Spec.SecretStoreRef
+	if ref.Kind == v1alpha1.ClusterSecretStoreKind {
+		return ref.Kind, ref.Name
+	}
+	return v1alpha1.SecretStoreKind, metrics.StoreLabel(s.es.Namespace, ref.Name)
 }
 
 // run runs the steps until one ends the reconcile or fails.
@@ -185,7 +226,7 @@ func (r *Reconciler) readInputs(ctx context.Context, s *scope) (bool, error) {
 		return false, err
 	}
 	s.inputs = fmt.Sprintf("%d|%s|%s", s.es.Generation, s.store.ID(), versions) + r.publishInputs(ctx, s.es)
-	s.plan = newSchedule(s.es, s.now.Time, s.store.ID(), s.inputs).
+	s.plan = newSchedule(s.es, s.now.Time, s.store.ID(), s.inputs, s.mem).
 		withNotices(s.es, r.notices.of(s.es.Namespace+"/"+s.es.Name))
 	return false, nil
 }
@@ -197,7 +238,7 @@ func (r *Reconciler) skipIfNotDue(ctx context.Context, s *scope) (bool, error) {
 	due := s.plan.due()
 	drifted := !due && r.targetDrifted(ctx, s.es)
 	if !due && !drifted && !failing(s.es) {
-		s.outcome = s.plan.next(refreshTime(s.es))
+		s.outcome = s.plan.next(s.plan.lastRead)
 		return true, nil
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("syncing", "due", due, "forced", s.plan.forced, "drifted", drifted, "inputsChanged", s.plan.inputsChanged,
@@ -266,7 +307,11 @@ func (r *Reconciler) record(_ context.Context, s *scope) (bool, error) {
 	r.succeed(s)
 	r.notices.consume(s.es.Namespace+"/"+s.es.Name, s.now.Time)
 	s.es.Status.PublishedTo = s.publishedTo
-	s.outcome = s.plan.next(refreshTime(s.es))
+	read := s.plan.lastRead
+	if s.refreshed = s.plan.due(); s.refreshed {
+		read = &s.now.Time
+	}
+	s.outcome = s.plan.next(read)
 	if s.publishErr != nil {
 		r.publishFailed(s)
 	}
@@ -306,6 +351,7 @@ func (r *Reconciler) forget(es *v1alpha1.ExternalSecret, deleted bool) {
 		r.pending.Delete(key)
 		r.ownWrites.Delete(es.Namespace + "/" + targetName(es))
 		r.notices.drop(key)
+		r.fresh.drop(key)
 		return
 	}
 	if v, ok := r.pending.Load(key); ok && caughtUp(es, v.(*v1alpha1.ExternalSecretStatus)) {
@@ -337,11 +383,13 @@ func failing(es *v1alpha1.ExternalSecret) bool {
 	return c == nil || c.Status != metav1.ConditionTrue
 }
 
-func refreshTime(es *v1alpha1.ExternalSecret) *time.Time {
-	if es.Status.RefreshTime == nil {
-		return nil
+// schedule is the reconcile's plan; for a reconcile that ended before its
+// inputs were read (readInputs), a plan of the refresh times alone.
+func (s *scope) schedule() schedule {
+	if s.plan.now.IsZero() {
+		return newSchedule(s.es, s.now.Time, "", s.es.Status.InputsVersion, s.mem)
 	}
-	return &es.Status.RefreshTime.Time
+	return s.plan
 }
 
 // templateNames lists the templateFrom ConfigMaps, each once.

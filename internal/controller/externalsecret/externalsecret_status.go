@@ -2,6 +2,7 @@ package externalsecret
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +26,15 @@ import (
 //     data of its current spec. False while a sync fails, with the same
 //     reason, and a message that says what the target holds meanwhile.
 //   - Stalled: present while a terminal failure waits for a change.
+//   - Fresh: True (reason Refreshed) after a successful sync; False with
+//     reason Stale once no refresh has succeeded for more than
+//     staleIntervals refresh intervals (schedule.go), its message naming
+//     the failure that keeps it stale. Ready and InSync keep that
+//     failure's own reason, so an alert on a reason stays specific.
+//
+// A refresh that changes none of this writes nothing: refreshTime and
+// InSync's lastSyncTime then move at most once per status period
+// (settleRefreshTime).
 
 // succeed records a successful sync. A due refresh moves refreshTime to
 // now, which schedules the next one; a drift repair or re-render between
@@ -63,6 +73,29 @@ func (r *Reconciler) succeed(s *scope) {
 		Type: v1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: string(failure.Synced), Message: inSync,
 		LastSyncTime: &read, ObservedGeneration: s.es.Generation,
 	}, s.now)
+	conditions.PutES(&st.Conditions, v1alpha1.ExternalSecretCondition{
+		Type: v1alpha1.ConditionFresh, Status: metav1.ConditionTrue, Reason: string(failure.Refreshed),
+		Message: "the last sync read the data successfully", ObservedGeneration: s.es.Generation,
+	}, s.now)
+}
+
+// markStale turns Fresh False once the ExternalSecret has gone more than
+// staleIntervals refresh intervals without a successful refresh. The
+// message names the failure and the last refresh seen, which stay the
+// same while the failure lasts: a failure retried again and again writes
+// the status once.
+func markStale(s *scope, class failure.Class, msg string) {
+	plan := s.schedule()
+	if !plan.stale() {
+		return
+	}
+	st := &s.es.Status
+	conditions.PutES(&st.Conditions, v1alpha1.ExternalSecretCondition{
+		Type: v1alpha1.ConditionFresh, Status: metav1.ConditionFalse, Reason: string(failure.Stale),
+		Message: fmt.Sprintf("no successful refresh seen since %s, more than %d refresh intervals of %s; the sync fails with %s: %s",
+			plan.lastRead.UTC().Format(time.RFC3339), staleIntervals, plan.interval, class.Reason, msg),
+		ObservedGeneration: s.es.Generation,
+	}, s.now)
 }
 
 // fail records a failed sync and decides how to retry. The target is left
@@ -87,6 +120,7 @@ func (r *Reconciler) fail(ctx context.Context, s *scope, err error) (ctrl.Result
 		Type: v1alpha1.ConditionInSync, Status: metav1.ConditionFalse, Reason: string(class.Reason), Message: msg,
 		ObservedGeneration: s.es.Generation,
 	}, s.now)
+	markStale(s, class, msg)
 	r.Recorder.Event(s.es, corev1.EventTypeWarning, string(class.Reason), msg)
 	switch {
 	case class.Reason == failure.WriteConflict:
@@ -114,7 +148,11 @@ func (r *Reconciler) targetState(s *scope) string {
 	case st.Target == "" || st.RefreshTime == nil:
 		return "Secret " + quote(targetName(s.es)) + " has not been written yet"
 	default:
-		return "Secret " + quote(st.Target) + " keeps the data last synced at " + st.RefreshTime.UTC().Format("2006-01-02T15:04:05Z")
+		at := st.RefreshTime.Time
+		if m := s.mem.refreshed; m != nil && m.After(at) {
+			at = *m
+		}
+		return "Secret " + quote(st.Target) + " keeps the data last synced at " + at.UTC().Format("2006-01-02T15:04:05Z")
 	}
 }
 
@@ -127,10 +165,16 @@ func (r *Reconciler) targetState(s *scope) string {
 // ExternalSecret is synced again as it is now (its target write, if any,
 // is remembered).
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope, res ctrl.Result, err error) (ctrl.Result, error) {
-	if s.abandoned || apiequality.Semantic.DeepEqual(s.before.Status, s.es.Status) {
+	if s.abandoned {
+		return res, err
+	}
+	settleRefreshTime(s)
+	if apiequality.Semantic.DeepEqual(s.before.Status, s.es.Status) {
+		s.recorded = true
 		return res, err
 	}
 	perr := r.Client.Status().Update(ctx, s.es)
+	s.recorded = perr == nil
 	key := s.es.Namespace + "/" + s.es.Name
 	switch {
 	case perr != nil:
@@ -150,3 +194,52 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, res ctrl.Result,
 }
 
 func quote(s string) string { return `"` + s + `"` }
+
+// settleRefreshTime decides the refreshTime (and InSync's lastSyncTime) of
+// the status about to be written (schedule.go). When nothing else
+// changed, a refresh moves it only for the coarse write of its status
+// period, to the period's phase point, and otherwise leaves the status as
+// it was: nothing is written. When something else changed, the status is
+// written anyway and carries the exact time of the last refresh, the one
+// this instance remembers if the status shows an older one.
+func settleRefreshTime(s *scope) {
+	st, old := &s.es.Status, &s.before.Status
+	if st.RefreshTime == nil || old.RefreshTime == nil {
+		return
+	}
+	if onlyRefreshMoved(old, st) {
+		if at, ok := s.plan.coarseWrite(); ok && s.refreshed {
+			stampRefresh(st, metav1.NewTime(at))
+		} else {
+			*st = *old.DeepCopy()
+		}
+		return
+	}
+	if m := s.mem.refreshed; m != nil && m.After(st.RefreshTime.Time) {
+		stampRefresh(st, metav1.NewTime(*m))
+	}
+}
+
+// onlyRefreshMoved tells whether the new status differs from the old one
+// in refreshTime and InSync's lastSyncTime at most.
+func onlyRefreshMoved(old, st *v1alpha1.ExternalSecretStatus) bool {
+	c := st.DeepCopy()
+	c.RefreshTime = old.RefreshTime
+	if in := conditions.FindES(c.Conditions, v1alpha1.ConditionInSync); in != nil {
+		in.LastSyncTime = nil
+		if was := conditions.FindES(old.Conditions, v1alpha1.ConditionInSync); was != nil {
+			in.LastSyncTime = was.LastSyncTime
+		}
+	}
+	return apiequality.Semantic.DeepEqual(*old, *c)
+}
+
+// stampRefresh records at as the time of the last refresh: refreshTime
+// and InSync's lastSyncTime, which are the same.
+func stampRefresh(st *v1alpha1.ExternalSecretStatus, at metav1.Time) {
+	st.RefreshTime = &at
+	if in := conditions.FindES(st.Conditions, v1alpha1.ConditionInSync); in != nil && in.LastSyncTime != nil {
+		t := at
+		in.LastSyncTime = &t
+	}
+}

@@ -1,0 +1,130 @@
+package externalsecret
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/metrics"
+)
+
+// freshness is what this instance knows of the refreshes of every
+// ExternalSecret it serves ("ns/name" to freshEntry): the last refresh it
+// made, which the status does not show when nothing else changed
+// (schedule.go), and what the staleness metrics need. It is in memory
+// only; a controller that starts begins it anew.
+type freshness struct {
+	mu sync.Mutex
+	m  map[string]freshEntry
+}
+
+type freshEntry struct {
+	uid types.UID
+	// refreshed is the last successful refresh this instance made (zero:
+	// none yet).
+	refreshed time.Time
+	// last is the last successful refresh as the schedule counts it
+	// (lastRefresh), as of the last reconcile; zero before a first sync.
+	last time.Time
+	// created is when the ExternalSecret was created: the age of one
+	// never synced counts from it.
+	created  time.Time
+	interval time.Duration
+	// storeKind and store name the store for the metrics' labels.
+	storeKind, store string
+}
+
+// refreshedAt is the last refresh this instance made of the
+// ExternalSecret of that key and UID, or nil.
+func (f *freshness) refreshedAt(key string, uid types.UID) *time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.m[key]
+	if !ok || e.uid != uid || e.refreshed.IsZero() {
+		return nil
+	}
+	t := e.refreshed
+	return &t
+}
+
+// observe records the outcome of a reconcile: the schedule's view of the
+// last refresh, and, when refreshed is set, a refresh made now.
+func (f *freshness) observe(key string, es *v1alpha1.ExternalSecret, plan schedule, storeKind, store string, refreshed bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[string]freshEntry{}
+	}
+	e := f.m[key]
+	if e.uid != es.UID {
+		e = freshEntry{uid: es.UID}
+	}
+	e.created = es.CreationTimestamp.Time
+	e.interval = plan.interval
+	e.storeKind, e.store = storeKind, store
+	if plan.lastRead != nil {
+		e.last = *plan.lastRead
+	}
+	if refreshed {
+		e.refreshed = plan.now
+		e.last = plan.now
+	}
+	f.m[key] = e
+}
+
+// drop forgets a deleted ExternalSecret.
+func (f *freshness) drop(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.m, key)
+}
+
+// snapshot sums the entries by store at now: the age of the oldest
+// successful refresh and the number of ExternalSecrets overdue. Only
+// ExternalSecrets with a periodic refresh count; one never synced counts
+// with its age since its creation.
+func (f *freshness) snapshot(now time.Time) []metrics.StoreFreshness {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	by := map[[2]string]*metrics.StoreFreshness{}
+	for _, e := range f.m {
+		if e.interval <= 0 {
+			continue
+		}
+		last := e.last
+		if last.IsZero() {
+			last = e.created
+		}
+		k := [2]string{e.storeKind, e.store}
+		s := by[k]
+		if s == nil {
+			s = &metrics.StoreFreshness{StoreKind: e.storeKind, Store: e.store}
+			by[k] = s
+		}
+		s.Count++
+		s.OldestAge = max(s.OldestAge, now.Sub(last))
+		if overdue(now, last, e.interval) {
+			s.Overdue++
+		}
+	}
+	out := make([]metrics.StoreFreshness, 0, len(by))
+	for _, s := range by {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].StoreKind != out[j].StoreKind {
+			return out[i].StoreKind < out[j].StoreKind
+		}
+		return out[i].Store < out[j].Store
+	})
+	return out
+}
+
+// Freshness is the staleness of the ExternalSecrets this instance serves,
+// by store, for the metrics (metrics.AddFreshnessSource).
+func (r *Reconciler) Freshness() []metrics.StoreFreshness {
+	return r.fresh.snapshot(r.Clock.Now())
+}
