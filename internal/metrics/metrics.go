@@ -58,6 +58,13 @@ var (
 		Help: "Changes told by the watches of stores, handed to the ExternalSecret controller, by store kind and store.",
 	}, []string{"store_kind", "store"})
 
+	// RefreshHookRefusals counts the refusals of the refresh endpoint by
+	// their specific reason (which the answer itself does not tell).
+	RefreshHookRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "watchword_refresh_hook_refusals_total",
+		Help: "Notifications refused by the refresh endpoint, by reason.",
+	}, []string{"reason"})
+
 	// SyncErrors counts failed syncs by reason.
 	SyncErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "watchword_sync_errors_total",
@@ -67,7 +74,7 @@ var (
 
 func init() {
 	crmetrics.Registry.MustRegister(SyncDuration, ProviderCalls, ProviderLatency, SyncErrors, Rotations, Publications,
-		WatchNotifications)
+		WatchNotifications, RefreshHookRefusals)
 }
 
 // SyncObserver records sync outcomes.
