@@ -50,6 +50,21 @@ var (
 		Help: "Outcomes of publishing to remote secrets, by publisher kind, store kind, store and outcome (Published, DriftRepaired, Unpublished, Retained, or a failure's reason).",
 	}, []string{"publisher_kind", "store_kind", "store", "outcome"})
 
+	// WatchNotifications counts the changes that stores' watches told of
+	// (each a batch of keys, or "anything may have changed"), by store;
+	// never by key, which can be many.
+	WatchNotifications = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "watchword_store_watch_notifications_total",
+		Help: "Changes told by the watches of stores, handed to the ExternalSecret controller, by store kind and store.",
+	}, []string{"store_kind", "store"})
+
+	// RefreshHookRefusals counts the refusals of the refresh endpoint by
+	// their specific reason (which the answer itself does not tell).
+	RefreshHookRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "watchword_refresh_hook_refusals_total",
+		Help: "Notifications refused by the refresh endpoint, by reason.",
+	}, []string{"reason"})
+
 	// SyncErrors counts failed syncs by reason.
 	SyncErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "watchword_sync_errors_total",
@@ -58,7 +73,8 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(SyncDuration, ProviderCalls, ProviderLatency, SyncErrors, Rotations, Publications)
+	crmetrics.Registry.MustRegister(SyncDuration, ProviderCalls, ProviderLatency, SyncErrors, Rotations, Publications,
+		WatchNotifications, RefreshHookRefusals)
 }
 
 // SyncObserver records sync outcomes.

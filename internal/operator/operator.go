@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -43,6 +44,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/controller/secretstore"
 	"github.com/watchword-dev/watchword/internal/controller/secretwatch"
 	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
+	"github.com/watchword-dev/watchword/internal/controller/storewatch"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/metrics"
 	"github.com/watchword-dev/watchword/internal/provider"
@@ -240,6 +242,16 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if err := es.SetupWithManager(ctx, mgr, externalsecret.Options{Workers: opts.Workers, RateLimiter: rateLimiter(), SecretChanges: esChanges}); err != nil {
 		return nil, fmt.Errorf("setting up the ExternalSecret controller: %w", err)
 	}
+	// The change feeds of stores (those that can watch and are read from)
+	// refresh ExternalSecrets at once, as the refresh endpoint does.
+	watches := &storewatch.Loop{Reader: mgr.GetClient(), Clients: clients, Notifier: es, Class: opts.ControllerClass,
+		ReadsFrom: func(ctx context.Context, kind, namespace, name string) (bool, error) {
+			return externalsecret.ReadsFrom(ctx, mgr.GetClient(), kind, namespace, name)
+		}}
+	watchChanges := map[bool]<-chan event.GenericEvent{false: watches.Subscribe(false), true: watches.Subscribe(true)}
+	if err := watches.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the store watches: %w", err)
+	}
 	for _, cluster := range []bool{false, true} {
 		changes := storeChanges
 		if cluster {
@@ -247,7 +259,8 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		}
 		//nolint:staticcheck // SA1019: as for the ExternalSecret reconciler above.
 		ss := &secretstore.Reconciler{Client: mgr.GetClient(), Clients: clients, Recorder: mgr.GetEventRecorderFor("watchword"),
-			Class: opts.ControllerClass, Cluster: cluster, CredentialIndex: externalsecret.IndexStoreSecret, CredentialChanges: changes}
+			Class: opts.ControllerClass, Cluster: cluster, CredentialIndex: externalsecret.IndexStoreSecret, CredentialChanges: changes,
+			Watches: watches, WatchChanges: watchChanges[cluster]}
 		if err := ss.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the store controller: %w", err)
 		}

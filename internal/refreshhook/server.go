@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/metrics"
 )
 
 // Notifier refreshes the ExternalSecrets that read keys of a store, and
@@ -101,18 +102,21 @@ func (h *Handler) hookSecret(ctx context.Context, key client.ObjectKey) (map[str
 }
 
 // refusal is an answer other than success: its status and short message.
-// reason is for the log only.
+// reason (a fixed phrase, also the metric's label) and detail are for the
+// operator only: the log and the metric.
 type refusal struct {
 	status  int
 	message string
 	reason  string
+	detail  string
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	log := ctrl.Log.WithName("refresh-hook").WithValues("remote", req.RemoteAddr)
 	n, queued, ref := h.serve(req)
 	if ref != nil {
-		log.Info("refresh notification refused", "status", ref.status, "reason", ref.reason,
+		metrics.RefreshHookRefusals.WithLabelValues(ref.reason).Inc()
+		log.Info("refresh notification refused", "status", ref.status, "reason", ref.reason, "detail", ref.detail,
 			"storeKind", n.Store.Kind, "storeNamespace", n.Store.Namespace, "storeName", n.Store.Name)
 		if ref.status == http.StatusMethodNotAllowed {
 			w.Header().Set("Allow", http.MethodPost)
@@ -131,40 +135,40 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // answer or a log line.
 func (h *Handler) serve(req *http.Request) (Notification, int, *refusal) {
 	if req.Method != http.MethodPost {
-		return Notification{}, 0, &refusal{http.StatusMethodNotAllowed, "only POST is allowed", "method " + req.Method}
+		return Notification{}, 0, &refusal{status: http.StatusMethodNotAllowed, message: "only POST is allowed", reason: "method not allowed"}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(nil, req.Body, MaxBody))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return Notification{}, 0, &refusal{http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", MaxBody), "body too large"}
+			return Notification{}, 0, &refusal{status: http.StatusRequestEntityTooLarge, message: fmt.Sprintf("the body is larger than %d bytes", MaxBody), reason: "body too large"}
 		}
-		return Notification{}, 0, &refusal{http.StatusBadRequest, "the body could not be read", "reading the body failed"}
+		return Notification{}, 0, &refusal{status: http.StatusBadRequest, message: "the body could not be read", reason: "body unreadable"}
 	}
 	sig := req.Header.Get(SignatureHeader)
 	if sig == "" {
-		return Notification{}, 0, &refusal{http.StatusUnauthorized, ErrUnsigned.Error(), "unsigned"}
+		return Notification{}, 0, &refusal{status: http.StatusUnauthorized, message: ErrUnsigned.Error(), reason: "unsigned"}
 	}
 	if !wellFormed(sig) {
-		return Notification{}, 0, &refusal{http.StatusUnauthorized, ErrBadSignature.Error(), "malformed signature"}
+		return Notification{}, 0, &refusal{status: http.StatusUnauthorized, message: ErrBadSignature.Error(), reason: "malformed signature"}
 	}
 	n, err := Parse(body)
 	if err != nil {
-		return Notification{}, 0, &refusal{http.StatusBadRequest, err.Error(), "malformed"}
+		return Notification{}, 0, &refusal{status: http.StatusBadRequest, message: err.Error(), reason: "malformed"}
 	}
 	secret, ref := h.sharedSecret(req.Context(), n.Store)
 	if ref != nil {
 		return n, 0, ref
 	}
 	if Verify(body, sig, secret) != nil {
-		return n, 0, &refusal{http.StatusForbidden, ErrBadSignature.Error(), "wrong signature"}
+		return n, 0, notAccepted("wrong signature")
 	}
 	queued, err := h.Notifier.Notify(req.Context(), n.Store.Kind, n.Store.Namespace, n.Store.Name, n.Keys)
 	if errors.Is(err, ErrNotRunning) {
-		return n, 0, &refusal{http.StatusServiceUnavailable, "not ready to refresh; try again", "controller not running"}
+		return n, 0, &refusal{status: http.StatusServiceUnavailable, message: "not ready to refresh; try again", reason: "controller not running"}
 	}
 	if err != nil {
-		return n, 0, &refusal{http.StatusInternalServerError, "the refresh could not be queued", "queueing failed"}
+		return n, 0, &refusal{status: http.StatusInternalServerError, message: "the refresh could not be queued", reason: "queueing failed"}
 	}
 	return n, queued, nil
 }
@@ -180,10 +184,15 @@ func wellFormed(sig string) bool {
 	return err == nil
 }
 
-// noHook is the answer for a store that is unknown, not this instance's,
-// or has no refreshHook: the three look the same to the caller.
-func noHook(reason string) *refusal {
-	return &refusal{http.StatusNotFound, "no refresh hook for this store", reason}
+// notAccepted is the one answer to every refusal that depends on the
+// cluster rather than on the request's form: a store that is unknown, of
+// another controller class, or without refreshHook; a refreshHook Secret
+// that is missing, unreadable or empty; and a wrong signature. All look
+// the same to the caller (status and body), so that a caller without the
+// shared secret learns nothing of which stores or Secrets exist; reason
+// tells the operator which it was.
+func notAccepted(reason string) *refusal {
+	return &refusal{status: http.StatusForbidden, message: ErrBadSignature.Error(), reason: reason}
 }
 
 // sharedSecret reads the store's refreshHook secret.
@@ -199,7 +208,7 @@ func (h *Handler) sharedSecret(ctx context.Context, s StoreRef) ([]byte, *refusa
 		hook, class, secretNS = st.Spec.RefreshHook, st.Spec.Controller, st.Namespace
 		if hook != nil && hook.SecretRef.Namespace != "" && hook.SecretRef.Namespace != st.Namespace {
 			// A SecretStore reads only from its own namespace.
-			return nil, &refusal{http.StatusForbidden, ErrBadSignature.Error(), "refreshHook.secretRef names another namespace"}
+			return nil, notAccepted("refreshHook.secretRef names another namespace")
 		}
 	default:
 		var st v1alpha1.ClusterSecretStore
@@ -213,29 +222,31 @@ func (h *Handler) sharedSecret(ctx context.Context, s StoreRef) ([]byte, *refusa
 	}
 	switch {
 	case class != h.Class:
-		return nil, noHook("store of another controller class")
+		return nil, notAccepted("store of another controller class")
 	case hook == nil:
-		return nil, noHook("store without refreshHook")
+		return nil, notAccepted("store without refreshHook")
 	case secretNS == "":
-		return nil, &refusal{http.StatusForbidden, ErrBadSignature.Error(), "refreshHook.secretRef has no namespace"}
+		return nil, notAccepted("refreshHook.secretRef has no namespace")
 	}
 	data, err := h.hookSecret(ctx, client.ObjectKey{Namespace: secretNS, Name: hook.SecretRef.Name})
 	if err != nil {
-		// The caller learns no more than from a wrong signature.
-		return nil, &refusal{http.StatusForbidden, ErrBadSignature.Error(), "the refreshHook Secret could not be read: " + reasonOf(err)}
+		ref := notAccepted("refreshHook Secret unreadable")
+		ref.detail = reasonOf(err)
+		return nil, ref
 	}
 	v := data[hook.SecretRef.Key]
 	if len(v) == 0 {
-		return nil, &refusal{http.StatusForbidden, ErrBadSignature.Error(), "the refreshHook Secret has no value at its key"}
+		return nil, notAccepted("refreshHook Secret without a value at its key")
 	}
 	return v, nil
 }
 
 func storeError(err error) *refusal {
 	if apierrors.IsNotFound(err) {
-		return noHook("unknown store")
+		return notAccepted("unknown store")
 	}
-	return &refusal{http.StatusServiceUnavailable, "the store could not be read; try again", "reading the store: " + reasonOf(err)}
+	// The cache failed, whatever the store: this tells nothing of it.
+	return &refusal{status: http.StatusServiceUnavailable, message: "the store could not be read; try again", reason: "store unreadable", detail: reasonOf(err)}
 }
 
 // reasonOf is the API status reason of an error: never its text.

@@ -52,9 +52,9 @@ func TestHandlerRefusesAndAccepts(t *testing.T) {
 		{"unsigned", http.MethodPost, body("hooked"), "", http.StatusUnauthorized},
 		{"not a signature", http.MethodPost, body("hooked"), "sha256=xyz", http.StatusUnauthorized},
 		{"malformed", http.MethodPost, "secret-value", signed("secret-value"), http.StatusBadRequest},
-		{"unknown store", http.MethodPost, body("missing"), signed(body("missing")), http.StatusNotFound},
-		{"store without refreshHook", http.MethodPost, body("plain"), signed(body("plain")), http.StatusNotFound},
-		{"store of another class", http.MethodPost, body("other"), signed(body("other")), http.StatusNotFound},
+		{"unknown store", http.MethodPost, body("missing"), signed(body("missing")), http.StatusForbidden},
+		{"store without refreshHook", http.MethodPost, body("plain"), signed(body("plain")), http.StatusForbidden},
+		{"store of another class", http.MethodPost, body("other"), signed(body("other")), http.StatusForbidden},
 		{"wrong signature", http.MethodPost, body("hooked"), Sign([]byte(body("hooked")), []byte("guess")), http.StatusForbidden},
 		{"signature of another body", http.MethodPost, body("hooked"), signed(body("plain")), http.StatusForbidden},
 	}
@@ -126,5 +126,49 @@ func TestAFloodReadsTheSharedSecretOnce(t *testing.T) {
 		if reads != 1 {
 			t.Errorf("hook Secret exists=%v: read %d times for 20 requests, want once", exists, reads)
 		}
+	}
+}
+
+// TestRefusalsTellNothingOfTheCluster: whatever the cluster holds (no
+// store, a store without refreshHook or of another class, a hook Secret
+// that is missing, has no value at its key, or is in another namespace)
+// a caller without the shared secret gets the answer of a wrong
+// signature, status and body alike. Only the metric's reason differs.
+func TestRefusalsTellNothingOfTheCluster(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	store := func(name, secret, key, secretNS string) *v1alpha1.SecretStore {
+		s := &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name}}
+		s.Spec.RefreshHook = &v1alpha1.RefreshHook{SecretRef: v1alpha1.SecretKeySelector{Name: secret, Key: key, Namespace: secretNS}}
+		return s
+	}
+	plain := &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "plain"}}
+	other := store("other", "hook", "secret", "")
+	other.Spec.Controller = "canary"
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "hook"}, Data: map[string][]byte{"secret": []byte("shared")}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(plain, other, sec,
+		store("hooked", "hook", "secret", ""), store("no-secret", "absent", "secret", ""),
+		store("no-value", "hook", "absent", ""), store("elsewhere", "hook", "secret", "other-ns")).Build()
+	h := &Handler{Stores: c, Secrets: c, Notifier: &recordingNotifier{}}
+	answer := func(name, secret string) (int, string) {
+		b := `{"store": {"kind": "SecretStore", "namespace": "team", "name": "` + name + `"}, "keys": ["k"]}`
+		req := httptest.NewRequest(http.MethodPost, Path, strings.NewReader(b))
+		req.Header.Set(SignatureHeader, Sign([]byte(b), []byte(secret)))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	wantCode, wantBody := answer("hooked", "a guess")
+	if wantCode != http.StatusForbidden {
+		t.Fatalf("wrong signature: %d, want 403", wantCode)
+	}
+	for _, name := range []string{"missing", "plain", "other", "no-secret", "no-value", "elsewhere"} {
+		if code, body := answer(name, "shared"); code != wantCode || body != wantBody {
+			t.Errorf("store %q: %d %q, want the answer of a wrong signature: %d %q", name, code, body, wantCode, wantBody)
+		}
+	}
+	if code, _ := answer("hooked", "shared"); code != http.StatusAccepted {
+		t.Fatalf("a rightly signed notification: %d, want 202", code)
 	}
 }

@@ -192,3 +192,53 @@ func FindES(conds []v1alpha1.ExternalSecretCondition, t string) *v1alpha1.Extern
 	}
 	return nil
 }
+
+// ChangesWatched is a store's condition that tells whether Watchword
+// watches the store for changes (a change feed, engine.Watcher), so that
+// the ExternalSecrets that read a changed key refresh at once: True while
+// a watch runs; False, with the reason, while none does, and then those
+// ExternalSecrets refresh at their refreshInterval as usual. It is absent
+// while nothing is known (before the first look, or where no watch loop
+// runs).
+const ChangesWatched = "ChangesWatched"
+
+// The reasons of ChangesWatched.
+const (
+	// WatchActive: a watch runs.
+	WatchActive = "Watching"
+	// WatchStarting: a watch was started and has not yet held.
+	WatchStarting = "WatchStarting"
+	// WatchUnsupported: the store's provider has no change feed.
+	WatchUnsupported = "WatchNotSupported"
+	// WatchUnneeded: no ExternalSecret reads from the store.
+	WatchUnneeded = "NotRead"
+	// WatchStoreNotReady: the store's client cannot be built (see Ready).
+	WatchStoreNotReady = "StoreNotReady"
+	// WatchDenied: the store's credentials may not watch; the watch is
+	// tried again with backoff.
+	WatchDenied = "WatchNotAllowed"
+	// WatchBroken: the watch broke and is tried again with backoff.
+	WatchBroken = "WatchRetrying"
+)
+
+// WatchState is what ChangesWatched says.
+type WatchState struct {
+	Watched bool
+	Reason  string
+	Message string
+}
+
+// SetWatch records a store's ChangesWatched condition; a nil state removes
+// it.
+func SetWatch(conds *[]metav1.Condition, s *WatchState, generation int64) {
+	if s == nil {
+		meta.RemoveStatusCondition(conds, ChangesWatched)
+		return
+	}
+	status := metav1.ConditionFalse
+	if s.Watched {
+		status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(conds, metav1.Condition{Type: ChangesWatched, Status: status, Reason: s.Reason,
+		Message: clip(s.Message), ObservedGeneration: generation})
+}

@@ -42,7 +42,11 @@ type notices struct {
 
 // Notify makes every ExternalSecret that reads one of keys of the store
 // (kind, namespace, name) refresh at once, reading those keys anew, once
-// for all of them. It returns how many ExternalSecrets it queued.
+// for all of them. Nil keys (a change feed that lost track: anything may
+// have changed) stand for every key of the store: every ExternalSecret
+// that reads from it refreshes, reading each of its keys anew, through the
+// same queue, delay and shared reads as a named key. It returns how many
+// ExternalSecrets it queued.
 func (r *Reconciler) Notify(ctx context.Context, kind, namespace, name string, keys []string) (int, error) {
 	r.notices.mu.Lock()
 	q := r.notices.queue
@@ -77,14 +81,15 @@ func (r *Reconciler) Notify(ctx context.Context, kind, namespace, name string, k
 }
 
 // readKeys lists those of keys that the ExternalSecret reads from the
-// store (an IndexStore value); a store it only publishes to does not count.
+// store (an IndexStore value), or every key it reads there when keys is
+// nil; a store it only publishes to does not count.
 func readKeys(es *v1alpha1.ExternalSecret, store string, keys []string) []string {
 	if StoreKey(es.Spec.SecretStoreRef.Kind, es.Namespace, es.Spec.SecretStoreRef.Name) != store {
 		return nil
 	}
 	var out []string
 	for _, ref := range engine.Refs(&es.Spec) {
-		if slices.Contains(keys, ref.Key) && !slices.Contains(out, ref.Key) {
+		if (keys == nil || slices.Contains(keys, ref.Key)) && !slices.Contains(out, ref.Key) {
 			out = append(out, ref.Key)
 		}
 	}
@@ -141,4 +146,26 @@ func (n *notices) drop(es string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	delete(n.pending, es)
+}
+
+// ReadsFrom tells whether some ExternalSecret of the cache reads from the
+// store (kind, namespace, name); one that only publishes to it does not
+// count. The store watch (package storewatch) watches only such stores.
+func ReadsFrom(ctx context.Context, c client.Reader, kind, namespace, name string) (bool, error) {
+	store := StoreKey(kind, namespace, name)
+	var list v1alpha1.ExternalSecretList
+	opts := []client.ListOption{client.MatchingFields{IndexStore: store}, client.UnsafeDisableDeepCopy}
+	if kind != v1alpha1.ClusterSecretStoreKind {
+		opts = append(opts, client.InNamespace(namespace))
+	}
+	if err := c.List(ctx, &list, opts...); err != nil {
+		return false, fmt.Errorf("listing the ExternalSecrets of %s: %w", store, err)
+	}
+	for i := range list.Items {
+		es := &list.Items[i]
+		if StoreKey(es.Spec.SecretStoreRef.Kind, es.Namespace, es.Spec.SecretStoreRef.Name) == store {
+			return true, nil
+		}
+	}
+	return false, nil
 }

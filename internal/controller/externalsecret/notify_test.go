@@ -101,3 +101,17 @@ func TestReadKeysMatchesTheStoreReadFrom(t *testing.T) {
 		})
 	}
 }
+
+func TestReadKeysOfNilIsEveryKeyReadFromTheStore(t *testing.T) {
+	es := reading("ns", v1alpha1.StoreRef{Name: "s"}, "db/creds", "api/token", "db/creds")
+	store := StoreKey(v1alpha1.SecretStoreKind, "ns", "s")
+	if got := readKeys(es, store, nil); len(got) != 2 || got[0] != "db/creds" || got[1] != "api/token" {
+		t.Fatalf("readKeys(nil) = %v, want every key read, once each", got)
+	}
+	if got := readKeys(es, store, []string{"api/token", "other"}); len(got) != 1 || got[0] != "api/token" {
+		t.Fatalf("readKeys(named) = %v, want the named key read", got)
+	}
+	if got := readKeys(es, StoreKey(v1alpha1.SecretStoreKind, "ns", "another"), nil); got != nil {
+		t.Fatalf("readKeys(nil) of a store not read from = %v, want none", got)
+	}
+}

@@ -49,6 +49,17 @@ type Reconciler struct {
 	// RateLimiter paces the retries of stores that wait for a change in
 	// the cluster. Defaults to RetryBackoff.
 	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
+	// Watches tells whether each store's changes are watched (package
+	// storewatch), for the ChangesWatched condition; nil leaves the
+	// condition out. WatchChanges receives the stores whose state changed.
+	Watches      WatchStates
+	WatchChanges <-chan event.GenericEvent
+}
+
+// WatchStates tells what a store's ChangesWatched condition says; false
+// when nothing is known.
+type WatchStates interface {
+	State(kind, namespace, name string) (conditions.WatchState, bool)
 }
 
 func (r *Reconciler) newObject() client.Object {
@@ -94,6 +105,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		status.Phase = v1alpha1.StorePhasePending
 	}
 	status.ObservedGeneration = obj.GetGeneration()
+	if r.Watches != nil {
+		var watch *conditions.WatchState
+		if st, ok := r.Watches.State(resolved.Store.Kind, resolved.Store.Namespace, resolved.Store.Name); ok {
+			watch = &st
+		}
+		conditions.SetWatch(&status.Conditions, watch, obj.GetGeneration())
+	}
 	if !apiequality.Semantic.DeepEqual(beforeStatus, status) {
 		if err != nil {
 			class, msg := failure.Describe(err)
@@ -207,5 +225,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return out
 		}))).
+		WatchesRawSource(source.Channel(r.watchChanges(), &handler.EnqueueRequestForObject{})).
 		Complete(r)
+}
+
+// watchChanges is WatchChanges, or a channel that never receives.
+func (r *Reconciler) watchChanges() <-chan event.GenericEvent {
+	if r.WatchChanges == nil {
+		return make(chan event.GenericEvent)
+	}
+	return r.WatchChanges
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	typedauthv1 "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"github.com/watchword-dev/watchword/internal/engine"
@@ -62,7 +63,9 @@ func (Factory) Refs(store provider.Store) []provider.ObjectRef {
 // New builds a client that authenticates as the store says. It reads and
 // checks its credentials; it tells no versions apart from reading. It
 // writes and deletes the Secrets it publishes (write.go), as far as the
-// store's identity may.
+// store's identity may, and watches the metadata of the namespace's
+// Secrets for changes (watch.go), as far as the identity may list and
+// watch them.
 func (f Factory) New(ctx context.Context, store provider.Store, deps provider.Deps) (engine.Ops, error) {
 	if err := f.Validate(store); err != nil {
 		return engine.Ops{}, err
@@ -80,8 +83,14 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 	if ns == "" {
 		ns = store.Namespace
 	}
+	mc, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return engine.Ops{}, fmt.Errorf("%w: building a client: %v", engine.ErrInvalidConfig, err)
+	}
 	c := newClient(cs, ns, who)
-	ops := engine.Ops{Reader: c, Checker: c, Writer: c}
+	// The watch of the namespace's Secrets (watch.go) tells the names of
+	// those that change, from their metadata only.
+	ops := engine.Ops{Reader: c, Checker: c, Writer: c, Watcher: newWatcher(mc, ns, who)}
 	// A scope is a namespace of the store's cluster: the secrets of
 	// publishers of namespace "team-a" live in namespace team-a there.
 	ops.Scope = func(scope string) (engine.Ops, error) {

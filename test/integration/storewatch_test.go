@@ -1,0 +1,118 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/controller/conditions"
+)
+
+// watcherToken returns a token of a service account that may get, list
+// and watch the Secrets of ns: what a kubernetes store needs to have its
+// changes watched.
+func watcherToken(t *testing.T, ns string) string {
+	t.Helper()
+	ctx := context.Background()
+	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "watcher"}}))
+	must(t, k8s.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "secret-watcher"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}}}}))
+	must(t, k8s.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "secret-watcher"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "secret-watcher"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "watcher", Namespace: ns}}}))
+	exp := int64(3600)
+	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "watcher",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	must(t, err)
+	return tr.Status.Token
+}
+
+// waitWatchState waits until the store's ChangesWatched condition has
+// the reason.
+func waitWatchState(t *testing.T, ns, name, reason string) *metav1.Condition {
+	t.Helper()
+	var got *metav1.Condition
+	eventually(t, wait, func() (bool, string) {
+		var s v1alpha1.SecretStore
+		must(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &s))
+		got = meta.FindStatusCondition(s.Status.Conditions, conditions.ChangesWatched)
+		return got != nil && got.Reason == reason, fmt.Sprintf("store %s/%s: ChangesWatched %+v, want reason %s", ns, name, got, reason)
+	})
+	return got
+}
+
+func TestKubernetesStoreWatchRefreshesAtOnce(t *testing.T) {
+	// The ExternalSecret refreshes once an hour, and nothing the operator
+	// watches for its own sake changes with the remote Secret: only the
+	// store's watch can bring the new value within the test.
+	ns, src := newNamespace(t, nil), newNamespace(t, nil)
+	createSecret(t, ns, "watcher-token", map[string]string{"token": watcherToken(t, src)})
+	createSecret(t, src, "upstream", map[string]string{"password": "one"})
+	createSecret(t, src, "unrelated", map[string]string{"x": "0"})
+	kubeStore(t, ns, "watched", src, "watcher-token")
+	newES(t, ns, "follow", "watched", withRefresh(time.Hour), withData("password", "upstream", "password"))
+	waitSecretData(t, ns, "follow", map[string]string{"password": "one"})
+	if c := waitWatchState(t, ns, "watched", conditions.WatchActive); c.Status != metav1.ConditionTrue {
+		t.Fatalf("ChangesWatched %+v, want True", c)
+	}
+	before := readCount(ns + "/watched")
+
+	updateSecret(t, src, "upstream", func(s *corev1.Secret) { s.Data["password"] = []byte("two") })
+	waitSecretData(t, ns, "follow", map[string]string{"password": "two"})
+	waitEvent(t, ns, "follow", "Rotated", "keys changed: password")
+
+	// Changes of a Secret that nobody reads make no reads; the rotation
+	// made one (or two, should the first sync's own write of the
+	// ExternalSecret race with the notice).
+	for i := range 5 {
+		updateSecret(t, src, "unrelated", func(s *corev1.Secret) { s.Data["x"] = []byte(fmt.Sprint(i + 1)) })
+	}
+	consistently(t, 3*time.Second, func() (bool, string) {
+		n := readCount(ns+"/watched") - before
+		return n >= 1 && n <= 2, fmt.Sprintf("%d reads of the store for one change of one key read by one ExternalSecret", n)
+	})
+}
+
+func TestKubernetesStoreWithoutWatchRightsIsPolled(t *testing.T) {
+	// readerToken may only get Secrets: the store says its changes are
+	// not watched, and syncing goes on.
+	ns, src := newNamespace(t, nil), newNamespace(t, nil)
+	createSecret(t, ns, "reader-token", map[string]string{"token": readerToken(t, src)})
+	createSecret(t, src, "upstream", map[string]string{"password": "one"})
+	kubeStore(t, ns, "polled", src, "reader-token")
+	newES(t, ns, "poll", "polled", withRefresh(2*time.Second), withData("password", "upstream", "password"))
+	waitSecretData(t, ns, "poll", map[string]string{"password": "one"})
+	c := waitWatchState(t, ns, "polled", conditions.WatchDenied)
+	if c.Status != metav1.ConditionFalse {
+		t.Fatalf("ChangesWatched %+v, want False", c)
+	}
+	updateSecret(t, src, "upstream", func(s *corev1.Secret) { s.Data["password"] = []byte("two") })
+	waitSecretData(t, ns, "poll", map[string]string{"password": "two"})
+	if es := waitReady(t, ns, "poll"); readyCond(es) == nil {
+		t.Fatalf("the ExternalSecret is not ready: %s", describeES(es))
+	}
+}
+
+func TestNoWatchForAStoreNobodyReads(t *testing.T) {
+	ns, src := newNamespace(t, nil), newNamespace(t, nil)
+	createSecret(t, ns, "watcher-token", map[string]string{"token": watcherToken(t, src)})
+	createSecret(t, src, "upstream", map[string]string{"password": "one"})
+	kubeStore(t, ns, "idle", src, "watcher-token")
+	if c := waitWatchState(t, ns, "idle", conditions.WatchUnneeded); c.Status != metav1.ConditionFalse {
+		t.Fatalf("ChangesWatched %+v, want False", c)
+	}
+	// A reader starts the watch; without it again, the watch stops.
+	newES(t, ns, "reader", "idle", withRefresh(time.Hour), withData("password", "upstream", "password"))
+	waitWatchState(t, ns, "idle", conditions.WatchActive)
+	must(t, k8s.Delete(context.Background(), &v1alpha1.ExternalSecret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reader"}}))
+	waitWatchState(t, ns, "idle", conditions.WatchUnneeded)
+}
