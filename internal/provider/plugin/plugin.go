@@ -1,7 +1,8 @@
 // Package plugin is the provider of stores served by out-of-tree plugins:
 // it talks the plugin protocol (api/plugin/v1) over gRPC to a unix socket,
-// or to a TCP address with mutual TLS (transport.go), with a deadline on every call and bounded message sizes, and maps the
-// plugin's status codes back to the engine's error classes. The plugin's
+// or to a TCP address with mutual TLS (transport.go), with a deadline on
+// every call and bounded message sizes, and maps the plugin's status codes
+// back to the engine's error classes. The plugin's
 // handshake decides the client's capabilities. pkg/plugin is the SDK a
 // plugin is built with.
 package plugin

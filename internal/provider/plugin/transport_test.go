@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pluginv1 "github.com/watchword-dev/watchword/api/plugin/v1"
 	"github.com/watchword-dev/watchword/api/v1alpha1"
@@ -212,17 +214,37 @@ func (otherProtocol) Handshake(context.Context, *pluginv1.HandshakeRequest) (*pl
 	return &pluginv1.HandshakeResponse{ProtocolVersion: "v9", PluginName: "future"}, nil
 }
 
+// onlyV2 is a plugin that refuses every version Watchword offers, as the
+// SDK does: a fake, to inject that failure.
+type onlyV2 struct {
+	pluginv1.UnimplementedSecretStoreServer
+}
+
+func (onlyV2) Handshake(context.Context, *pluginv1.HandshakeRequest) (*pluginv1.HandshakeResponse, error) {
+	return nil, status.Error(codes.FailedPrecondition, "this plugin speaks protocol v2")
+}
+
 func TestUnsupportedProtocolVersion(t *testing.T) {
-	endpoint := "unix://" + filepath.Join(t.TempDir(), "v9.sock")
-	lis, err := sdk.Listen(endpoint)
-	must(t, err)
-	srv := grpc.NewServer()
-	pluginv1.RegisterSecretStoreServer(srv, otherProtocol{})
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	_, err = Dial(context.Background(), endpoint, nil)
-	if class := failure.Classify(err); class.Reason != failure.PluginProtocolUnsupported || !strings.Contains(err.Error(), `"v9"`) {
-		t.Fatalf("a plugin of protocol v9: %v (%+v)", err, class)
+	for name, tc := range map[string]struct {
+		srv  pluginv1.SecretStoreServer
+		want string
+	}{
+		"the plugin chooses a version Watchword does not speak": {otherProtocol{}, `chose protocol version "v9"`},
+		"the plugin refuses the versions Watchword offers":      {onlyV2{}, "speaks none of the protocol versions Watchword offered"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			endpoint := "unix://" + filepath.Join(t.TempDir(), "p.sock")
+			lis, err := sdk.Listen(endpoint)
+			must(t, err)
+			srv := grpc.NewServer()
+			pluginv1.RegisterSecretStoreServer(srv, tc.srv)
+			go func() { _ = srv.Serve(lis) }()
+			t.Cleanup(srv.Stop)
+			_, err = Dial(context.Background(), endpoint, nil)
+			if class := failure.Classify(err); class.Reason != failure.PluginProtocolUnsupported || class.Terminal || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v (%+v), want PluginProtocolUnsupported saying %q", err, class, tc.want)
+			}
+		})
 	}
 }
 
