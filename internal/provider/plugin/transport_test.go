@@ -248,7 +248,7 @@ func TestUnsupportedProtocolVersion(t *testing.T) {
 	}
 }
 
-// TestReconnectsAfterTheFailureOfThePlugin: a plugin that stops is
+// TestReconnectsAfterThePluginCameBack: a plugin that stops is
 // PluginUnavailable, the change is told on ConnectionChanges, and the same
 // client works again once a plugin serves on the socket again.
 func TestReconnectsAfterThePluginCameBack(t *testing.T) {
