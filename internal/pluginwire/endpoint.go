@@ -41,6 +41,7 @@ func (e Endpoint) Target() string {
 	return UnixScheme + e.Address
 }
 
+// String is the endpoint as a store spells it.
 func (e Endpoint) String() string {
 	if e.TCP() {
 		return TCPScheme + e.Address
