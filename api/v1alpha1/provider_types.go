@@ -37,14 +37,22 @@ type SecretStoreProvider struct {
 
 // PluginProvider configures a store served by an out-of-tree plugin.
 type PluginProvider struct {
-	// endpoint is the plugin's unix socket, such as
-	// unix:///run/watchword/plugins/mystore.sock. The plugin runs next to
-	// Watchword (a sidecar sharing the socket's volume).
+	// endpoint is where the plugin listens: a unix socket, such as
+	// unix:///run/watchword/plugins/mystore.sock (the default way: the
+	// plugin runs next to Watchword, a sidecar sharing the socket's
+	// volume), or a TCP address, such as tcp://mystore-plugin.ns.svc:7443,
+	// which needs tls.
 	// +required
 	// +kubebuilder:validation:MinLength=9
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:Pattern=`^unix:///.+$`
+	// +kubebuilder:validation:Pattern=`^(unix:///|tcp://).+$`
 	Endpoint string `json:"endpoint"`
+
+	// tls is the mutual TLS of a tcp:// endpoint: the CA that signed the
+	// plugin's certificate, and the client certificate and key Watchword
+	// presents. Required for tcp://; a unix socket takes none.
+	// +optional
+	TLS *PluginTLS `json:"tls,omitempty"`
 
 	// config is handed to the plugin, unread by Watchword, with every
 	// call: the plugin's own settings for this store (a base path, a
@@ -52,6 +60,31 @@ type PluginProvider struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	Config map[string]string `json:"config,omitempty"`
+}
+
+// PluginTLS is the mutual TLS between Watchword and a plugin on a
+// tcp:// endpoint, from Secret keys (PEM).
+type PluginTLS struct {
+	// caSecretRef is the Secret key holding the PEM CA bundle that the
+	// plugin's server certificate must chain to.
+	// +required
+	CASecretRef SecretKeySelector `json:"caSecretRef"`
+
+	// certSecretRef is the Secret key holding the PEM client certificate
+	// Watchword presents to the plugin.
+	// +required
+	CertSecretRef SecretKeySelector `json:"certSecretRef"`
+
+	// keySecretRef is the Secret key holding the PEM private key of the
+	// client certificate.
+	// +required
+	KeySecretRef SecretKeySelector `json:"keySecretRef"`
+
+	// serverName is the name the plugin's certificate must hold, when it
+	// differs from the endpoint's host.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ServerName string `json:"serverName,omitempty"`
 }
 
 // AWSSMProvider configures AWS Secrets Manager.

@@ -1,7 +1,8 @@
 // Command watchword is the Watchword operator: `watchword controller` runs
 // it against a cluster, `watchword dev` runs it on a local embedded control
 // plane with a demo, `watchword template` and `watchword status` help
-// people with their resources, and `watchword version` prints the version.
+// people with their resources, `watchword plugin conformance` checks a store
+// plugin, and `watchword version` prints the version.
 package main
 
 import (
@@ -26,6 +27,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/provider/plugin"
 	"github.com/watchword-dev/watchword/internal/provider/vault"
 	"github.com/watchword-dev/watchword/internal/version"
+	"github.com/watchword-dev/watchword/pkg/conformance"
 )
 
 // registry lists the providers of this build. The API also knows awssm;
@@ -47,6 +49,7 @@ Usage:
   watchword template [flags]     render an ExternalSecret's Secret offline from sample data
   watchword status [flags]       ExternalSecrets and PushSecrets, Ready or why not (exit 1 if any is not)
   watchword refresh [flags] NAME… sync ExternalSecrets now, bypassing every cache, and wait for the outcome
+  watchword plugin conformance [flags]  run the conformance suite against a store plugin (exit 1 if it fails)
   watchword version              print the version
 
 Run "watchword COMMAND -h" for the flags of a command.
@@ -84,6 +87,16 @@ func main() {
 		c, perr := parseRefresh(os.Args[2:], os.Stderr)
 		exitOnFlagError(cmd, perr)
 		err = runRefresh(ctx, c, os.Stdout)
+	case "plugin":
+		if len(os.Args) < 3 || os.Args[2] != "conformance" {
+			fmt.Fprint(os.Stderr, pluginUsage)
+			os.Exit(2)
+		}
+		c, perr := parsePluginConformance(os.Args[3:], os.Stderr)
+		exitOnFlagError("plugin conformance", perr)
+		if err = runPluginConformance(ctx, c, os.Stdout); errors.Is(err, conformance.ErrFailed) {
+			os.Exit(1)
+		}
 	case "version", "--version", "-v":
 		fmt.Println("watchword", version.Version)
 	case "help", "-h", "--help":

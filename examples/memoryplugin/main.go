@@ -1,28 +1,14 @@
 // Command memoryplugin is an example store plugin built with the SDK
 // (pkg/plugin): it keeps secrets in memory, with versions and ownership
-// markers, and serves them on a unix socket until it is interrupted.
+// markers, and serves them on a unix socket, or on TCP with mutual TLS,
+// until SIGTERM or an interrupt.
 //
 //	memoryplugin -endpoint unix:///run/watchword/memory.sock
+//	memoryplugin -endpoint tcp://0.0.0.0:7443 -tls-ca ca.crt -tls-cert tls.crt -tls-key tls.key
 package main
 
-import (
-	"context"
-	"flag"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
-
-	"github.com/watchword-dev/watchword/pkg/plugin"
-)
+import "github.com/watchword-dev/watchword/pkg/plugin"
 
 func main() {
-	endpoint := flag.String("endpoint", "unix:///run/watchword/memory.sock", "the unix socket to serve on")
-	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := plugin.Serve(ctx, *endpoint, newMemory().store()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	plugin.Main(newMemory().store(), "unix:///run/watchword/memory.sock")
 }

@@ -253,14 +253,14 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		return nil, fmt.Errorf("setting up the store watches: %w", err)
 	}
 	for _, cluster := range []bool{false, true} {
-		changes := storeChanges
+		changes, kind := storeChanges, v1alpha1.SecretStoreKind
 		if cluster {
-			changes = clusterStoreChanges
+			changes, kind = clusterStoreChanges, v1alpha1.ClusterSecretStoreKind
 		}
 		//nolint:staticcheck // SA1019: as for the ExternalSecret reconciler above.
 		ss := &secretstore.Reconciler{Client: mgr.GetClient(), Clients: clients, Recorder: mgr.GetEventRecorderFor("watchword"),
 			Class: opts.ControllerClass, Cluster: cluster, CredentialIndex: externalsecret.IndexStoreSecret, CredentialChanges: changes,
-			Watches: watches, WatchChanges: watchChanges[cluster]}
+			Watches: watches, WatchChanges: watchChanges[cluster], ConnectionChanges: clients.ConnectionChanges(kind)}
 		if err := ss.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the store controller: %w", err)
 		}

@@ -26,7 +26,8 @@ const ProtocolVersion = "v1"
 // MaxMessageSize bounds every message either end sends or receives.
 const MaxMessageSize = 4 << 20
 
-// UnixScheme starts every endpoint: plugins listen on unix sockets.
+// UnixScheme starts the endpoint of a plugin on a unix socket, the
+// default.
 const UnixScheme = "unix://"
 
 // SocketPath returns the path of a unix:// endpoint, or an error wrapping
@@ -34,7 +35,7 @@ const UnixScheme = "unix://"
 func SocketPath(endpoint string) (string, error) {
 	path, ok := strings.CutPrefix(endpoint, UnixScheme)
 	if !ok || !strings.HasPrefix(path, "/") || len(path) < 2 {
-		return "", fmt.Errorf("endpoint %q is not a unix socket with an absolute path, such as unix:///run/watchword/store.sock (tcp:// with mTLS is not supported yet): %w", endpoint, engine.ErrInvalidConfig)
+		return "", fmt.Errorf("endpoint %q is not a unix socket with an absolute path, such as unix:///run/watchword/store.sock, nor tcp://host:port: %w", endpoint, engine.ErrInvalidConfig)
 	}
 	return path, nil
 }

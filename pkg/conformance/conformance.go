@@ -65,6 +65,13 @@ type Harness struct {
 	KeepsVersions bool
 	// Timeout bounds each call of the store; zero means engine.CallTimeout.
 	Timeout time.Duration
+	// SeedMarks tells that Seed leaves an ownership marker (of an owner
+	// the suite does not act as), as a Seed through the store's own
+	// writer does: the checks of unmarked secrets are skipped.
+	SeedMarks bool
+	// SkipWrites, when not empty, skips the checks that write or delete,
+	// with this reason (a run against a store that must not be written).
+	SkipWrites string
 }
 
 // The owners the write checks act as.
@@ -81,9 +88,10 @@ type check struct {
 	name string
 	// needs are the capabilities without which the check is skipped.
 	needs engine.Capabilities
-	// seeds tells that the check needs Harness.Seed.
-	seeds bool
-	fn    func(s *suite)
+	// seeds tells that the check needs Harness.Seed; unmarked, that it
+	// needs a Seed that leaves no ownership marker.
+	seeds, unmarked bool
+	fn              func(s *suite)
 }
 
 var checks = []check{
@@ -98,8 +106,8 @@ var checks = []check{
 	{name: "WriteReadBack", needs: engine.CanWrite, fn: (*suite).writeReadBack},
 	{name: "UnchangedWrite", needs: engine.CanWrite, fn: (*suite).unchangedWrite},
 	{name: "WriteRefusesOtherOwner", needs: engine.CanWrite, fn: (*suite).writeRefusesOtherOwner},
-	{name: "WriteRefusesUnmarked", needs: engine.CanWrite, seeds: true, fn: (*suite).writeRefusesUnmarked},
-	{name: "AdoptWhenAsked", needs: engine.CanWrite, seeds: true, fn: (*suite).adoptWhenAsked},
+	{name: "WriteRefusesUnmarked", needs: engine.CanWrite, seeds: true, unmarked: true, fn: (*suite).writeRefusesUnmarked},
+	{name: "AdoptWhenAsked", needs: engine.CanWrite, seeds: true, unmarked: true, fn: (*suite).adoptWhenAsked},
 	{name: "DeleteOwned", needs: engine.CanDelete, fn: (*suite).deleteOwned},
 	{name: "ConcurrentWriters", needs: engine.CanWrite, fn: (*suite).concurrentWriters},
 }
@@ -125,15 +133,30 @@ func skipReason(c check, h Harness) string {
 	if caps := h.Ops.Capabilities(); !caps.Has(c.needs) {
 		return fmt.Sprintf("store %q has capabilities %s, the check needs %s", h.Name, caps, c.needs)
 	}
+	if c.needs&(engine.CanWrite|engine.CanDelete) != 0 && h.SkipWrites != "" {
+		return fmt.Sprintf("store %q: %s", h.Name, h.SkipWrites)
+	}
+	if c.unmarked && h.SeedMarks {
+		return fmt.Sprintf("store %q: the harness seeds through the store's writer, which leaves an ownership marker; the check needs a secret without one", h.Name)
+	}
 	if c.seeds && h.Seed == nil {
 		return fmt.Sprintf("store %q: the harness gives no Seed to create remote secrets out of band", h.Name)
 	}
 	return ""
 }
 
+// reporter is what a check reports through: *testing.T in Run, a
+// recorder in Check. Fatalf and Skipf end the check.
+type reporter interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+}
+
 // suite is one check's view of the store.
 type suite struct {
-	t testing.TB
+	t reporter
 	h Harness
 }
 

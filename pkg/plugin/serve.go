@@ -12,6 +12,9 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	pluginv1 "github.com/watchword-dev/watchword/api/plugin/v1"
@@ -22,36 +25,57 @@ import (
 // context is done, before it closes their connections.
 const ShutdownTimeout = 10 * time.Second
 
-// Serve serves store on endpoint, a unix socket such as
-// unix:///run/watchword/mystore.sock, until ctx is done; then it stops
-// accepting calls, lets those under way finish (ShutdownTimeout at most)
-// and removes the socket. A socket file left by an earlier run is
+// Serve serves store on endpoint until ctx is done: a unix socket such as
+// unix:///run/watchword/mystore.sock, or a TCP address such as
+// tcp://0.0.0.0:7443, which needs WithTLS (Watchword reaches a TCP
+// plugin only over mutual TLS). It also serves the standard gRPC health
+// service (grpc.health.v1), SERVING until shutdown. Once ctx is done it
+// stops accepting calls, lets those under way finish (ShutdownTimeout at
+// most) and removes its socket. A socket file left by an earlier run is
 // replaced. It returns nil after a shutdown that ctx asked for.
-func Serve(ctx context.Context, endpoint string, store Store) error {
+func Serve(ctx context.Context, endpoint string, store Store, opts ...Option) error {
 	if err := store.validate(); err != nil {
 		return err
+	}
+	o, err := options(opts)
+	if err != nil {
+		return err
+	}
+	ep, err := pluginwire.ParseEndpoint(endpoint)
+	if err != nil {
+		return err
+	}
+	if ep.TCP() && o.tls == nil {
+		return errTCPNeedsTLS(endpoint)
 	}
 	lis, err := Listen(endpoint)
 	if err != nil {
 		return err
 	}
-	return ServeListener(ctx, lis, store)
+	return serve(ctx, lis, store, o)
 }
 
-// Listen opens the unix socket of endpoint, replacing a socket file an
-// earlier run left, for ServeListener: a plugin (or a test) that must know
-// the socket is ready before it serves calls Listen, then ServeListener.
+func errTCPNeedsTLS(endpoint string) error {
+	return fmt.Errorf("%s is a TCP address: serving on it needs mutual TLS (WithTLS, or the flags -tls-ca, -tls-cert and -tls-key)", endpoint)
+}
+
+// Listen opens endpoint (a unix socket, replacing a socket file an
+// earlier run left, or a TCP address) for ServeListener: a plugin (or a
+// test) that must know the endpoint is ready before it serves calls
+// Listen, then ServeListener.
 func Listen(endpoint string) (net.Listener, error) {
-	path, err := pluginwire.SocketPath(endpoint)
+	ep, err := pluginwire.ParseEndpoint(endpoint)
 	if err != nil {
 		return nil, err
 	}
-	if fi, serr := os.Lstat(path); serr == nil && fi.Mode().Type() == fs.ModeSocket {
-		if rerr := os.Remove(path); rerr != nil {
-			return nil, fmt.Errorf("removing the socket an earlier run left at %s: %w", path, rerr)
+	if !ep.TCP() {
+		if fi, serr := os.Lstat(ep.Address); serr == nil && fi.Mode().Type() == fs.ModeSocket {
+			if rerr := os.Remove(ep.Address); rerr != nil {
+				return nil, fmt.Errorf("removing the socket an earlier run left at %s: %w", ep.Address, rerr)
+			}
 		}
 	}
-	lis, err := net.Listen("unix", path)
+	lis, err := net.Listen(ep.Network, ep.Address)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", endpoint, err)
 	}
@@ -59,38 +83,71 @@ func Listen(endpoint string) (net.Listener, error) {
 }
 
 // ServeListener is Serve on a listener from Listen; it closes the
-// listener, which removes its socket, when it returns.
-func ServeListener(ctx context.Context, lis net.Listener, store Store) error {
+// listener, which removes its socket, when it returns. A TCP listener
+// needs WithTLS.
+func ServeListener(ctx context.Context, lis net.Listener, store Store, opts ...Option) error {
 	if err := store.validate(); err != nil {
 		_ = lis.Close()
 		return err
 	}
+	o, err := options(opts)
+	if err != nil {
+		_ = lis.Close()
+		return err
+	}
+	if lis.Addr().Network() == "tcp" && o.tls == nil {
+		_ = lis.Close()
+		return errTCPNeedsTLS(pluginwire.TCPScheme + lis.Addr().String())
+	}
+	return serve(ctx, lis, store, o)
+}
+
+func serve(ctx context.Context, lis net.Listener, store Store, o serveOptions) error {
 	endpoint := pluginwire.UnixScheme + lis.Addr().String()
-	srv := grpc.NewServer(grpc.MaxRecvMsgSize(pluginwire.MaxMessageSize), grpc.MaxSendMsgSize(pluginwire.MaxMessageSize))
+	if lis.Addr().Network() == "tcp" {
+		endpoint = pluginwire.TCPScheme + lis.Addr().String()
+	}
+	log := o.logger.With("plugin", store.Name, "endpoint", endpoint)
+	sopts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(pluginwire.MaxMessageSize), grpc.MaxSendMsgSize(pluginwire.MaxMessageSize),
+		grpc.ChainUnaryInterceptor(logCalls(log)),
+	}
+	if o.tls != nil {
+		sopts = append(sopts, grpc.Creds(credentials.NewTLS(o.tls)))
+	}
+	srv := grpc.NewServer(sopts...)
 	pluginv1.RegisterSecretStoreServer(srv, &server{store: store})
+	hs := health.NewServer()
+	hs.SetServingStatus(pluginv1.SecretStore_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(srv, hs)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
+	log.Info("serving", "version", store.Version, "capabilities", store.capabilities().String(), "tls", o.tls != nil)
 	select {
 	case err := <-served:
 		return fmt.Errorf("serving on %s: %w", endpoint, err)
 	case <-ctx.Done():
 	}
+	log.Info("shutting down: letting calls under way finish", "timeout", o.shutdownTimeout)
+	hs.Shutdown()
 	stopped := make(chan struct{})
 	go func() {
 		srv.GracefulStop()
 		close(stopped)
 	}()
-	t := time.NewTimer(ShutdownTimeout)
+	t := time.NewTimer(o.shutdownTimeout)
 	defer t.Stop()
 	select {
 	case <-stopped:
 	case <-t.C:
+		log.Info("calls still under way after the shutdown timeout: closing their connections")
 		srv.Stop()
 		<-stopped
 	}
 	if err := <-served; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 		return fmt.Errorf("serving on %s: %w", endpoint, err)
 	}
+	log.Info("stopped")
 	return nil
 }
 

@@ -64,10 +64,11 @@ func TestPluginStoreSyncs(t *testing.T) {
 	waitCondition(t, ns, "missing", "NotFound", `key "nope"`, "plugin teams at unix://")
 }
 
-// TestPluginStoreUnreachable: a store whose plugin does not listen says so.
+// TestPluginStoreUnreachable: a store whose plugin does not listen says
+// so, with its own reason.
 func TestPluginStoreUnreachable(t *testing.T) {
 	ns := newNamespace(t, nil)
 	pluginStore(t, ns, "gone", "unix:///nonexistent/watchword-test.sock", nil)
 	newES(t, ns, "db", "gone", withData("user", "db", "user"))
-	waitCondition(t, ns, "db", "StoreUnavailable", "unix:///nonexistent/watchword-test.sock")
+	waitCondition(t, ns, "db", "PluginUnavailable", "unix:///nonexistent/watchword-test.sock", "its socket does not exist")
 }

@@ -43,6 +43,10 @@ type Reconciler struct {
 	CredentialIndex string
 	// CredentialChanges receives the changes of credential Secrets.
 	CredentialChanges <-chan event.GenericEvent
+	// ConnectionChanges receives the stores whose client lost or
+	// regained its connection (a plugin that went away or came back):
+	// they are checked again at once. Nil watches none.
+	ConnectionChanges <-chan event.GenericEvent
 	// APIReader reads from the API server, not the cache: whether the
 	// objects a store names exist. Defaults to the manager's.
 	APIReader client.Reader
@@ -195,7 +199,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.RateLimiter == nil {
 		r.RateLimiter = RetryBackoff()
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.ConnectionChanges != nil {
+		b = b.WatchesRawSource(source.Channel(r.ConnectionChanges, &handler.EnqueueRequestForObject{}))
+	}
+	return b.
 		Named(name).
 		WithOptions(controller.Options{RateLimiter: r.RateLimiter}).
 		For(r.newObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/engine"
@@ -39,6 +40,8 @@ type Clients struct {
 
 	mu      sync.Mutex
 	clients map[types.UID]*cached
+	// connChanges are the subscribers of ConnectionChanges, by store kind.
+	connChanges map[string]chan event.GenericEvent
 }
 
 type cached struct {
@@ -116,6 +119,9 @@ func (c *Clients) build(ctx context.Context, r *Resolved) (*engine.Client, error
 		return nil, err
 	}
 	client = metrics.Instrument(client, r.Store.Kind)
+	if w, ok := ops.Checker.(provider.ConnectionWatcher); ok {
+		c.forwardConnectionChanges(w, r)
+	}
 	entry := &cached{generation: r.Generation, refs: refs.Secrets, key: key, client: client}
 	if deps.tokenExpiry > 0 {
 		// Rebuild well before a requested token expires.
@@ -269,3 +275,42 @@ func (d *deps) ServiceAccountToken(ctx context.Context, sel v1alpha1.ServiceAcco
 }
 
 func (d *deps) LocalConfig() *rest.Config { return rest.AnonymousClientConfig(d.local) }
+
+// ConnectionChanges receives the stores of kind (SecretStore or
+// ClusterSecretStore) whose client lost or regained its connection to the
+// store (a plugin's): the store controller checks them again at once. One
+// subscriber per kind, which must keep reading.
+func (c *Clients) ConnectionChanges(kind string) <-chan event.GenericEvent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.connChanges == nil {
+		c.connChanges = map[string]chan event.GenericEvent{}
+	}
+	ch, ok := c.connChanges[kind]
+	if !ok {
+		ch = make(chan event.GenericEvent, 16)
+		c.connChanges[kind] = ch
+	}
+	return ch
+}
+
+// forwardConnectionChanges tells the subscriber of the store's kind of
+// each change of the client's connection, until the client is closed.
+func (c *Clients) forwardConnectionChanges(w provider.ConnectionWatcher, r *Resolved) {
+	c.mu.Lock()
+	out := c.connChanges[r.Store.Kind]
+	c.mu.Unlock()
+	changes := w.ConnectionChanges()
+	if out == nil || changes == nil {
+		return
+	}
+	var obj client.Object = &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: r.Store.Namespace, Name: r.Store.Name}}
+	if r.Store.Cluster() {
+		obj = &v1alpha1.ClusterSecretStore{ObjectMeta: metav1.ObjectMeta{Name: r.Store.Name}}
+	}
+	go func() {
+		for range changes {
+			out <- event.GenericEvent{Object: obj}
+		}
+	}()
+}

@@ -1,18 +1,21 @@
 // Package plugin is the provider of stores served by out-of-tree plugins:
 // it talks the plugin protocol (api/plugin/v1) over gRPC to a unix socket,
-// with a deadline on every call and bounded message sizes, and maps the
-// plugin's status codes back to the engine's error classes. The plugin's
+// or to a TCP address with mutual TLS (transport.go), with a deadline on
+// every call and bounded message sizes, and maps the plugin's status codes
+// back to the engine's error classes. The plugin's
 // handshake decides the client's capabilities. pkg/plugin is the SDK a
 // plugin is built with.
 package plugin
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pluginv1 "github.com/watchword-dev/watchword/api/plugin/v1"
 	"github.com/watchword-dev/watchword/internal/engine"
@@ -29,38 +32,75 @@ type Factory struct{}
 
 var _ provider.Factory = Factory{}
 
-// Validate checks that the endpoint is a unix socket.
+// Validate checks the endpoint, and that a tcp:// endpoint has TLS and a
+// unix socket has none.
 func (Factory) Validate(store provider.Store) error {
-	if _, err := pluginwire.SocketPath(store.Spec.Plugin.Endpoint); err != nil {
+	spec := store.Spec.Plugin
+	ep, err := pluginwire.ParseEndpoint(spec.Endpoint)
+	if err != nil {
 		return fmt.Errorf("plugin.endpoint: %w", err)
+	}
+	switch {
+	case ep.TCP() && spec.TLS == nil:
+		return fmt.Errorf("plugin.endpoint %q is a TCP address, which Watchword reaches only over mutual TLS: set plugin.tls (caSecretRef, certSecretRef and keySecretRef), or use a unix:// socket: %w", spec.Endpoint, engine.ErrInvalidConfig)
+	case !ep.TCP() && spec.TLS != nil:
+		return fmt.Errorf("plugin.tls is set, but plugin.endpoint %q is a unix socket, which takes no TLS: remove plugin.tls, or use a tcp:// endpoint: %w", spec.Endpoint, engine.ErrInvalidConfig)
 	}
 	return nil
 }
 
-// Refs is empty: a plugin block names no Kubernetes object; the plugin
-// holds its own credentials.
-func (Factory) Refs(provider.Store) []provider.ObjectRef { return nil }
+// Refs are the Secrets of plugin.tls, if any; the plugin holds its own
+// credentials to its store.
+func (Factory) Refs(store provider.Store) []provider.ObjectRef {
+	t := store.Spec.Plugin.TLS
+	if t == nil {
+		return nil
+	}
+	return []provider.ObjectRef{
+		provider.SecretKeyRef("plugin.tls.caSecretRef", t.CASecretRef),
+		provider.SecretKeyRef("plugin.tls.certSecretRef", t.CertSecretRef),
+		provider.SecretKeyRef("plugin.tls.keySecretRef", t.KeySecretRef),
+	}
+}
 
 // New connects to the plugin and shakes hands: the plugin must speak
 // protocol v1, accept the store's config, and announce what it can do.
-func (f Factory) New(ctx context.Context, store provider.Store, _ provider.Deps) (engine.Ops, error) {
+func (f Factory) New(ctx context.Context, store provider.Store, deps provider.Deps) (engine.Ops, error) {
 	if err := f.Validate(store); err != nil {
 		return engine.Ops{}, err
 	}
 	spec := store.Spec.Plugin
-	return Dial(ctx, spec.Endpoint, spec.Config)
+	var tlsCfg *tls.Config
+	if spec.TLS != nil {
+		var err error
+		if tlsCfg, err = clientTLS(ctx, spec.TLS, spec.Endpoint, deps); err != nil {
+			return engine.Ops{}, err
+		}
+	}
+	return DialTLS(ctx, spec.Endpoint, spec.Config, tlsCfg)
 }
 
-// Dial connects to the plugin at endpoint, for a store whose config is
-// cfg, and returns the operations the plugin announced.
+// Dial connects to the plugin at endpoint, a unix socket, for a store
+// whose config is cfg, and returns the operations the plugin announced.
 func Dial(ctx context.Context, endpoint string, cfg map[string]string) (engine.Ops, error) {
-	conn, err := grpc.NewClient(endpoint,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(pluginwire.MaxMessageSize), grpc.MaxCallSendMsgSize(pluginwire.MaxMessageSize)))
+	return DialTLS(ctx, endpoint, cfg, nil)
+}
+
+// DialTLS is Dial with the TLS configuration of a tcp:// endpoint, which
+// needs one (a unix socket takes nil).
+func DialTLS(ctx context.Context, endpoint string, cfg map[string]string, tlsCfg *tls.Config) (engine.Ops, error) {
+	ep, err := pluginwire.ParseEndpoint(endpoint)
+	if err != nil {
+		return engine.Ops{}, err
+	}
+	if ep.TCP() && tlsCfg == nil {
+		return engine.Ops{}, fmt.Errorf("plugin endpoint %q is a TCP address: it needs mutual TLS (a CA, a client certificate and its key): %w", endpoint, engine.ErrInvalidConfig)
+	}
+	conn, err := grpc.NewClient(ep.Target(), dialOptions(tlsCfg)...)
 	if err != nil {
 		return engine.Ops{}, fmt.Errorf("plugin endpoint %q: %v: %w", endpoint, err, engine.ErrInvalidConfig)
 	}
-	c := &Client{conn: conn, rpc: pluginv1.NewSecretStoreClient(conn), endpoint: endpoint, config: &pluginv1.Config{Values: cfg}}
+	c := &Client{conn: conn, rpc: pluginv1.NewSecretStoreClient(conn), endpoint: endpoint, config: &pluginv1.Config{Values: cfg}, tls: tlsCfg != nil}
 	caps, name, err := c.handshake(ctx)
 	if err != nil {
 		_ = conn.Close()
@@ -71,6 +111,7 @@ func Dial(ctx context.Context, endpoint string, cfg map[string]string) (engine.O
 		_ = conn.Close()
 		return engine.Ops{}, fmt.Errorf("plugin %s announced capabilities %s, without read: %w", c.name(), caps, engine.ErrNotSupported)
 	}
+	c.watchConnection()
 	ops := engine.Ops{Reader: c, Checker: c, Closer: c}
 	if caps.Has(engine.CanCheckVersion) {
 		ops.Versions = c
@@ -89,6 +130,11 @@ type Client struct {
 	config   *pluginv1.Config
 	// plugin is the name and version the plugin gave at the handshake.
 	plugin string
+	// tls tells that the connection is over TLS, for messages.
+	tls bool
+	// changes and stop belong to the connection's watch (transport.go).
+	changes chan struct{}
+	stop    context.CancelFunc
 }
 
 func (c *Client) name() string {
@@ -109,10 +155,14 @@ func (c *Client) handshake(ctx context.Context) (engine.Capabilities, string, er
 	defer cancel()
 	resp, err := c.rpc.Handshake(ctx, &pluginv1.HandshakeRequest{ProtocolVersions: []string{pluginwire.ProtocolVersion}, Config: c.config})
 	if err != nil {
-		return 0, "", pluginwire.Error(c.name(), "handshake", err)
+		if status.Code(err) == codes.FailedPrecondition {
+			return 0, "", protocolUnsupported(fmt.Sprintf("plugin %s speaks none of the protocol versions Watchword offered (%s)", c.name(), pluginwire.ProtocolVersion), c.error("handshake", err))
+		}
+		return 0, "", c.error("handshake", err)
 	}
-	if resp.GetProtocolVersion() != pluginwire.ProtocolVersion {
-		return 0, "", fmt.Errorf("plugin %s chose protocol %q; Watchword speaks %s: %w", c.name(), resp.GetProtocolVersion(), pluginwire.ProtocolVersion, engine.ErrNotSupported)
+	if v := resp.GetProtocolVersion(); v != pluginwire.ProtocolVersion {
+		return 0, "", protocolUnsupported(fmt.Sprintf("plugin %s chose protocol version %q; Watchword speaks %s", c.name(), v, pluginwire.ProtocolVersion),
+			fmt.Errorf("plugin %s chose protocol %q: %w", c.name(), v, engine.ErrNotSupported))
 	}
 	name := resp.GetPluginName()
 	if v := resp.GetPluginVersion(); v != "" {
@@ -127,7 +177,7 @@ func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, 
 	defer cancel()
 	resp, err := c.rpc.Get(ctx, &pluginv1.GetRequest{Config: c.config, Ref: &pluginv1.Ref{Key: ref.Key, Version: ref.Version}})
 	if err != nil {
-		return engine.Object{}, pluginwire.Error(c.name(), fmt.Sprintf("reading key %q%s", ref.Key, versionText(ref.Version)), err)
+		return engine.Object{}, c.error(fmt.Sprintf("reading key %q%s", ref.Key, versionText(ref.Version)), err)
 	}
 	s := resp.GetSecret()
 	return engine.Object{Version: s.GetVersion(), Value: s.GetValue(), Fields: s.GetFields()}, nil
@@ -139,7 +189,7 @@ func (c *Client) CurrentVersion(ctx context.Context, key string) (string, error)
 	defer cancel()
 	resp, err := c.rpc.CurrentVersion(ctx, &pluginv1.CurrentVersionRequest{Config: c.config, Key: key})
 	if err != nil {
-		return "", pluginwire.Error(c.name(), fmt.Sprintf("the current version of key %q", key), err)
+		return "", c.error(fmt.Sprintf("the current version of key %q", key), err)
 	}
 	return resp.GetVersion(), nil
 }
@@ -151,7 +201,7 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 	resp, err := c.rpc.Put(ctx, &pluginv1.PutRequest{Config: c.config, Key: key, Fields: p.Fields, Labels: p.Labels,
 		Annotations: p.Annotations, Type: p.Type, Owner: &pluginv1.Owner{Id: owner.ID, Adopt: owner.Adopt}})
 	if err != nil {
-		return "", pluginwire.Error(c.name(), fmt.Sprintf("writing key %q", key), err)
+		return "", c.error(fmt.Sprintf("writing key %q", key), err)
 	}
 	return resp.GetVersion(), nil
 }
@@ -162,7 +212,7 @@ func (c *Client) DeleteSecret(ctx context.Context, key string, owner engine.Owne
 	defer cancel()
 	_, err := c.rpc.Delete(ctx, &pluginv1.DeleteRequest{Config: c.config, Key: key, Owner: &pluginv1.Owner{Id: owner.ID}})
 	if err != nil {
-		return pluginwire.Error(c.name(), fmt.Sprintf("deleting key %q", key), err)
+		return c.error(fmt.Sprintf("deleting key %q", key), err)
 	}
 	return nil
 }
@@ -173,8 +223,13 @@ func (c *Client) Check(ctx context.Context) error {
 	return err
 }
 
-// Close closes the connection.
-func (c *Client) Close() error { return c.conn.Close() }
+// Close ends the connection's watch and closes the connection.
+func (c *Client) Close() error {
+	if c.stop != nil {
+		c.stop()
+	}
+	return c.conn.Close()
+}
 
 func versionText(v string) string {
 	if v == "" {
