@@ -445,3 +445,51 @@ func TestRestartHeldByRateHappensOnce(t *testing.T) {
 	deps.keepRestarts(t, ns, "one", 2)
 	deps.keepRestarts(t, ns, "two", 2)
 }
+
+// TestRestartWaitsForTheWindow: a restart due outside the workload's
+// maintenance window waits for it, says when it will happen, and is made
+// once when the window opens; a window that does not parse is reported,
+// restarts nothing, and syncing goes on.
+func TestRestartWaitsForTheWindow(t *testing.T) {
+	ns := newNamespace(t, nil)
+	deps := watchDeployments(t, ns)
+	src := rotationSource(t, ns, map[string]string{"k": "1"})
+	newES(t, ns, "s", "remote", withRefresh(time.Second), withData("k", "upstream", "k"))
+	waitSecretData(t, ns, "s", map[string]string{"k": "1"})
+	newWorkload(t, ns, "typo", map[string]string{restart.OnAnnotation: "s", restart.DebounceAnnotation: "1s",
+		restart.WindowAnnotation: "Mon-Fri 02:00-04:00"}, envFrom("s"))
+	waitRecorded(t, ns, "typo", "s")
+	waitEvent(t, ns, "typo", restart.ReasonInvalidAnnotation, restart.WindowAnnotation+` "Mon-Fri 02:00-04:00" does not parse`)
+
+	// A window that opens once a day, a little after the rotation below
+	// (seconds first, in UTC).
+	opens := time.Now().UTC().Add(15 * time.Second).Truncate(time.Second)
+	window := fmt.Sprintf("%d %d %d * * *", opens.Second(), opens.Minute(), opens.Hour())
+	newWorkload(t, ns, "nightly", map[string]string{restart.OnAnnotation: "s", restart.DebounceAnnotation: "1s",
+		restart.WindowAnnotation: window, restart.WindowDurationAnnotation: "1h"}, envFrom("s"))
+	waitRecorded(t, ns, "nightly", "s")
+
+	rotate(t, src, "k", "2")
+	waitSecretData(t, ns, "s", map[string]string{"k": "2"})
+	waitEvent(t, ns, "nightly", restart.ReasonHeld, "opens at "+opens.Format(time.RFC3339))
+	waitEvent(t, ns, "typo", restart.ReasonHeld, "the restart waits until "+restart.WindowAnnotation+" is fixed")
+	deps.waitRestarts(t, "nightly", 1, 2*wait)
+	restartedAt, err := time.Parse(time.RFC3339Nano, getDeployment(t, ns, "nightly").Spec.Template.Annotations[restart.RestartedAtAnnotation])
+	if err != nil || restartedAt.Before(opens) {
+		t.Errorf("restarted at %s (%v), before the window opened at %s", restartedAt, err, opens)
+	}
+	deps.keepRestarts(t, ns, "nightly", 1)
+	if n := countEvents(t, ns, "nightly", restart.ReasonHeld, ""); n != 1 {
+		t.Errorf("%d RestartHeld events, want 1", n)
+	}
+
+	// The bad window restarts nothing; the Secret still follows the store.
+	rotate(t, src, "k", "3")
+	waitSecretData(t, ns, "s", map[string]string{"k": "3"})
+	if n := deps.count("typo"); n != 0 {
+		t.Errorf("restarted %d times with a window that does not parse", n)
+	}
+	if n := countEvents(t, ns, "typo", restart.ReasonInvalidAnnotation, ""); n != 1 {
+		t.Errorf("%d InvalidAnnotation events, want 1", n)
+	}
+}

@@ -36,6 +36,7 @@ import (
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/externalsecret"
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/metrics"
 )
 
 // Event reasons.
@@ -74,9 +75,12 @@ type Reconciler struct {
 	// server counts annotation changes of Deployments): until its
 	// controller catches up, that generation is no rollout.
 	recorded *sync.Map
-	// warned holds the annotation values already warned about, per
+	// warned holds the annotation errors already warned about, per
 	// workload and annotation, so that one bad value gets one event.
 	warned *sync.Map
+	// holds holds, per workload, the hold outside the gate (a closed or
+	// invalid window) already reported, so that each gets one event.
+	holds *sync.Map
 }
 
 // Options tune the restart controllers.
@@ -89,10 +93,10 @@ type Options struct {
 // Setup registers one controller per workload kind, sharing one gate.
 func Setup(mgr ctrl.Manager, recorder record.EventRecorder, class string, clock engine.Clock, opts Options) error {
 	gate := NewGate(opts.RestartRate)
-	warned, recorded := &sync.Map{}, &sync.Map{}
+	warned, recorded, holds := &sync.Map{}, &sync.Map{}, &sync.Map{}
 	for _, k := range kinds {
 		r := &Reconciler{Client: mgr.GetClient(), Recorder: recorder, Class: class, Clock: clock, Gate: gate, kind: k,
-			warned: warned, recorded: recorded}
+			warned: warned, recorded: recorded, holds: holds}
 		err := ctrl.NewControllerManagedBy(mgr).
 			Named("restart-"+strings.ToLower(k.name)).
 			For(k.newObj()).
@@ -149,6 +153,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.Gate.Forget(ref)
 			r.recorded.Delete(ref)
+			r.holds.Delete(ref)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -162,6 +167,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	debounce, err := Debounce(ann[DebounceAnnotation])
 	r.warn(obj, ref, DebounceAnnotation, err)
+	window, err := ParseWindow(ann[WindowAnnotation], ann[WindowDurationAnnotation])
+	badWindow := r.warn(obj, ref, WindowAnnotation, err)
 	rots, sources, err := r.rotations(ctx, req.Namespace, used)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -170,6 +177,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	plan := Decide(now, used, DecodeState(ann), rots, debounce)
 	if !plan.Restart {
 		r.Gate.Settled(ref)
+		r.holds.Delete(ref)
 		if plan.Changed {
 			if err := r.record(ctx, ref, obj, plan.Next); err != nil {
 				return conflictOr(err)
@@ -180,10 +188,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, nil
 	}
-	v := r.Gate.Admit(now, ref, r.inProgress(ref, obj), r.available(ctx))
+	v := r.admit(ctx, now, ref, obj, window, badWindow)
 	if !v.Go {
 		if v.Report {
 			r.Recorder.Event(obj, corev1.EventTypeWarning, ReasonHeld, v.Message+"; "+owedText(plan.Next.Pending))
+			metrics.RestartsHeld.WithLabelValues(ref.Namespace, ref.Kind, v.Reason).Inc()
 		}
 		if plan.Changed {
 			if err := r.record(ctx, ref, obj, plan.Next); err != nil {
@@ -195,6 +204,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.patch(ctx, obj, plan.Next.Restarted(), &now); err != nil {
 		return conflictOr(err)
 	}
+	r.holds.Delete(ref)
+	metrics.Restarts.WithLabelValues(ref.Namespace, ref.Kind).Inc()
 	ctrl.LoggerFrom(ctx).Info("restarted for a rotation", "kind", ref.Kind, "secrets", slices.Sorted(maps.Keys(plan.Next.Pending)))
 	r.Recorder.Event(obj, corev1.EventTypeNormal, ReasonRestarted, "restarted for "+owedText(plan.Next.Pending))
 	for name, owed := range plan.Next.Pending {
@@ -203,6 +214,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// admit tells whether a due restart goes ahead now: not while the
+// workload's window does not parse (badWindow) or is closed, and then
+// as the gate says.
+func (r *Reconciler) admit(ctx context.Context, now time.Time, ref Ref, obj client.Object, window *Window, badWindow bool) Verdict {
+	var v Verdict
+	switch open, opens := window.Open(now); {
+	case badWindow:
+		// No retry: fixing the annotation changes the workload, which
+		// reconciles it again.
+		v = Verdict{Reason: HeldInvalidWindow, Message: "the restart waits until " + WindowAnnotation + " is fixed"}
+	case window == nil || open:
+		return r.Gate.Admit(now, ref, r.inProgress(ref, obj), r.available(ctx))
+	case opens.IsZero():
+		v = Verdict{Reason: HeldWindow, Message: fmt.Sprintf("the restart waits for the maintenance window %s, which does not open in the next years", window)}
+	default:
+		v = Verdict{Reason: HeldWindow, RetryAfter: opens.Sub(now),
+			Message: fmt.Sprintf("the restart waits for the maintenance window %s, which opens at %s", window, opens.Format(time.RFC3339))}
+	}
+	tag := v.Reason + "|" + v.Message
+	prev, ok := r.holds.Swap(ref, tag)
+	v.Report = !ok || prev != tag
+	return v
 }
 
 // rotations are the last rotations of the ExternalSecrets writing the
@@ -313,8 +348,8 @@ func (r *Reconciler) warn(obj client.Object, ref Ref, annotation string, err err
 		r.warned.Delete(key)
 		return false
 	}
-	value := obj.GetAnnotations()[annotation]
-	if prev, ok := r.warned.Swap(key, value); !ok || prev != value {
+	// The error names the value: a new value, a new event.
+	if prev, ok := r.warned.Swap(key, err.Error()); !ok || prev != err.Error() {
 		r.Recorder.Event(obj, corev1.EventTypeWarning, ReasonInvalidAnnotation, err.Error())
 	}
 	return true
