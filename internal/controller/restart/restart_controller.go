@@ -1,5 +1,7 @@
 // Package restart restarts the workloads (Deployments, StatefulSets,
-// DaemonSets) that opt in, when a Secret they consume rotates: an
+// DaemonSets) that opt in, or that an ExternalSecret lists in
+// spec.target.restartWorkloads (listed.go), when a Secret they consume
+// rotates: an
 // ExternalSecret writing it reports a rotation (status.lastRotationTime
 // moves) that changed a key they use.
 //
@@ -32,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/externalsecret"
@@ -59,8 +62,11 @@ func Selector() labels.Selector {
 type Reconciler struct {
 	// Client reads workloads and ExternalSecrets from the cache (which
 	// holds only opted-in workloads) and patches workloads.
-	Client   client.Client
-	Recorder record.EventRecorder
+	Client client.Client
+	// APIReader reads the workloads that ExternalSecrets list and that
+	// have no label, so are not in the cache.
+	APIReader client.Reader
+	Recorder  record.EventRecorder
 	// Class is this instance's --controller-class: it restarts the
 	// workloads whose ClassAnnotation names it.
 	Class string
@@ -91,23 +97,29 @@ type Options struct {
 }
 
 // Setup registers one controller per workload kind, sharing one gate.
-func Setup(mgr ctrl.Manager, recorder record.EventRecorder, class string, clock engine.Clock, opts Options) error {
+func Setup(ctx context.Context, mgr ctrl.Manager, recorder record.EventRecorder, class string, clock engine.Clock, opts Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.ExternalSecret{}, IndexListed, listedKeys); err != nil {
+		return err
+	}
 	gate := NewGate(opts.RestartRate)
 	warned, recorded, holds := &sync.Map{}, &sync.Map{}, &sync.Map{}
 	for _, k := range kinds {
-		r := &Reconciler{Client: mgr.GetClient(), Recorder: recorder, Class: class, Clock: clock, Gate: gate, kind: k,
+		r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Class: class, Clock: clock, Gate: gate, kind: k,
 			warned: warned, recorded: recorded, holds: holds}
 		err := ctrl.NewControllerManagedBy(mgr).
 			Named("restart-"+strings.ToLower(k.name)).
 			For(k.newObj()).
 			Watches(&v1alpha1.ExternalSecret{}, handler.EnqueueRequestsFromMapFunc(r.consumers),
 				builder.WithPredicates(rotationMoved)).
+			WatchesRawSource(source.Kind(mgr.GetCache(), client.Object(&v1alpha1.ExternalSecret{}),
+				handler.EnqueueRequestsFromMapFunc(r.listed), listChanged)).
 			Complete(r)
 		if err != nil {
 			return err
 		}
 	}
-	return nil
+	l := &Lister{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(), Recorder: recorder}
+	return l.SetupWithManager(mgr)
 }
 
 // rotationMoved passes the updates of ExternalSecrets whose
@@ -148,23 +160,41 @@ func (r *Reconciler) consumers(ctx context.Context, o client.Object) []reconcile
 // Reconcile records, delays, holds or makes the restart a workload owes.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ref := Ref{Kind: r.kind.name, Namespace: req.Namespace, Name: req.Name}
+	listers, err := r.listers(ctx, ref)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	obj := r.kind.newObj()
-	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.Gate.Forget(ref)
-			r.recorded.Delete(ref)
-			r.holds.Delete(ref)
+	if err := r.fetch(ctx, req.NamespacedName, obj, len(listers) > 0); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		r.Gate.Forget(ref)
+		r.recorded.Delete(ref)
+		r.holds.Delete(ref)
+		if len(listers) > 0 {
+			// Listed but missing, and not watched: look again, so that it
+			// is taken as the baseline soon after it appears.
+			return ctrl.Result{RequeueAfter: relookMissing}, nil
+		}
+		return ctrl.Result{}, nil
 	}
 	ann := obj.GetAnnotations()
-	if obj.GetLabels()[Label] != LabelValue || ann[ClassAnnotation] != r.Class || !obj.GetDeletionTimestamp().IsZero() {
+	optedIn := obj.GetLabels()[Label] == LabelValue
+	if (!optedIn && len(listers) == 0) || ann[ClassAnnotation] != r.Class || !obj.GetDeletionTimestamp().IsZero() {
 		return ctrl.Result{}, nil
 	}
-	used, err := Consumed(ann[OnAnnotation], &podTemplate(obj).Spec)
-	if r.warn(obj, ref, OnAnnotation, err) {
-		return ctrl.Result{}, nil
+	used := map[string]Usage{}
+	if optedIn {
+		// A restart-on that does not parse restarts nothing for the
+		// workload's own opt-in; the ExternalSecrets that list it still do.
+		u, err := Consumed(ann[OnAnnotation], &podTemplate(obj).Spec)
+		if r.warn(obj, ref, OnAnnotation, err) && len(listers) == 0 {
+			return ctrl.Result{}, nil
+		}
+		maps.Copy(used, u)
 	}
+	addListed(used, listers, &podTemplate(obj).Spec)
 	debounce, err := Debounce(ann[DebounceAnnotation])
 	r.warn(obj, ref, DebounceAnnotation, err)
 	window, err := ParseWindow(ann[WindowAnnotation], ann[WindowDurationAnnotation])
@@ -270,7 +300,7 @@ func (r *Reconciler) available(ctx context.Context) func(Ref) bool {
 				continue
 			}
 			obj := k.newObj()
-			if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
+			if err := r.fetch(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj, true); err != nil {
 				return apierrors.IsNotFound(err)
 			}
 			return !r.inProgress(ref, obj)
