@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
@@ -112,10 +111,15 @@ func (r *Reconciler) listers(ctx context.Context, ref Ref) ([]*v1alpha1.External
 	return out, nil
 }
 
-// fetch reads a workload from the cache, which holds those with the
-// label, or, for one an ExternalSecret lists, from the API server.
-func (r *Reconciler) fetch(ctx context.Context, key client.ObjectKey, obj client.Object, listed bool) error {
-	err := r.Client.Get(ctx, key, obj)
+// fetch reads a workload from the cache of its kind, which holds those
+// with the label, or, for one an ExternalSecret lists, from the API
+// server.
+func (r *Reconciler) fetch(ctx context.Context, kindName string, key client.ObjectKey, obj client.Object, listed bool) error {
+	cached, ok := r.readers.Load(kindName)
+	if !ok {
+		return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
+	}
+	err := cached.(client.Reader).Get(ctx, key, obj)
 	if apierrors.IsNotFound(err) && listed && r.APIReader != nil {
 		return r.APIReader.Get(ctx, key, obj)
 	}
@@ -154,9 +158,10 @@ func addListed(used map[string]Usage, listers []*v1alpha1.ExternalSecret, spec *
 type Lister struct {
 	Client    client.Client
 	APIReader client.Reader
-	Mapper    meta.RESTMapper
 	Recorder  record.EventRecorder
-	warned    sync.Map
+	// Rollouts tells whether the cluster serves Argo Rollouts.
+	Rollouts func() bool
+	warned   sync.Map
 }
 
 // groupVersions are where the listed kinds are served.
@@ -205,10 +210,7 @@ func (l *Lister) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 func (l *Lister) check(ctx context.Context, ns string, w v1alpha1.WorkloadReference) (reason, msg string, err error) {
 	gv := groupVersions[w.Kind]
 	gvk := gv.WithKind(string(w.Kind))
-	if _, err := l.Mapper.RESTMapping(gvk.GroupKind(), gv.Version); err != nil {
-		if !meta.IsNoMatchError(err) {
-			return "", "", err
-		}
+	if w.Kind == v1alpha1.WorkloadRollout && !l.Rollouts() {
 		return ReasonWorkloadUnsupported, fmt.Sprintf("spec.target.restartWorkloads lists %s %q, but the cluster does not serve %s (%s): install it, or remove the entry; syncing goes on",
 			w.Kind, w.Name, gvk.Kind, gv), nil
 	}

@@ -26,9 +26,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -84,6 +86,10 @@ type Reconciler struct {
 	// warned holds the annotation errors already warned about, per
 	// workload and annotation, so that one bad value gets one event.
 	warned *sync.Map
+	// readers read the cached (opted-in) workloads, by kind name: the
+	// manager's client for the apps kinds, a cache of their own for
+	// Rollouts, once the cluster serves them.
+	readers *sync.Map
 	// holds holds, per workload, the hold outside the gate (a closed or
 	// invalid window) already reported, so that each gets one event.
 	holds *sync.Map
@@ -102,24 +108,53 @@ func Setup(ctx context.Context, mgr ctrl.Manager, recorder record.EventRecorder,
 		return err
 	}
 	gate := NewGate(opts.RestartRate)
-	warned, recorded, holds := &sync.Map{}, &sync.Map{}, &sync.Map{}
+	warned, recorded, holds, readers := &sync.Map{}, &sync.Map{}, &sync.Map{}, &sync.Map{}
+	newReconciler := func(k kind) *Reconciler {
+		return &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Class: class, Clock: clock, Gate: gate, kind: k,
+			warned: warned, recorded: recorded, holds: holds, readers: readers}
+	}
 	for _, k := range kinds {
-		r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Class: class, Clock: clock, Gate: gate, kind: k,
-			warned: warned, recorded: recorded, holds: holds}
-		err := ctrl.NewControllerManagedBy(mgr).
-			Named("restart-"+strings.ToLower(k.name)).
-			For(k.newObj()).
-			Watches(&v1alpha1.ExternalSecret{}, handler.EnqueueRequestsFromMapFunc(r.consumers),
-				builder.WithPredicates(rotationMoved)).
-			WatchesRawSource(source.Kind(mgr.GetCache(), client.Object(&v1alpha1.ExternalSecret{}),
-				handler.EnqueueRequestsFromMapFunc(r.listed), listChanged)).
-			Complete(r)
-		if err != nil {
+		readers.Store(k.name, mgr.GetClient())
+		if err := newReconciler(k).register(mgr, mgr.GetCache()); err != nil {
 			return err
 		}
 	}
-	l := &Lister{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(), Recorder: recorder}
+	disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	rollouts := &rolloutWatch{disc: disc, start: func() error {
+		// Only the Rollouts with the label, in a cache of their own: the
+		// manager's cache cannot be told about a kind that appears later.
+		c, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), HTTPClient: mgr.GetHTTPClient(),
+			DefaultLabelSelector: Selector(), DefaultTransform: cache.TransformStripManagedFields()})
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(c); err != nil {
+			return err
+		}
+		readers.Store(rolloutKind.name, client.Reader(c))
+		return newReconciler(rolloutKind).register(mgr, c)
+	}}
+	if err := mgr.Add(rollouts); err != nil {
+		return err
+	}
+	l := &Lister{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Rollouts: rollouts.served.Load}
 	return l.SetupWithManager(mgr)
+}
+
+// register starts the reconciler's controller: its workloads come from
+// workloads, the ExternalSecrets from the manager's cache.
+func (r *Reconciler) register(mgr ctrl.Manager, workloads cache.Cache) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("restart-"+strings.ToLower(r.kind.name)).
+		WatchesRawSource(source.Kind(workloads, r.kind.newObj(), &handler.EnqueueRequestForObject{})).
+		Watches(&v1alpha1.ExternalSecret{}, handler.EnqueueRequestsFromMapFunc(r.consumers),
+			builder.WithPredicates(rotationMoved)).
+		WatchesRawSource(source.Kind(mgr.GetCache(), client.Object(&v1alpha1.ExternalSecret{}),
+			handler.EnqueueRequestsFromMapFunc(r.listed), listChanged)).
+		Complete(r)
 }
 
 // rotationMoved passes the updates of ExternalSecrets whose
@@ -143,7 +178,11 @@ func (r *Reconciler) consumers(ctx context.Context, o client.Object) []reconcile
 		target = es.Name
 	}
 	list := r.kind.newList()
-	if err := r.Client.List(ctx, list, client.InNamespace(es.Namespace)); err != nil {
+	cached, ok := r.readers.Load(r.kind.name)
+	if !ok {
+		return nil
+	}
+	if err := cached.(client.Reader).List(ctx, list, client.InNamespace(es.Namespace)); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing workloads", "kind", r.kind.name)
 		return nil
 	}
@@ -165,7 +204,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	obj := r.kind.newObj()
-	if err := r.fetch(ctx, req.NamespacedName, obj, len(listers) > 0); err != nil {
+	if err := r.fetch(ctx, r.kind.name, req.NamespacedName, obj, len(listers) > 0); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}
@@ -295,12 +334,12 @@ func (r *Reconciler) rotations(ctx context.Context, ns string, used map[string]U
 // cache; one that is gone, or no longer opted in, holds nothing back.
 func (r *Reconciler) available(ctx context.Context) func(Ref) bool {
 	return func(ref Ref) bool {
-		for _, k := range kinds {
+		for _, k := range append(kinds, rolloutKind) {
 			if k.name != ref.Kind {
 				continue
 			}
 			obj := k.newObj()
-			if err := r.fetch(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj, true); err != nil {
+			if err := r.fetch(ctx, k.name, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj, true); err != nil {
 				return apierrors.IsNotFound(err)
 			}
 			return !r.inProgress(ref, obj)
@@ -347,7 +386,12 @@ func (r *Reconciler) patch(ctx context.Context, obj client.Object, st State, res
 		ann[PendingAnnotation] = pending
 	}
 	p := map[string]any{"metadata": map[string]any{"resourceVersion": obj.GetResourceVersion(), "annotations": ann}}
-	if restartAt != nil {
+	switch {
+	case restartAt == nil:
+	case r.kind.name == rolloutKind.name:
+		// As Argo Rollouts restarts a Rollout (rollout.go).
+		p["spec"] = map[string]any{"restartAt": restartAt.UTC().Format(time.RFC3339)}
+	default:
 		p["spec"] = map[string]any{"template": map[string]any{"metadata": map[string]any{
 			"annotations": map[string]any{RestartedAtAnnotation: restartAt.UTC().Format(time.RFC3339Nano)}}}}
 	}
