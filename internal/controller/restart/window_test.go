@@ -125,3 +125,19 @@ func TestAdmitWaitsForTheWindow(t *testing.T) {
 		t.Fatalf("invalid window: %+v", v)
 	}
 }
+
+// FuzzParseWindow: no annotation value makes the parser panic, and a
+// window that parses tells whether it is open at any time.
+func FuzzParseWindow(f *testing.F) {
+	for _, s := range []string{"0 2 * * 1-5", "CRON_TZ=Europe/Berlin 0 2 * * MON-FRI", "TZ=", "CRON_TZ=UTC", "@daily", "@every 1h", "30 0 2 * * *", "0 0 30 2 *"} {
+		f.Add(s, "2h")
+	}
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, spec, length string) {
+		w, err := ParseWindow(spec, length)
+		if err != nil {
+			return
+		}
+		w.Open(now)
+	})
+}
