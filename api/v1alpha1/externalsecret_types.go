@@ -86,6 +86,49 @@ type ExternalSecretTarget struct {
 	// template is a blueprint for the Secret.
 	// +optional
 	Template *ExternalSecretTemplate `json:"template,omitempty"`
+
+	// restartWorkloads lists workloads of the ExternalSecret's namespace
+	// to restart when the Secret rotates (not on a first sync, a drift
+	// repair or a spec change), with the rules of restarts on the
+	// workload side: debounce, rate limit, rollout gate, maintenance
+	// window, and only when a key the workload uses changed. The workload
+	// needs no label; its restart annotations apply.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=kind
+	// +listMapKey=name
+	RestartWorkloads []WorkloadReference `json:"restartWorkloads,omitempty"`
+}
+
+// WorkloadKind is a kind of workload that can be restarted.
+// +kubebuilder:validation:Enum=Deployment;StatefulSet;DaemonSet;Rollout
+type WorkloadKind string
+
+const (
+	// WorkloadDeployment is an apps/v1 Deployment.
+	WorkloadDeployment WorkloadKind = "Deployment"
+	// WorkloadStatefulSet is an apps/v1 StatefulSet.
+	WorkloadStatefulSet WorkloadKind = "StatefulSet"
+	// WorkloadDaemonSet is an apps/v1 DaemonSet.
+	WorkloadDaemonSet WorkloadKind = "DaemonSet"
+	// WorkloadRollout is an Argo Rollouts argoproj.io/v1alpha1 Rollout.
+	WorkloadRollout WorkloadKind = "Rollout"
+)
+
+// WorkloadReference names a workload of the same namespace.
+type WorkloadReference struct {
+	// kind is Deployment, StatefulSet, DaemonSet (apps/v1) or Rollout
+	// (argoproj.io/v1alpha1, when Argo Rollouts is installed).
+	// +required
+	Kind WorkloadKind `json:"kind"`
+
+	// name of the workload.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	Name string `json:"name"`
 }
 
 // TemplateMergePolicy says how templated keys combine with fetched keys.

@@ -13,6 +13,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	// The zones of maintenance windows (CRON_TZ=Europe/Berlin) resolve
+	// in images that carry no zone database.
+	_ "time/tzdata"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"

@@ -65,6 +65,21 @@ var (
 		Help: "Notifications refused by the refresh endpoint, by reason.",
 	}, []string{"reason"})
 
+	// Restarts counts the workloads restarted for rotations. Namespaces
+	// and kinds are few; workload names are not labels.
+	Restarts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "watchword_workload_restarts_total",
+		Help: "Workloads restarted for rotations of the Secrets they consume, by namespace and kind.",
+	}, []string{"namespace", "kind"})
+
+	// RestartsHeld counts the holds of due restarts: each time a due
+	// restart starts to wait for a reason, not each time it is tried
+	// again.
+	RestartsHeld = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "watchword_workload_restarts_held_total",
+		Help: "Due restarts of workloads held back, by namespace, kind and reason (RateLimited, RolloutInProgress, PreviousRestartNotAvailable, MaintenanceWindow, InvalidWindow); counted once per hold.",
+	}, []string{"namespace", "kind", "reason"})
+
 	// SyncErrors counts failed syncs by reason.
 	SyncErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "watchword_sync_errors_total",
@@ -74,7 +89,7 @@ var (
 
 func init() {
 	crmetrics.Registry.MustRegister(SyncDuration, ProviderCalls, ProviderLatency, SyncErrors, Rotations, Publications,
-		WatchNotifications, RefreshHookRefusals)
+		WatchNotifications, RefreshHookRefusals, Restarts, RestartsHeld)
 }
 
 // SyncObserver records sync outcomes.

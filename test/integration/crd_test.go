@@ -68,6 +68,15 @@ func TestCRDSchemaRejectsBadInput(t *testing.T) {
 			change: func(u *unstructured.Unstructured) {
 				must(t, unstructured.SetNestedField(u.Object, "VaultStore", "spec", "secretStoreRef", "kind"))
 			}, want: `Unsupported value: "VaultStore"`},
+		{name: "a workload kind that cannot be restarted", file: "testdata/seed-externalsecret.yaml",
+			change: func(u *unstructured.Unstructured) {
+				must(t, unstructured.SetNestedSlice(u.Object, []any{map[string]any{"kind": "CronJob", "name": "nightly"}}, "spec", "target", "restartWorkloads"))
+			}, want: `Unsupported value: "CronJob"`},
+		{name: "a workload listed twice", file: "testdata/seed-externalsecret.yaml",
+			change: func(u *unstructured.Unstructured) {
+				w := map[string]any{"kind": "Deployment", "name": "api"}
+				must(t, unstructured.SetNestedSlice(u.Object, []any{w, w}, "spec", "target", "restartWorkloads"))
+			}, want: "Duplicate value"},
 		{name: "controller class that is not a DNS label", file: "testdata/seed-secretstore.yaml",
 			change: func(u *unstructured.Unstructured) {
 				must(t, unstructured.SetNestedField(u.Object, "Team_A", "spec", "controller"))

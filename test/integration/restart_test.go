@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/restart"
 	"github.com/watchword-dev/watchword/internal/operator"
 )
@@ -180,10 +181,15 @@ func envKey(secret, key string) podOpt {
 // newWorkload creates an opted-in Deployment with the annotations.
 func newWorkload(t *testing.T, ns, name string, annotations map[string]string, opts ...podOpt) {
 	t.Helper()
+	newDeployment(t, ns, name, map[string]string{restart.Label: restart.LabelValue}, annotations, opts...)
+}
+
+// newDeployment creates a Deployment with the labels and annotations.
+func newDeployment(t *testing.T, ns, name string, meta, annotations map[string]string, opts ...podOpt) {
+	t.Helper()
 	labels := map[string]string{"app": name}
 	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations,
-			Labels: map[string]string{restart.Label: restart.LabelValue}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations, Labels: meta},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}},
@@ -444,4 +450,93 @@ func TestRestartHeldByRateHappensOnce(t *testing.T) {
 	})
 	deps.keepRestarts(t, ns, "one", 2)
 	deps.keepRestarts(t, ns, "two", 2)
+}
+
+// TestRestartWaitsForTheWindow: a restart due outside the workload's
+// maintenance window waits for it, says when it will happen, and is made
+// once when the window opens; a window that does not parse is reported,
+// restarts nothing, and syncing goes on.
+func TestRestartWaitsForTheWindow(t *testing.T) {
+	ns := newNamespace(t, nil)
+	deps := watchDeployments(t, ns)
+	src := rotationSource(t, ns, map[string]string{"k": "1"})
+	newES(t, ns, "s", "remote", withRefresh(time.Second), withData("k", "upstream", "k"))
+	waitSecretData(t, ns, "s", map[string]string{"k": "1"})
+	newWorkload(t, ns, "typo", map[string]string{restart.OnAnnotation: "s", restart.DebounceAnnotation: "1s",
+		restart.WindowAnnotation: "Mon-Fri 02:00-04:00"}, envFrom("s"))
+	waitRecorded(t, ns, "typo", "s")
+	waitEvent(t, ns, "typo", restart.ReasonInvalidAnnotation, restart.WindowAnnotation+` "Mon-Fri 02:00-04:00" does not parse`)
+
+	// A window that opens once a day, a little after the rotation below
+	// (seconds first, in UTC).
+	opens := time.Now().UTC().Add(15 * time.Second).Truncate(time.Second)
+	window := fmt.Sprintf("%d %d %d * * *", opens.Second(), opens.Minute(), opens.Hour())
+	newWorkload(t, ns, "nightly", map[string]string{restart.OnAnnotation: "s", restart.DebounceAnnotation: "1s",
+		restart.WindowAnnotation: window, restart.WindowDurationAnnotation: "1h"}, envFrom("s"))
+	waitRecorded(t, ns, "nightly", "s")
+
+	rotate(t, src, "k", "2")
+	waitSecretData(t, ns, "s", map[string]string{"k": "2"})
+	waitEvent(t, ns, "nightly", restart.ReasonHeld, "opens at "+opens.Format(time.RFC3339))
+	waitEvent(t, ns, "typo", restart.ReasonHeld, "the restart waits until "+restart.WindowAnnotation+" is fixed")
+	deps.waitRestarts(t, "nightly", 1, 2*wait)
+	restartedAt, err := time.Parse(time.RFC3339Nano, getDeployment(t, ns, "nightly").Spec.Template.Annotations[restart.RestartedAtAnnotation])
+	if err != nil || restartedAt.Before(opens) {
+		t.Errorf("restarted at %s (%v), before the window opened at %s", restartedAt, err, opens)
+	}
+	deps.keepRestarts(t, ns, "nightly", 1)
+	if n := countEvents(t, ns, "nightly", restart.ReasonHeld, ""); n != 1 {
+		t.Errorf("%d RestartHeld events, want 1", n)
+	}
+
+	// The bad window restarts nothing; the Secret still follows the store.
+	rotate(t, src, "k", "3")
+	waitSecretData(t, ns, "s", map[string]string{"k": "3"})
+	if n := deps.count("typo"); n != 0 {
+		t.Errorf("restarted %d times with a window that does not parse", n)
+	}
+	if n := countEvents(t, ns, "typo", restart.ReasonInvalidAnnotation, ""); n != 1 {
+		t.Errorf("%d InvalidAnnotation events, want 1", n)
+	}
+}
+
+func withRestartWorkloads(refs ...v1alpha1.WorkloadReference) esOpt {
+	return func(es *v1alpha1.ExternalSecret) { es.Spec.Target.RestartWorkloads = refs }
+}
+
+// TestRestartWorkloadsListedByTheExternalSecret: an ExternalSecret lists
+// a Deployment without the label; it is taken as the baseline, not
+// restarted when a key it does not use rotates, and restarted once when
+// one it uses does. A listed Deployment that does not exist gets a
+// Warning on the ExternalSecret, which goes on syncing.
+func TestRestartWorkloadsListedByTheExternalSecret(t *testing.T) {
+	ns := newNamespace(t, nil)
+	deps := watchDeployments(t, ns)
+	src := rotationSource(t, ns, map[string]string{"a": "1", "b": "1"})
+	newDeployment(t, ns, "api", nil, map[string]string{restart.DebounceAnnotation: "1s"}, envKey("creds", "a"))
+	newES(t, ns, "creds", "remote", withRefresh(time.Second), withData("a", "upstream", "a"), withData("b", "upstream", "b"),
+		withRestartWorkloads(v1alpha1.WorkloadReference{Kind: v1alpha1.WorkloadDeployment, Name: "api"},
+			v1alpha1.WorkloadReference{Kind: v1alpha1.WorkloadDeployment, Name: "ghost"}))
+	waitSecretData(t, ns, "creds", map[string]string{"a": "1", "b": "1"})
+	waitRecorded(t, ns, "api", "creds")
+	waitEvent(t, ns, "creds", restart.ReasonWorkloadNotFound, `spec.target.restartWorkloads lists Deployment "ghost", which does not exist`)
+
+	rotate(t, src, "b", "2")
+	waitSecretData(t, ns, "creds", map[string]string{"a": "1", "b": "2"})
+	eventually(t, wait, func() (bool, string) {
+		keys := getES(t, ns, "creds").Status.LastRotatedKeys
+		return len(keys) == 1 && keys[0] == "b", fmt.Sprintf("lastRotatedKeys %v", keys)
+	})
+	waitRecorded(t, ns, "api", "creds")
+	deps.keepRestarts(t, ns, "api", 0)
+
+	rotate(t, src, "a", "2")
+	deps.waitRestarts(t, "api", 1, wait)
+	waitEvent(t, ns, "api", restart.ReasonRestarted, `Secret "creds" (keys: a)`)
+	waitEvent(t, ns, "creds", restart.ReasonRestarted, "Deployment "+ns+"/api restarted for Secret \"creds\"")
+	deps.keepRestarts(t, ns, "api", 1)
+	if n := countEvents(t, ns, "creds", restart.ReasonWorkloadNotFound, ""); n != 1 {
+		t.Errorf("%d RestartWorkloadNotFound events, want 1", n)
+	}
+	waitReady(t, ns, "creds")
 }

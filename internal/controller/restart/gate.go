@@ -21,6 +21,11 @@ const (
 	HeldPrevious = "PreviousRestartNotAvailable"
 	// HeldRate: the restart rate is spent.
 	HeldRate = "RateLimited"
+	// HeldWindow: the workload's maintenance window is closed.
+	HeldWindow = "MaintenanceWindow"
+	// HeldInvalidWindow: the workload's maintenance window does not
+	// parse.
+	HeldInvalidWindow = "InvalidWindow"
 )
 
 // Verdict is whether a due restart goes ahead now.

@@ -1,5 +1,7 @@
 // Package restart restarts the workloads (Deployments, StatefulSets,
-// DaemonSets) that opt in, when a Secret they consume rotates: an
+// DaemonSets) that opt in, or that an ExternalSecret lists in
+// spec.target.restartWorkloads (listed.go), when a Secret they consume
+// rotates: an
 // ExternalSecret writing it reports a rotation (status.lastRotationTime
 // moves) that changed a key they use.
 //
@@ -24,18 +26,22 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/externalsecret"
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/metrics"
 )
 
 // Event reasons.
@@ -58,8 +64,11 @@ func Selector() labels.Selector {
 type Reconciler struct {
 	// Client reads workloads and ExternalSecrets from the cache (which
 	// holds only opted-in workloads) and patches workloads.
-	Client   client.Client
-	Recorder record.EventRecorder
+	Client client.Client
+	// APIReader reads the workloads that ExternalSecrets list and that
+	// have no label, so are not in the cache.
+	APIReader client.Reader
+	Recorder  record.EventRecorder
 	// Class is this instance's --controller-class: it restarts the
 	// workloads whose ClassAnnotation names it.
 	Class string
@@ -74,9 +83,16 @@ type Reconciler struct {
 	// server counts annotation changes of Deployments): until its
 	// controller catches up, that generation is no rollout.
 	recorded *sync.Map
-	// warned holds the annotation values already warned about, per
+	// warned holds the annotation errors already warned about, per
 	// workload and annotation, so that one bad value gets one event.
 	warned *sync.Map
+	// readers read the cached (opted-in) workloads, by kind name: the
+	// manager's client for the apps kinds, a cache of their own for
+	// Rollouts, once the cluster serves them.
+	readers *sync.Map
+	// holds holds, per workload, the hold outside the gate (a closed or
+	// invalid window) already reported, so that each gets one event.
+	holds *sync.Map
 }
 
 // Options tune the restart controllers.
@@ -87,23 +103,58 @@ type Options struct {
 }
 
 // Setup registers one controller per workload kind, sharing one gate.
-func Setup(mgr ctrl.Manager, recorder record.EventRecorder, class string, clock engine.Clock, opts Options) error {
+func Setup(ctx context.Context, mgr ctrl.Manager, recorder record.EventRecorder, class string, clock engine.Clock, opts Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.ExternalSecret{}, IndexListed, listedKeys); err != nil {
+		return err
+	}
 	gate := NewGate(opts.RestartRate)
-	warned, recorded := &sync.Map{}, &sync.Map{}
+	warned, recorded, holds, readers := &sync.Map{}, &sync.Map{}, &sync.Map{}, &sync.Map{}
+	newReconciler := func(k kind) *Reconciler {
+		return &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Class: class, Clock: clock, Gate: gate, kind: k,
+			warned: warned, recorded: recorded, holds: holds, readers: readers}
+	}
 	for _, k := range kinds {
-		r := &Reconciler{Client: mgr.GetClient(), Recorder: recorder, Class: class, Clock: clock, Gate: gate, kind: k,
-			warned: warned, recorded: recorded}
-		err := ctrl.NewControllerManagedBy(mgr).
-			Named("restart-"+strings.ToLower(k.name)).
-			For(k.newObj()).
-			Watches(&v1alpha1.ExternalSecret{}, handler.EnqueueRequestsFromMapFunc(r.consumers),
-				builder.WithPredicates(rotationMoved)).
-			Complete(r)
-		if err != nil {
+		readers.Store(k.name, mgr.GetClient())
+		if err := newReconciler(k).register(mgr, mgr.GetCache()); err != nil {
 			return err
 		}
 	}
-	return nil
+	disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	rollouts := &rolloutWatch{disc: disc, start: func() error {
+		// Only the Rollouts with the label, in a cache of their own: the
+		// manager's cache cannot be told about a kind that appears later.
+		c, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), HTTPClient: mgr.GetHTTPClient(),
+			DefaultLabelSelector: Selector(), DefaultTransform: cache.TransformStripManagedFields()})
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(c); err != nil {
+			return err
+		}
+		readers.Store(rolloutKind.name, client.Reader(c))
+		return newReconciler(rolloutKind).register(mgr, c)
+	}}
+	if err := mgr.Add(rollouts); err != nil {
+		return err
+	}
+	l := &Lister{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Rollouts: rollouts.served.Load}
+	return l.SetupWithManager(mgr)
+}
+
+// register starts the reconciler's controller: its workloads come from
+// workloads, the ExternalSecrets from the manager's cache.
+func (r *Reconciler) register(mgr ctrl.Manager, workloads cache.Cache) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("restart-"+strings.ToLower(r.kind.name)).
+		WatchesRawSource(source.Kind(workloads, r.kind.newObj(), &handler.EnqueueRequestForObject{})).
+		Watches(&v1alpha1.ExternalSecret{}, handler.EnqueueRequestsFromMapFunc(r.consumers),
+			builder.WithPredicates(rotationMoved)).
+		WatchesRawSource(source.Kind(mgr.GetCache(), client.Object(&v1alpha1.ExternalSecret{}),
+			handler.EnqueueRequestsFromMapFunc(r.listed), listChanged)).
+		Complete(r)
 }
 
 // rotationMoved passes the updates of ExternalSecrets whose
@@ -127,7 +178,11 @@ func (r *Reconciler) consumers(ctx context.Context, o client.Object) []reconcile
 		target = es.Name
 	}
 	list := r.kind.newList()
-	if err := r.Client.List(ctx, list, client.InNamespace(es.Namespace)); err != nil {
+	cached, ok := r.readers.Load(r.kind.name)
+	if !ok {
+		return nil
+	}
+	if err := cached.(client.Reader).List(ctx, list, client.InNamespace(es.Namespace)); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing workloads", "kind", r.kind.name)
 		return nil
 	}
@@ -144,24 +199,45 @@ func (r *Reconciler) consumers(ctx context.Context, o client.Object) []reconcile
 // Reconcile records, delays, holds or makes the restart a workload owes.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ref := Ref{Kind: r.kind.name, Namespace: req.Namespace, Name: req.Name}
+	listers, err := r.listers(ctx, ref)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	obj := r.kind.newObj()
-	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.Gate.Forget(ref)
-			r.recorded.Delete(ref)
+	if err := r.fetch(ctx, r.kind.name, req.NamespacedName, obj, len(listers) > 0); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		r.Gate.Forget(ref)
+		r.recorded.Delete(ref)
+		r.holds.Delete(ref)
+		if len(listers) > 0 {
+			// Listed but missing, and not watched: look again, so that it
+			// is taken as the baseline soon after it appears.
+			return ctrl.Result{RequeueAfter: relookMissing}, nil
+		}
+		return ctrl.Result{}, nil
 	}
 	ann := obj.GetAnnotations()
-	if obj.GetLabels()[Label] != LabelValue || ann[ClassAnnotation] != r.Class || !obj.GetDeletionTimestamp().IsZero() {
+	optedIn := obj.GetLabels()[Label] == LabelValue
+	if (!optedIn && len(listers) == 0) || ann[ClassAnnotation] != r.Class || !obj.GetDeletionTimestamp().IsZero() {
 		return ctrl.Result{}, nil
 	}
-	used, err := Consumed(ann[OnAnnotation], &podTemplate(obj).Spec)
-	if r.warn(obj, ref, OnAnnotation, err) {
-		return ctrl.Result{}, nil
+	used := map[string]Usage{}
+	if optedIn {
+		// A restart-on that does not parse restarts nothing for the
+		// workload's own opt-in; the ExternalSecrets that list it still do.
+		u, err := Consumed(ann[OnAnnotation], &podTemplate(obj).Spec)
+		if r.warn(obj, ref, OnAnnotation, err) && len(listers) == 0 {
+			return ctrl.Result{}, nil
+		}
+		maps.Copy(used, u)
 	}
+	addListed(used, listers, &podTemplate(obj).Spec)
 	debounce, err := Debounce(ann[DebounceAnnotation])
 	r.warn(obj, ref, DebounceAnnotation, err)
+	window, err := ParseWindow(ann[WindowAnnotation], ann[WindowDurationAnnotation])
+	badWindow := r.warn(obj, ref, WindowAnnotation, err)
 	rots, sources, err := r.rotations(ctx, req.Namespace, used)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -170,6 +246,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	plan := Decide(now, used, DecodeState(ann), rots, debounce)
 	if !plan.Restart {
 		r.Gate.Settled(ref)
+		r.holds.Delete(ref)
 		if plan.Changed {
 			if err := r.record(ctx, ref, obj, plan.Next); err != nil {
 				return conflictOr(err)
@@ -180,10 +257,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, nil
 	}
-	v := r.Gate.Admit(now, ref, r.inProgress(ref, obj), r.available(ctx))
+	v := r.admit(ctx, now, ref, obj, window, badWindow)
 	if !v.Go {
 		if v.Report {
 			r.Recorder.Event(obj, corev1.EventTypeWarning, ReasonHeld, v.Message+"; "+owedText(plan.Next.Pending))
+			metrics.RestartsHeld.WithLabelValues(ref.Namespace, ref.Kind, v.Reason).Inc()
 		}
 		if plan.Changed {
 			if err := r.record(ctx, ref, obj, plan.Next); err != nil {
@@ -195,6 +273,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.patch(ctx, obj, plan.Next.Restarted(), &now); err != nil {
 		return conflictOr(err)
 	}
+	r.holds.Delete(ref)
+	metrics.Restarts.WithLabelValues(ref.Namespace, ref.Kind).Inc()
 	ctrl.LoggerFrom(ctx).Info("restarted for a rotation", "kind", ref.Kind, "secrets", slices.Sorted(maps.Keys(plan.Next.Pending)))
 	r.Recorder.Event(obj, corev1.EventTypeNormal, ReasonRestarted, "restarted for "+owedText(plan.Next.Pending))
 	for name, owed := range plan.Next.Pending {
@@ -203,6 +283,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// admit tells whether a due restart goes ahead now: not while the
+// workload's window does not parse (badWindow) or is closed, and then
+// as the gate says.
+func (r *Reconciler) admit(ctx context.Context, now time.Time, ref Ref, obj client.Object, window *Window, badWindow bool) Verdict {
+	var v Verdict
+	switch open, opens := window.Open(now); {
+	case badWindow:
+		// No retry: fixing the annotation changes the workload, which
+		// reconciles it again.
+		v = Verdict{Reason: HeldInvalidWindow, Message: "the restart waits until " + WindowAnnotation + " is fixed"}
+	case window == nil || open:
+		return r.Gate.Admit(now, ref, r.inProgress(ref, obj), r.available(ctx))
+	case opens.IsZero():
+		v = Verdict{Reason: HeldWindow, Message: fmt.Sprintf("the restart waits for the maintenance window %s, which does not open in the next years", window)}
+	default:
+		v = Verdict{Reason: HeldWindow, RetryAfter: opens.Sub(now),
+			Message: fmt.Sprintf("the restart waits for the maintenance window %s, which opens at %s", window, opens.Format(time.RFC3339))}
+	}
+	tag := v.Reason + "|" + v.Message
+	prev, ok := r.holds.Swap(ref, tag)
+	v.Report = !ok || prev != tag
+	return v
 }
 
 // rotations are the last rotations of the ExternalSecrets writing the
@@ -230,12 +334,12 @@ func (r *Reconciler) rotations(ctx context.Context, ns string, used map[string]U
 // cache; one that is gone, or no longer opted in, holds nothing back.
 func (r *Reconciler) available(ctx context.Context) func(Ref) bool {
 	return func(ref Ref) bool {
-		for _, k := range kinds {
+		for _, k := range append(kinds, rolloutKind) {
 			if k.name != ref.Kind {
 				continue
 			}
 			obj := k.newObj()
-			if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
+			if err := r.fetch(ctx, k.name, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj, true); err != nil {
 				return apierrors.IsNotFound(err)
 			}
 			return !r.inProgress(ref, obj)
@@ -282,7 +386,12 @@ func (r *Reconciler) patch(ctx context.Context, obj client.Object, st State, res
 		ann[PendingAnnotation] = pending
 	}
 	p := map[string]any{"metadata": map[string]any{"resourceVersion": obj.GetResourceVersion(), "annotations": ann}}
-	if restartAt != nil {
+	switch {
+	case restartAt == nil:
+	case r.kind.name == rolloutKind.name:
+		// As Argo Rollouts restarts a Rollout (rollout.go).
+		p["spec"] = map[string]any{"restartAt": restartAt.UTC().Format(time.RFC3339)}
+	default:
 		p["spec"] = map[string]any{"template": map[string]any{"metadata": map[string]any{
 			"annotations": map[string]any{RestartedAtAnnotation: restartAt.UTC().Format(time.RFC3339Nano)}}}}
 	}
@@ -313,8 +422,8 @@ func (r *Reconciler) warn(obj client.Object, ref Ref, annotation string, err err
 		r.warned.Delete(key)
 		return false
 	}
-	value := obj.GetAnnotations()[annotation]
-	if prev, ok := r.warned.Swap(key, value); !ok || prev != value {
+	// The error names the value: a new value, a new event.
+	if prev, ok := r.warned.Swap(key, err.Error()); !ok || prev != err.Error() {
 		r.Recorder.Event(obj, corev1.EventTypeWarning, ReasonInvalidAnnotation, err.Error())
 	}
 	return true

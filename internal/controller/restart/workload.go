@@ -3,6 +3,7 @@ package restart
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -45,8 +46,10 @@ func podTemplate(obj client.Object) *corev1.PodTemplateSpec {
 		return &w.Spec.Template
 	case *appsv1.DaemonSet:
 		return &w.Spec.Template
+	case *unstructured.Unstructured:
+		return rolloutTemplate(w)
 	}
-	return nil
+	return &corev1.PodTemplateSpec{}
 }
 
 // rollingOut tells whether a workload's rollout has not finished, from
@@ -65,6 +68,8 @@ func observedGeneration(obj client.Object) int64 {
 		return w.Status.ObservedGeneration
 	case *appsv1.DaemonSet:
 		return w.Status.ObservedGeneration
+	case *unstructured.Unstructured:
+		return rolloutObservedGeneration(w)
 	}
 	return obj.GetGeneration()
 }
@@ -87,6 +92,8 @@ func replicasBehind(obj client.Object) bool {
 		s := w.Status
 		updating := w.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType && s.UpdatedNumberScheduled < s.DesiredNumberScheduled
 		return updating || s.NumberAvailable < s.DesiredNumberScheduled
+	case *unstructured.Unstructured:
+		return rolloutBehind(w)
 	}
 	return false
 }
