@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
 	// The zones of maintenance windows (CRON_TZ=Europe/Berlin) resolve
 	// in images that carry no zone database.
 	_ "time/tzdata"

@@ -54,7 +54,7 @@ const (
 	Refreshed Reason = "Refreshed"
 )
 
-// Stale: an ExternalSecret has not been refreshed successfully for several
+// Stale is the reason of an ExternalSecret that has not been refreshed successfully for several
 // refresh intervals (its Fresh condition turns False with it; the failure
 // that keeps it stale stays in Ready and InSync, and is named in the
 // message).

@@ -204,7 +204,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	obj := r.kind.newObj()
-	if err := r.fetch(ctx, r.kind.name, req.NamespacedName, obj, len(listers) > 0); err != nil {
+	if err = r.fetch(ctx, r.kind.name, req.NamespacedName, obj, len(listers) > 0); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}
@@ -227,8 +227,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if optedIn {
 		// A restart-on that does not parse restarts nothing for the
 		// workload's own opt-in; the ExternalSecrets that list it still do.
-		u, err := Consumed(ann[OnAnnotation], &podTemplate(obj).Spec)
-		if r.warn(obj, ref, OnAnnotation, err) && len(listers) == 0 {
+		u, uerr := Consumed(ann[OnAnnotation], &podTemplate(obj).Spec)
+		if r.warn(obj, ref, OnAnnotation, uerr) && len(listers) == 0 {
 			return ctrl.Result{}, nil
 		}
 		maps.Copy(used, u)

@@ -110,10 +110,10 @@ func TestAdmitWaitsForTheWindow(t *testing.T) {
 	if !strings.Contains(v.Message, "opens at 2026-11-23T12:00:00Z") {
 		t.Fatalf("message %q does not say when", v.Message)
 	}
-	if v := r.admit(ctx, noon.Add(-5*time.Second), ref, dep, w, false); v.Go || v.Report {
+	if v = r.admit(ctx, noon.Add(-5*time.Second), ref, dep, w, false); v.Go || v.Report {
 		t.Fatalf("the same hold again: %+v", v)
 	}
-	if v := r.admit(ctx, noon, ref, dep, w, false); !v.Go {
+	if v = r.admit(ctx, noon, ref, dep, w, false); !v.Go {
 		t.Fatalf("in the window: %+v", v)
 	}
 	r.holds.Delete(ref) // as after the restart
@@ -133,7 +133,7 @@ func FuzzParseWindow(f *testing.F) {
 		f.Add(s, "2h")
 	}
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	f.Fuzz(func(t *testing.T, spec, length string) {
+	f.Fuzz(func(_ *testing.T, spec, length string) {
 		w, err := ParseWindow(spec, length)
 		if err != nil {
 			return

@@ -155,7 +155,7 @@ func (l *Loop) Start(ctx context.Context) error {
 	return nil
 }
 
-// NeedLeaderElection: watches feed the ExternalSecret controller, which
+// NeedLeaderElection is true: watches feed the ExternalSecret controller, which
 // runs on the leader only.
 func (l *Loop) NeedLeaderElection() bool { return true }
 
