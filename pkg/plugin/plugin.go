@@ -92,6 +92,10 @@ type Store struct {
 	Versions VersionReader
 	// Writer writes and deletes (capabilities write and delete).
 	Writer Writer
+	// Batch reads several secrets in one call (capability batchRead).
+	Batch BatchReader
+	// Watcher announces changed keys (capability watch).
+	Watcher Watcher
 	// ValidateConfig checks a store's configuration at the handshake,
 	// without I/O; an error wraps ErrInvalidConfig and says what to
 	// change. Nil accepts any configuration.
@@ -141,6 +145,12 @@ func (s Store) capabilities() engine.Capabilities {
 	}
 	if s.Writer != nil {
 		c |= engine.CanWrite | engine.CanDelete
+	}
+	if s.Batch != nil {
+		c |= engine.CanBatchRead
+	}
+	if s.Watcher != nil {
+		c |= engine.CanWatch
 	}
 	return c
 }

@@ -78,7 +78,7 @@ func Dial(ctx context.Context, endpoint string, cfg map[string]string) (engine.O
 	if caps.Has(engine.CanWrite | engine.CanDelete) {
 		ops.Writer = c
 	}
-	return ops, nil
+	return c.withStreams(ops, caps), nil
 }
 
 // Client calls one plugin for one store. It is not changed after Dial.
