@@ -7,6 +7,8 @@
 //		Name:   "mystore",
 //		Reader: myReader{},
 //		Writer: myWriter{}, // only if the store can write
+//		Batch:  myBatch{},  // only if it reads many secrets in one call
+//		Watcher: myWatch{}, // only if it can announce changes
 //	})
 //
 // Errors wrap one of the classes below (ErrNotFound, ErrNotOwned, …) with
