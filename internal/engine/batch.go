@@ -81,7 +81,9 @@ func (f *Fetcher) enqueue(ctx context.Context, key batchKey, br BatchReader, ref
 	b.refs = append(b.refs, ref)
 	b.waiters = append(b.waiters, done)
 	if len(b.refs) >= f.maxBatch {
+		// Full: the next miss starts a new batch.
 		b.timer.Stop()
+		delete(f.pending, key)
 		go f.send(b)
 	}
 	return done
