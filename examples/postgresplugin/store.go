@@ -257,6 +257,7 @@ JOIN `+t.versions+` v ON v.key = w.key AND v.version = w.want`, keys, versions)
 		version int64
 	}
 	found := map[want]plugin.Secret{}
+	broken := map[want]error{} // rows whose fields column is not what the plugin writes
 	for rows.Next() {
 		var (
 			w       want
@@ -269,7 +270,7 @@ JOIN `+t.versions+` v ON v.key = w.key AND v.version = w.want`, keys, versions)
 		}
 		fields, derr := decode(w.key, raw)
 		if derr != nil {
-			found[w] = plugin.Secret{Value: nil}
+			broken[w] = derr
 			continue
 		}
 		found[w] = plugin.Secret{Version: strconv.FormatInt(version, 10), Fields: fields}
@@ -285,14 +286,15 @@ JOIN `+t.versions+` v ON v.key = w.key AND v.version = w.want`, keys, versions)
 		if r.Version != "" {
 			n, _ = parseVersion(r.Key, r.Version)
 		}
-		s, ok := found[want{r.Key, n}]
+		w := want{r.Key, n}
+		s, ok := found[w]
 		switch {
+		case broken[w] != nil:
+			out[i].Err = broken[w]
 		case !ok && r.Version != "":
 			out[i].Err = fmt.Errorf("key %q has no version %q: %w", r.Key, r.Version, plugin.ErrNotFound)
 		case !ok:
 			out[i].Err = fmt.Errorf("key %q does not exist: %w", r.Key, plugin.ErrNotFound)
-		case s.Fields == nil:
-			out[i].Err = fmt.Errorf("key %q: the fields column is not an object of base64 strings: %w", r.Key, plugin.ErrUnavailable)
 		default:
 			out[i].Secret = s
 		}
