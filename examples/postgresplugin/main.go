@@ -30,7 +30,7 @@ func main() {
 func run(endpoint, dsnFile string) error {
 	var dsn string
 	if dsnFile != "" {
-		b, err := os.ReadFile(dsnFile) //nolint:gosec // the operator names the file
+		b, err := os.ReadFile(dsnFile)
 		if err != nil {
 			return fmt.Errorf("reading -dsn-file: %w", err)
 		}

@@ -70,7 +70,7 @@ func seedSQL(dsn, table string) func(ctx context.Context, key string, fields map
 		if err != nil {
 			return err
 		}
-		defer conn.Close(ctx)
+		defer func() { _ = conn.Close(ctx) }()
 		_, err = conn.Exec(ctx, `INSERT INTO `+table+` (key, fields) VALUES ($1, $2)
 ON CONFLICT (key) DO UPDATE SET fields = EXCLUDED.fields, owner = NULL`, key, raw)
 		return err

@@ -72,7 +72,7 @@ func (p *postgres) dsn(cfg plugin.Config) (string, error) {
 		}
 		return p.defaultDSN, nil
 	}
-	b, err := os.ReadFile(file) //nolint:gosec // the operator of the plugin names the file
+	b, err := os.ReadFile(file)
 	if err != nil {
 		return "", fmt.Errorf("reading the connection string from %s %s: %w", cfgDSNFile, file, plugin.ErrInvalidConfig)
 	}
@@ -204,14 +204,14 @@ func (p *postgres) Get(ctx context.Context, cfg plugin.Config, ref plugin.Ref) (
 		}
 		row = pool.QueryRow(ctx, `SELECT version, fields FROM `+t.versions+` WHERE key = $1 AND version = $2`, ref.Key, n)
 	}
-	if err := row.Scan(&version, &raw); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
+	if serr := row.Scan(&version, &raw); serr != nil {
+		if errors.Is(serr, pgx.ErrNoRows) {
 			if ref.Version != "" {
 				return plugin.Secret{}, fmt.Errorf("key %q has no version %q: %w", ref.Key, ref.Version, plugin.ErrNotFound)
 			}
 			return plugin.Secret{}, fmt.Errorf("key %q does not exist: %w", ref.Key, plugin.ErrNotFound)
 		}
-		return plugin.Secret{}, classify(fmt.Sprintf("reading key %q", ref.Key), err)
+		return plugin.Secret{}, classify(fmt.Sprintf("reading key %q", ref.Key), serr)
 	}
 	fields, err := decode(ref.Key, raw)
 	if err != nil {

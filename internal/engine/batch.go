@@ -7,12 +7,14 @@ import (
 	"time"
 )
 
-// The defaults of a Fetcher's batching: the reads of one store that miss
-// the cache within BatchWindow of each other go to the store in one batch
-// read of at most MaxBatch refs.
+// The defaults of a Fetcher's batching.
 const (
+	// BatchWindow is how long the first cache miss of a batch waits for
+	// others of the same store to join it.
 	BatchWindow = 5 * time.Millisecond
-	MaxBatch    = 50
+	// MaxBatch is the most refs of one batch read; a full batch is sent
+	// at once.
+	MaxBatch = 50
 )
 
 // SetBatching changes how the Fetcher coalesces cache misses of a store
@@ -35,7 +37,7 @@ type batchKey struct {
 type batch struct {
 	key     batchKey
 	reader  BatchReader
-	ctx     context.Context //nolint:containedctx // the first caller's values, without its cancellation, for the call
+	ctx     context.Context
 	refs    []Ref
 	waiters []chan BatchItem
 	timer   *time.Timer

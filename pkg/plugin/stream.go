@@ -77,7 +77,7 @@ func (s *server) BatchGet(ctx context.Context, req *pluginv1.BatchGetRequest) (*
 	for i, r := range results {
 		if r.Err != nil {
 			st := pluginwire.Status(r.Err)
-			out.Results[i] = &pluginv1.BatchGetResult{Code: int32(st.Code()), Message: st.Message()} //nolint:gosec // a gRPC code fits in int32
+			out.Results[i] = &pluginv1.BatchGetResult{Code: int32(st.Code()), Message: st.Message()}
 			continue
 		}
 		out.Results[i] = &pluginv1.BatchGetResult{Secret: &pluginv1.Secret{Version: r.Secret.Version, Value: r.Secret.Value, Fields: r.Secret.Fields}}

@@ -33,10 +33,10 @@ func (b *bench) startMemoryPlugin(ctx context.Context, dir string) (endpoint str
 	}
 	sock := filepath.Join(dir, "memory.sock")
 	endpoint = "unix://" + sock
-	cmd := exec.Command(bin, "-endpoint", endpoint) //nolint:gosec // the plugin the bench just built
+	cmd := exec.Command(bin, "-endpoint", endpoint)
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
+	if serr := cmd.Start(); serr != nil {
+		return "", nil, serr
 	}
 	stop = func() {
 		_ = cmd.Process.Signal(os.Interrupt)

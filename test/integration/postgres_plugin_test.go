@@ -64,7 +64,7 @@ func sqlExec(t *testing.T, dsn, sql string, args ...any) {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
 	must(t, err)
-	defer conn.Close(ctx)
+	defer func() { _ = conn.Close(ctx) }()
 	_, err = conn.Exec(ctx, sql, args...)
 	must(t, err)
 }

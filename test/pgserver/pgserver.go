@@ -136,7 +136,7 @@ func Start(ctx context.Context, root string) (*Server, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	s.cmd = exec.Command(bin(root, "postgres"), "-D", data, "-p", strconv.Itoa(port), //nolint:gosec // the test's own server
+	s.cmd = exec.Command(bin(root, "postgres"), "-D", data, "-p", strconv.Itoa(port),
 		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "jit=off")
 	s.cmd.Env, s.cmd.SysProcAttr = env, &syscall.SysProcAttr{Credential: cred, Setpgid: true}
@@ -235,6 +235,6 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }

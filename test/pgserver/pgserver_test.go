@@ -25,7 +25,7 @@ func TestServerStartsAndAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
+	defer func() { _ = conn.Close(ctx) }()
 	var v string
 	if err := conn.QueryRow(ctx, "SHOW server_version").Scan(&v); err != nil {
 		t.Fatal(err)

@@ -61,7 +61,7 @@ func (c *Client) batchGet(ctx context.Context, refs []engine.Ref) ([]engine.Batc
 	items := make([]engine.BatchItem, len(refs))
 	for i, r := range results {
 		what := fmt.Sprintf("reading key %q%s", refs[i].Key, versionText(refs[i].Version))
-		if code := codes.Code(r.GetCode()); code != codes.OK { //nolint:gosec // a status code from the wire
+		if code := codes.Code(r.GetCode()); code != codes.OK {
 			items[i].Err = pluginwire.Error(c.name(), what, status.Error(code, r.GetMessage()))
 			continue
 		}
