@@ -81,7 +81,9 @@ if [ "${1:-}" = postgres ]; then
   # The directory is writable by everyone for the download only, so that
   # apt's unprivileged download user can write there when this runs as root.
   chmod 1777 "$pg/debs"
-  (cd "$pg/debs" && apt-get download -q "${postgres_packages[@]}")
+  (cd "$pg/debs" && apt-get download -q "${postgres_packages[@]}") || {
+    echo "!! apt-get download failed: it needs Debian's package lists (run apt-get update once, as root)" >&2
+    rm -rf "$pg"; exit 1; }
   chmod 755 "$pg/debs"
   for deb in "$pg"/debs/*.deb; do dpkg-deb -x "$deb" "$pg/root"; done
   rm -rf "$pg/debs"
