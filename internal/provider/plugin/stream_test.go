@@ -187,7 +187,9 @@ func TestWatchAnnouncesKeysAndAGapAfterARewatch(t *testing.T) {
 		t.Fatalf("after a reconnect: %q, %q; want changed(nil) then db", a, b)
 	}
 	cancel()
-	<-done
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a watch whose context ended returned %v, want context.Canceled", err)
+	}
 }
 
 func TestWatchOfAPluginWithoutWatchIsNotSupported(t *testing.T) {
