@@ -8,7 +8,7 @@ GOLANGCI_LINT := $(CURDIR)/.cache/tools/bin/golangci-lint
 BUF := $(CURDIR)/.cache/tools/bin/buf
 export GOLANGCI_LINT_CACHE ?= $(CURDIR)/.cache/golangci-lint
 
-.PHONY: all build tools tools-vault tools-lint tools-proto lint dev bench bench-smoke test test-unit test-integration generate verify-generate vet fmt-check fuzz clean
+.PHONY: all build tools tools-vault tools-lint tools-proto tools-postgres lint dev bench bench-smoke test test-unit test-integration generate verify-generate vet fmt-check fuzz clean
 
 all: build
 
@@ -26,6 +26,9 @@ tools-lint: ## Build golangci-lint with the Kubernetes API linter from Go module
 
 tools-proto: ## Build buf, the protobuf compiler, from Go modules (cached).
 	./hack/tools.sh proto
+
+tools-postgres: ## Fetch Debian's postgresql-15 and its libraries into .cache/tools/postgres, without installing them (cached; seconds the first time).
+	./hack/tools.sh postgres
 
 dev: build tools ## Run the operator and its demo on a local embedded control plane.
 	./bin/watchword dev --log-console $(DEV_ARGS)
@@ -56,10 +59,11 @@ test-unit: ## Unit tests only (no control plane).
 test-integration: tools ## The integration suite alone; its Vault tests skip unless `make tools-vault` built Vault. RUN=regexp selects tests.
 	$(GO) test -count=1 -timeout 30m ./test/integration $(if $(RUN),-run '$(RUN)')
 
-# test sets WATCHWORD_REQUIRE_VAULT, so that a missing Vault binary fails
-# the Vault tests instead of skipping them.
-test: tools-vault verify-generate lint vet build ## Everything, against a real kube-apiserver, etcd and Vault.
-	WATCHWORD_REQUIRE_VAULT=1 $(GO) test -count=1 -timeout 30m ./...
+# test sets WATCHWORD_REQUIRE_VAULT and WATCHWORD_REQUIRE_POSTGRES, so that a
+# missing Vault binary or PostgreSQL fails their tests instead of skipping
+# them.
+test: tools-vault tools-postgres verify-generate lint vet build ## Everything, against a real kube-apiserver, etcd, Vault and PostgreSQL.
+	WATCHWORD_REQUIRE_VAULT=1 WATCHWORD_REQUIRE_POSTGRES=1 $(GO) test -count=1 -timeout 30m ./...
 	./bin/watchword dev --exit-after-demo --workdir $(CURDIR)/.cache/dev-smoke
 	$(MAKE) --no-print-directory bench-smoke
 

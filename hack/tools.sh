@@ -8,10 +8,12 @@
 # (hack/tools/proto), the protobuf compiler `make generate` runs for
 # api/plugin. Each is cached under .cache/tools,
 # keyed on its pinned version, and linked into .cache/tools/bin. Nothing is
-# downloaded but Go modules.
+# downloaded but Go modules, except for `postgres`: PostgreSQL for the
+# example plugin's tests, from Debian's packages (see postgres below).
+# $WATCHWORD_TOOLS_CACHE moves the cache elsewhere.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-cache="$root/.cache/tools"
+cache="${WATCHWORD_TOOLS_CACHE:-$root/.cache/tools}"
 bin="$cache/bin"
 mkdir -p "$bin"
 
@@ -55,6 +57,39 @@ if [ "${1:-}" = lint ]; then
   kal=$(version_of "$lint_dir" sigs.k8s.io/kube-api-linter)
   build lint "$lint_dir" "$(version_of "$lint_dir" github.com/golangci/golangci-lint/v2)-kal-${kal##*-}" \
     sigs.k8s.io/kube-api-linter/cmd/golangci-lint-kube-api-linter=golangci-lint
+  exit 0
+fi
+
+# postgres: Debian's postgresql-15 and the libraries its server links that
+# a slim Debian system may lack, fetched with `apt-get download` (no root
+# needed) and unpacked with `dpkg-deb -x` into .cache/tools/postgres/root.
+# Nothing is installed; test/pgserver runs the unpacked binaries with
+# LD_LIBRARY_PATH pointing into the same tree. libllvm (JIT) is left out:
+# the tests run the server with jit=off. Skipped when the stamp is there.
+postgres_packages=(postgresql-15 libpq5 libicu72 libxml2 libldap-2.5-0 libsasl2-2 libsasl2-modules-db
+  libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libkeyutils1 libcom-err2 libssl3 liblz4-1 libzstd1)
+if [ "${1:-}" = postgres ]; then
+  pg="$cache/postgres"
+  if [ -f "$pg/stamp" ] && [ "$(cat "$pg/stamp")" = "${postgres_packages[*]}" ]; then
+    echo ">> PostgreSQL ready in $pg/root"
+    exit 0
+  fi
+  echo ">> fetching PostgreSQL from Debian's packages: ${postgres_packages[*]}"
+  start=$SECONDS
+  rm -rf "$pg"
+  mkdir -p "$pg/debs" "$pg/root"
+  # The directory is writable by everyone for the download only, so that
+  # apt's unprivileged download user can write there when this runs as root.
+  chmod 1777 "$pg/debs"
+  (cd "$pg/debs" && apt-get download -q "${postgres_packages[@]}") || {
+    echo "!! apt-get download failed: it needs Debian's package lists (run apt-get update once, as root)" >&2
+    rm -rf "$pg"; exit 1; }
+  chmod 755 "$pg/debs"
+  for deb in "$pg"/debs/*.deb; do dpkg-deb -x "$deb" "$pg/root"; done
+  rm -rf "$pg/debs"
+  [ -x "$pg"/root/usr/lib/postgresql/15/bin/postgres ] || { echo "!! no postgres binary after unpacking" >&2; exit 1; }
+  echo "${postgres_packages[*]}" >"$pg/stamp"
+  echo ">> PostgreSQL ready in $pg/root, in $((SECONDS - start))s"
   exit 0
 fi
 

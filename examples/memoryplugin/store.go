@@ -16,6 +16,9 @@ import (
 type memory struct {
 	mu         sync.Mutex
 	partitions map[string]map[string]*secret
+	// watchers are the watches in place: each is told the partition and
+	// key of every change.
+	watchers map[*watch]bool
 }
 
 type secret struct {
@@ -23,11 +26,15 @@ type secret struct {
 	versions []map[string][]byte
 }
 
-func newMemory() *memory { return &memory{partitions: map[string]map[string]*secret{}} }
+func newMemory() *memory {
+	return &memory{partitions: map[string]map[string]*secret{}, watchers: map[*watch]bool{}}
+}
 
-// store is the plugin: it reads, tells versions, writes and deletes.
+// store is the plugin: it reads (one by one or in batches), tells
+// versions, writes, deletes and announces changes.
 func (m *memory) store() plugin.Store {
-	return plugin.Store{Name: "memory", Version: "v0.1.0", Reader: m, Versions: m, Writer: m, ValidateConfig: validateConfig}
+	return plugin.Store{Name: "memory", Version: "v0.1.0", Reader: m, Versions: m, Writer: m, Batch: m, Watcher: m,
+		ValidateConfig: validateConfig}
 }
 
 func validateConfig(cfg plugin.Config) error {
@@ -97,6 +104,7 @@ func (m *memory) Put(_ context.Context, cfg plugin.Config, key string, p plugin.
 	}
 	s.owner = owner.ID
 	s.versions = append(s.versions, maps.Clone(p.Fields))
+	m.changed(cfg["partition"], key)
 	return strconv.Itoa(len(s.versions)), nil
 }
 
@@ -112,6 +120,7 @@ func (m *memory) Delete(_ context.Context, cfg plugin.Config, key string, owner 
 		return fmt.Errorf("key %q is not owned by %s; leaving it: %w", key, owner.ID, plugin.ErrNotOwned)
 	}
 	delete(part, key)
+	m.changed(cfg["partition"], key)
 	return nil
 }
 
@@ -128,4 +137,68 @@ func (m *memory) seed(partition, key string, fields map[string][]byte) {
 	}
 	s.owner = ""
 	s.versions = append(s.versions, maps.Clone(fields))
+	m.changed(partition, key)
+}
+
+// GetBatch reads each ref as Get does.
+func (m *memory) GetBatch(ctx context.Context, cfg plugin.Config, refs []plugin.Ref) ([]plugin.BatchResult, error) {
+	out := make([]plugin.BatchResult, len(refs))
+	for i, ref := range refs {
+		out[i].Secret, out[i].Err = m.Get(ctx, cfg, ref)
+	}
+	return out, nil
+}
+
+// watch is one Watch in place: the keys of its partition that changed.
+type watch struct {
+	partition string
+	keys      chan string
+}
+
+// Watch announces every key of cfg's partition that is written, seeded
+// or deleted, until ctx ends. A watch that falls behind by more than its
+// buffer ends with ErrUnavailable, so that Watchword watches again and
+// refreshes everything.
+func (m *memory) Watch(ctx context.Context, cfg plugin.Config, _ []string, feed plugin.Feed) error {
+	w := &watch{partition: cfg["partition"], keys: make(chan string, 256)}
+	m.mu.Lock()
+	m.watchers[w] = true
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		delete(m.watchers, w)
+		m.mu.Unlock()
+	}()
+	if err := feed.Ready(); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case k, ok := <-w.keys:
+			if !ok {
+				return fmt.Errorf("the watch fell behind: %w", plugin.ErrUnavailable)
+			}
+			if err := feed.Changed(k); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// changed tells the watches of partition that key changed; m.mu is held.
+// A watch whose buffer is full is ended (its channel closed).
+func (m *memory) changed(partition, key string) {
+	for w := range m.watchers {
+		if w.partition != partition {
+			continue
+		}
+		select {
+		case w.keys <- key:
+		default:
+			close(w.keys)
+			delete(m.watchers, w)
+		}
+	}
 }

@@ -32,8 +32,13 @@ type Fetcher struct {
 	mu      sync.Mutex
 	entries map[cacheKey]*entry
 
-	// Calls counts provider reads (for metrics and benchmarks).
+	// Calls counts provider calls that read (for metrics and benchmarks):
+	// a batch read is one call.
 	calls func(store string, n int)
+
+	// batchState coalesces the cache misses of a store that can batch
+	// (batch.go).
+	batchState
 }
 
 type cacheKey struct {
@@ -54,7 +59,8 @@ func NewFetcher(clock Clock, onCall func(store string, n int)) *Fetcher {
 	if clock == nil {
 		clock = RealClock
 	}
-	return &Fetcher{clock: clock, entries: map[cacheKey]*entry{}, calls: onCall}
+	return &Fetcher{clock: clock, entries: map[cacheKey]*entry{}, calls: onCall,
+		batchState: batchState{batchWindow: BatchWindow, maxBatch: MaxBatch}}
 }
 
 // Fetched is one remote object with the time it was read.
@@ -64,7 +70,9 @@ type Fetched struct {
 }
 
 // Get returns the object at ref from store, reading it through c unless a
-// read younger than maxAge is cached. maxAge 0 always reads.
+// read younger than maxAge is cached. maxAge 0 always reads. When c can
+// batch, the reads of the store that miss the cache together are made in
+// one batch read (SetBatching).
 func (f *Fetcher) Get(ctx context.Context, store string, c *Client, ref Ref, maxAge time.Duration) (Fetched, error) {
 	k := cacheKey{store: store, ref: ref}
 	now := f.clock.Now()
@@ -86,10 +94,7 @@ func (f *Fetcher) Get(ctx context.Context, store string, c *Client, ref Ref, max
 				return got, nil
 			}
 		}
-		if f.calls != nil {
-			f.calls(store, 1)
-		}
-		obj, err := c.GetSecret(ctx, ref)
+		obj, err := f.read(ctx, store, c, ref)
 		at := f.clock.Now()
 		f.store(k, &entry{obj: obj, err: err, fetchedAt: at, usedAt: at})
 		if err != nil {

@@ -21,6 +21,10 @@ func (s stubOps) PutSecret(context.Context, string, Publication, Owner) (string,
 func (s stubOps) DeleteSecret(context.Context, string, Owner) error { return nil }
 func (s stubOps) Check(context.Context) error                       { return nil }
 func (s stubOps) Close() error                                      { return nil }
+func (s stubOps) GetSecrets(_ context.Context, refs []Ref) ([]BatchItem, error) {
+	return make([]BatchItem, len(refs)), nil
+}
+func (s stubOps) Watch(ctx context.Context, _ func([]string)) error { <-ctx.Done(); return ctx.Err() }
 
 func TestCapabilitiesString(t *testing.T) {
 	for _, tc := range []struct {
@@ -49,6 +53,9 @@ func TestClientDeclaresWhatItsOpsHave(t *testing.T) {
 		{"versions", Ops{Reader: s, Versions: s}, CanRead | CanCheckVersion},
 		{"writer", Ops{Reader: s, Writer: s}, CanRead | CanWrite | CanDelete},
 		{"check and close add no capability", Ops{Reader: s, Checker: s, Closer: s}, CanRead},
+		{"batch", Ops{Reader: s, Batch: s}, CanRead | CanBatchRead},
+		{"watch", Ops{Reader: s, Watcher: s}, CanRead | CanWatch},
+		{"everything", Ops{Reader: s, Batch: s, Versions: s, Writer: s, Watcher: s}, CanRead | CanBatchRead | CanCheckVersion | CanWrite | CanDelete | CanWatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := NewClient("p", tc.ops)
@@ -65,6 +72,17 @@ func TestClientDeclaresWhatItsOpsHave(t *testing.T) {
 			_, werr := c.AsWriter()
 			if (werr == nil) != c.Capabilities().Has(CanWrite) {
 				t.Fatalf("AsWriter error %v disagrees with capabilities %s", werr, c.Capabilities())
+			}
+			if got := tc.ops.Capabilities(); got != tc.want {
+				t.Fatalf("Ops.Capabilities %s, want %s", got, tc.want)
+			}
+			_, berr := c.AsBatchReader()
+			if (berr == nil) != c.Capabilities().Has(CanBatchRead) || (berr != nil && !errors.Is(berr, ErrNotSupported)) {
+				t.Fatalf("AsBatchReader error %v disagrees with capabilities %s", berr, c.Capabilities())
+			}
+			_, wcerr := c.AsWatcher()
+			if (wcerr == nil) != c.Capabilities().Has(CanWatch) || (wcerr != nil && !errors.Is(wcerr, ErrNotSupported)) {
+				t.Fatalf("AsWatcher error %v disagrees with capabilities %s", wcerr, c.Capabilities())
 			}
 		})
 	}

@@ -138,3 +138,59 @@ func TestInScopeRefusesNamesThatClimbOut(t *testing.T) {
 		t.Errorf("the store was called with %v", got)
 	}
 }
+
+// batchKeys records the refs of each batch read and answers each ref with
+// its key as the version.
+type batchKeys struct {
+	got   *[][]string
+	short bool
+}
+
+func (b batchKeys) GetSecret(_ context.Context, ref Ref) (Object, error) {
+	return Object{Version: ref.Key}, nil
+}
+
+func (b batchKeys) GetSecrets(_ context.Context, refs []Ref) ([]BatchItem, error) {
+	keys := make([]string, len(refs))
+	out := make([]BatchItem, len(refs))
+	for i, r := range refs {
+		keys[i] = r.Key
+		out[i].Object.Version = r.Key
+	}
+	*b.got = append(*b.got, keys)
+	if b.short {
+		return out[:len(out)-1], nil
+	}
+	return out, nil
+}
+
+func TestPrefixBatchPrefixesKeysAndRefusesClimbingOutPerItem(t *testing.T) {
+	var got [][]string
+	ops := PrefixKeys(Ops{Reader: batchKeys{got: &got}, Batch: batchKeys{got: &got}}, "team-a.")
+	items, err := ops.Batch.GetSecrets(context.Background(), []Ref{{Key: "db"}, {Key: "../x"}, {Key: "api", Version: "3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || len(got[0]) != 2 || got[0][0] != "team-a.db" || got[0][1] != "team-a.api" {
+		t.Fatalf("the store was asked for %v, want one batch of [team-a.db team-a.api]", got)
+	}
+	if len(items) != 3 || items[0].Object.Version != "team-a.db" || items[2].Object.Version != "team-a.api" {
+		t.Fatalf("items out of the order of the refs: %+v", items)
+	}
+	if items[1].Err == nil || items[0].Err != nil || items[2].Err != nil {
+		t.Fatalf("only the ref that climbs out fails: %v, %v, %v", items[0].Err, items[1].Err, items[2].Err)
+	}
+
+	// Every ref refused: no call at all.
+	got = nil
+	items, err = ops.Batch.GetSecrets(context.Background(), []Ref{{Key: "a//b"}})
+	if err != nil || len(got) != 0 || items[0].Err == nil {
+		t.Fatalf("a batch of refused refs: %v, %v, store asked %v", items, err, got)
+	}
+
+	// A store that answers with fewer items than refs fails the batch.
+	short := PrefixKeys(Ops{Reader: batchKeys{got: &got}, Batch: batchKeys{got: &got, short: true}}, "team-a.")
+	if _, err := short.Batch.GetSecrets(context.Background(), []Ref{{Key: "db"}, {Key: "api"}}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("a short answer: %v, want ErrUnavailable", err)
+	}
+}

@@ -130,6 +130,9 @@ func Instrument(c *engine.Client, storeKind string) *engine.Client {
 		if ops.Versions != nil {
 			out.Versions = versions{ops.Versions, obs}
 		}
+		if ops.Batch != nil {
+			out.Batch = batch{ops.Batch, obs}
+		}
 		if ops.Writer != nil {
 			out.Writer = writer{ops.Writer, obs}
 		}

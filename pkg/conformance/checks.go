@@ -148,6 +148,14 @@ func (s *suite) readOnlyRefusesWrites() {
 		_, err = c.AsVersionReader()
 		s.expectClass(err, engine.ErrNotSupported, "asking a store without versionCheck for it")
 	}
+	if s.h.Ops.Batch == nil {
+		_, err = c.AsBatchReader()
+		s.expectClass(err, engine.ErrNotSupported, "asking a store without batchRead for it")
+	}
+	if s.h.Ops.Watcher == nil {
+		_, err = c.AsWatcher()
+		s.expectClass(err, engine.ErrNotSupported, "asking a store without watch for it")
+	}
 }
 
 // writeReadBack: what is written is what a read returns, with the version

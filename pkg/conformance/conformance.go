@@ -10,7 +10,10 @@
 //   - writes (write, delete): what is written is read back, the ownership
 //     marker protects other owners' and unmarked secrets, adoption happens
 //     only when asked, and concurrent writers leave one consistent value;
-//   - honesty: a store without a writer refuses writes with ErrNotSupported.
+//   - batch reads (batchRead): equal to single reads, ref by ref;
+//   - watches (watch): a write is announced by its key within a bound;
+//   - honesty: a store without a writer refuses writes with ErrNotSupported,
+//     and one without batchRead or watch has no batch read or watch.
 //
 // A store's tests call Run with a Harness:
 //
@@ -72,6 +75,9 @@ type Harness struct {
 	// SkipWrites, when not empty, skips the checks that write or delete,
 	// with this reason (a run against a store that must not be written).
 	SkipWrites string
+	// WatchTimeout bounds how long a change takes to be announced by a
+	// store that watches; zero means 10 seconds.
+	WatchTimeout time.Duration
 }
 
 // The owners the write checks act as.
@@ -110,6 +116,8 @@ var checks = []check{
 	{name: "AdoptWhenAsked", needs: engine.CanWrite, seeds: true, unmarked: true, fn: (*suite).adoptWhenAsked},
 	{name: "DeleteOwned", needs: engine.CanDelete, fn: (*suite).deleteOwned},
 	{name: "ConcurrentWriters", needs: engine.CanWrite, fn: (*suite).concurrentWriters},
+	{name: "BatchReadsEqualSingleReads", needs: engine.CanBatchRead, seeds: true, fn: (*suite).batchReadsEqualSingleReads},
+	{name: "WatchAnnouncesWrites", needs: engine.CanWatch, fn: (*suite).watchAnnouncesWrites},
 }
 
 // Run runs every check that applies to the store, each as a subtest.

@@ -7,6 +7,8 @@
 //		Name:   "mystore",
 //		Reader: myReader{},
 //		Writer: myWriter{}, // only if the store can write
+//		Batch:  myBatch{},  // only if it reads many secrets in one call
+//		Watcher: myWatch{}, // only if it can announce changes
 //	})
 //
 // Errors wrap one of the classes below (ErrNotFound, ErrNotOwned, …) with
@@ -92,6 +94,10 @@ type Store struct {
 	Versions VersionReader
 	// Writer writes and deletes (capabilities write and delete).
 	Writer Writer
+	// Batch reads several secrets in one call (capability batchRead).
+	Batch BatchReader
+	// Watcher announces changed keys (capability watch).
+	Watcher Watcher
 	// ValidateConfig checks a store's configuration at the handshake,
 	// without I/O; an error wraps ErrInvalidConfig and says what to
 	// change. Nil accepts any configuration.
@@ -141,6 +147,12 @@ func (s Store) capabilities() engine.Capabilities {
 	}
 	if s.Writer != nil {
 		c |= engine.CanWrite | engine.CanDelete
+	}
+	if s.Batch != nil {
+		c |= engine.CanBatchRead
+	}
+	if s.Watcher != nil {
+		c |= engine.CanWatch
 	}
 	return c
 }

@@ -28,12 +28,14 @@ type config struct {
 	Steady, StatusPeriod time.Duration
 	Cycles               int
 	Out, Binary          string
+	Store                string
 }
 
 func main() {
 	var c config
 	flag.IntVar(&c.N, "n", 10000, "ExternalSecrets to create")
-	flag.IntVar(&c.Keys, "keys", 1000, "unique remote keys of the fake store")
+	flag.IntVar(&c.Keys, "keys", 1000, "unique remote keys of the store")
+	flag.StringVar(&c.Store, "store", storeFake, "the store: fake (the fake provider, with -latency) or memory-plugin (the example memory plugin over a unix socket, which batches reads)")
 	flag.IntVar(&c.Unrelated, "unrelated", 50000, "unrelated Secrets in other namespaces (created first; their rate is the raw limit)")
 	flag.IntVar(&c.Namespaces, "namespaces", 10, "namespaces the ExternalSecrets are spread over")
 	flag.IntVar(&c.Parallel, "parallel", 64, "parallel client requests")
@@ -51,6 +53,10 @@ func main() {
 	flag.StringVar(&controllerLogLevel, "controller-log-level", "error", "--log-level of the controller")
 	flag.Parse()
 	statusPeriod = c.StatusPeriod
+	if c.Store != storeFake && c.Store != storeMemoryPlugin {
+		fmt.Fprintf(os.Stderr, "-store %q: want %s or %s\n", c.Store, storeFake, storeMemoryPlugin)
+		os.Exit(2)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := os.MkdirAll(filepath.Dir(c.Out), 0o755); err != nil {

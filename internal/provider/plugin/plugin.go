@@ -119,7 +119,7 @@ func DialTLS(ctx context.Context, endpoint string, cfg map[string]string, tlsCfg
 	if caps.Has(engine.CanWrite | engine.CanDelete) {
 		ops.Writer = c
 	}
-	return ops, nil
+	return c.withStreams(ops, caps), nil
 }
 
 // Client calls one plugin for one store. It is not changed after Dial.

@@ -1,0 +1,182 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// batchingReader reads one by one or in batches, counting both; "missing"
+// does not exist, and err fails every batch call.
+type batchingReader struct {
+	singles, batches atomic.Int64
+	mu               sync.Mutex
+	sizes            []int
+	err              error
+}
+
+func (r *batchingReader) GetSecret(_ context.Context, ref Ref) (Object, error) {
+	r.singles.Add(1)
+	return r.object(ref)
+}
+
+func (r *batchingReader) object(ref Ref) (Object, error) {
+	if ref.Key == "missing" {
+		return Object{}, fmt.Errorf("key %q: %w", ref.Key, ErrNotFound)
+	}
+	return Object{Version: "1", Value: []byte("value-of-" + ref.Key)}, nil
+}
+
+func (r *batchingReader) GetSecrets(_ context.Context, refs []Ref) ([]BatchItem, error) {
+	r.batches.Add(1)
+	r.mu.Lock()
+	r.sizes = append(r.sizes, len(refs))
+	r.mu.Unlock()
+	if r.err != nil {
+		return nil, r.err
+	}
+	out := make([]BatchItem, len(refs))
+	for i, ref := range refs {
+		out[i].Object, out[i].Err = r.object(ref)
+	}
+	return out, nil
+}
+
+func batching(r *batchingReader) *Client {
+	c, err := NewClient("test", Ops{Reader: r, Batch: r})
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// getAll reads keys concurrently and returns each key's outcome.
+func getAll(f *Fetcher, c *Client, keys []string) map[string]error {
+	var mu sync.Mutex
+	out := map[string]error{}
+	var wg sync.WaitGroup
+	for _, k := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := f.Get(context.Background(), "s", c, Ref{Key: k}, time.Minute)
+			if err == nil && string(got.Object.Value) != "value-of-"+k {
+				err = fmt.Errorf("key %q read another key's object", k)
+			}
+			mu.Lock()
+			out[k] = err
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func keyNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("key-%d", i)
+	}
+	return out
+}
+
+func TestFetcherBatchesConcurrentMissesOfAStore(t *testing.T) {
+	const n = 20
+	f := NewFetcher(&fakeClock{t: time.Unix(1000, 0)}, nil)
+	// The batch goes out when n refs wait: no timing in the test.
+	f.SetBatching(time.Hour, n)
+	r := &batchingReader{}
+	c := batching(r)
+	for k, err := range getAll(f, c, keyNames(n)) {
+		if err != nil {
+			t.Errorf("key %q: %v", k, err)
+		}
+	}
+	if b, s := r.batches.Load(), r.singles.Load(); b != 1 || s != 0 {
+		t.Fatalf("%d concurrent misses made %d batch calls and %d single reads, want 1 and 0", n, b, s)
+	}
+	// The batch filled the cache as single reads do.
+	getAll(f, c, keyNames(n))
+	if b := r.batches.Load(); b != 1 {
+		t.Fatalf("reads within max age after a batch made %d batch calls, want still 1", b)
+	}
+}
+
+func TestFetcherBatchSendsAfterTheWindow(t *testing.T) {
+	f := NewFetcher(nil, nil)
+	f.SetBatching(time.Millisecond, 100)
+	r := &batchingReader{}
+	if _, err := f.Get(context.Background(), "s", batching(r), Ref{Key: "alone"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if b := r.batches.Load(); b != 1 {
+		t.Fatalf("a lone miss made %d batch calls, want 1 once the window ended", b)
+	}
+}
+
+func TestFetcherBatchBoundsItsSize(t *testing.T) {
+	f := NewFetcher(nil, nil)
+	f.SetBatching(time.Hour, 5)
+	r := &batchingReader{}
+	getAll(f, batching(r), keyNames(15))
+	if b := r.batches.Load(); b != 3 {
+		t.Fatalf("15 misses with batches of 5 made %d calls (sizes %v), want 3", b, r.sizes)
+	}
+}
+
+func TestFetcherBatchKeepsErrorsPerItem(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	f := NewFetcher(clock, nil)
+	f.SetBatching(time.Hour, 3)
+	r := &batchingReader{}
+	c := batching(r)
+	got := getAll(f, c, []string{"a", "missing", "b"})
+	if got["a"] != nil || got["b"] != nil {
+		t.Fatalf("the keys that exist failed with another key's error: a %v, b %v", got["a"], got["b"])
+	}
+	if !errors.Is(got["missing"], ErrNotFound) {
+		t.Fatalf("the missing key: %v, want ErrNotFound", got["missing"])
+	}
+	// The item's error is remembered for the error TTL, as a single
+	// read's: no call within it.
+	if _, err := f.Get(context.Background(), "s", c, Ref{Key: "missing"}, time.Minute); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the missing key again: %v", err)
+	}
+	if b, s := r.batches.Load(), r.singles.Load(); b != 1 || s != 0 {
+		t.Fatalf("a failed key read again within the error TTL: %d batch calls, %d single reads", b, s)
+	}
+}
+
+func TestFetcherBatchCallErrorFailsEveryRef(t *testing.T) {
+	f := NewFetcher(nil, nil)
+	f.SetBatching(time.Hour, 2)
+	r := &batchingReader{err: fmt.Errorf("store down: %w", ErrUnavailable)}
+	for k, err := range getAll(f, batching(r), []string{"a", "b"}) {
+		if !errors.Is(err, ErrUnavailable) {
+			t.Errorf("key %q: %v, want the call's ErrUnavailable", k, err)
+		}
+	}
+}
+
+func TestFetcherWithoutBatchReadsOneByOne(t *testing.T) {
+	const n = 10
+	f := NewFetcher(nil, nil)
+	f.SetBatching(time.Hour, n)
+	r := &batchingReader{}
+	c, err := NewClient("test", Ops{Reader: r}) // it could batch, but does not declare it
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, err := range getAll(f, c, keyNames(n)) {
+		if err != nil {
+			t.Errorf("key %q: %v", k, err)
+		}
+	}
+	if b, s := r.batches.Load(), r.singles.Load(); b != 0 || s != n {
+		t.Fatalf("a store without batchRead: %d batch calls and %d single reads, want 0 and %d", b, s, n)
+	}
+}
