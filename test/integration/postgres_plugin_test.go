@@ -2,9 +2,6 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,8 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
-	pluginprovider "github.com/watchword-dev/watchword/internal/provider/plugin"
-	"github.com/watchword-dev/watchword/internal/refreshhook"
+	"github.com/watchword-dev/watchword/internal/controller/conditions"
 	"github.com/watchword-dev/watchword/test/pgserver"
 )
 
@@ -69,43 +65,6 @@ func sqlExec(t *testing.T, dsn, sql string, args ...any) {
 	must(t, err)
 }
 
-// forwardWatch stands in for the per-store watch loop that is not on this
-// branch: it watches the store's plugin through the plugin provider (the
-// engine.Watcher Watchword uses) and hands each announced key to the
-// ExternalSecret controller's Notify, here through the refresh endpoint,
-// which calls Notify with the store and the keys. It watches again after a
-// broken watch, until the test ends.
-func forwardWatch(t *testing.T, endpoint, ns, store, hookSecret string) {
-	t.Helper()
-	ops, err := pluginprovider.Dial(context.Background(), endpoint, nil)
-	must(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		_ = ops.Closer.Close()
-	})
-	notify := func(keys []string) {
-		if keys == nil {
-			return // anything may have changed: the loop would refresh every ExternalSecret of the store
-		}
-		body, _ := json.Marshal(map[string]any{"store": map[string]string{"kind": v1alpha1.SecretStoreKind, "namespace": ns, "name": store}, "keys": keys})
-		if code, answer := postHook(t, string(body), refreshhook.Sign(body, []byte(hookSecret))); code != http.StatusOK && code != http.StatusAccepted {
-			t.Logf("notifying %v: %d %s", keys, code, answer)
-		}
-	}
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			if werr := ops.Watcher.Watch(ctx, notify); ctx.Err() == nil {
-				t.Logf("the watch broke, watching again: %v", werr)
-				time.Sleep(200 * time.Millisecond)
-			}
-		}
-	}()
-}
-
 // TestPostgresPluginThroughTheCRDs: an ExternalSecret reads from the
 // PostgreSQL plugin's store, a PushSecret writes to it, and a row changed
 // directly in PostgreSQL reaches the target Secret through Watch, with a
@@ -113,12 +72,7 @@ func forwardWatch(t *testing.T, endpoint, ns, store, hookSecret string) {
 func TestPostgresPluginThroughTheCRDs(t *testing.T) {
 	dsn, endpoint := startPostgresPlugin(t)
 	ns := newNamespace(t, nil)
-	const hookSecret = "hook-secret-of-the-postgres-test"
-	createSecret(t, ns, "refresh-hook", map[string]string{"secret": hookSecret})
 	pluginStore(t, ns, "pg", endpoint, nil)
-	updateStore(t, ns, "pg", func(s *v1alpha1.SecretStore) {
-		s.Spec.RefreshHook = &v1alpha1.RefreshHook{SecretRef: v1alpha1.SecretKeySelector{Name: "refresh-hook", Key: "secret"}}
-	})
 
 	// A PushSecret writes to the store: a row with its marker.
 	createSecret(t, ns, "app-creds", map[string]string{"token": "pushed-token"})
@@ -139,18 +93,10 @@ func TestPostgresPluginThroughTheCRDs(t *testing.T) {
 	newES(t, ns, "db", "pg", withRefresh(time.Hour), withData("password", "db", "password"), withData("token", "app-token", "token"))
 	waitSecretData(t, ns, "db", map[string]string{"password": "one", "token": "pushed-token"})
 
-	// A change made with SQL reaches the target through the watch.
-	forwardWatch(t, endpoint, ns, "pg", hookSecret)
-	eventually(t, wait, func() (bool, string) {
-		sqlExec(t, dsn, `UPDATE watchword_secrets SET fields = jsonb_build_object('password', encode($1::bytea, 'base64')) WHERE key = 'db'`, []byte("two"))
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		for ctx.Err() == nil {
-			if s, serr := getSecret(ns, "db"); serr == nil && string(s.Data["password"]) == "two" {
-				return true, ""
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		return false, "the target still holds the old password " + fmt.Sprint(time.Now().Format(time.RFC3339))
-	})
+	// Watchword watches the store, since an ExternalSecret reads from it
+	// and the plugin can watch; a change made with SQL then reaches the
+	// target through the watch, long before the hourly refresh.
+	waitWatchState(t, ns, "pg", conditions.WatchActive)
+	sqlExec(t, dsn, `UPDATE watchword_secrets SET fields = jsonb_build_object('password', encode($1::bytea, 'base64')) WHERE key = 'db'`, []byte("two"))
+	waitSecretData(t, ns, "db", map[string]string{"password": "two", "token": "pushed-token"})
 }
