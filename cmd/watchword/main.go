@@ -1,7 +1,7 @@
 // Command watchword is the Watchword operator: `watchword controller` runs
 // it against a cluster, `watchword dev` runs it on a local embedded control
-// plane with a demo, `watchword template` and `watchword status` help
-// people with their resources, and `watchword version` prints the version.
+// plane with a demo, `watchword template`, `watchword status` and
+// `watchword convert` help people with their resources, and `watchword version` prints the version.
 package main
 
 import (
@@ -47,6 +47,7 @@ Usage:
   watchword template [flags]     render an ExternalSecret's Secret offline from sample data
   watchword status [flags]       ExternalSecrets and PushSecrets, Ready or why not (exit 1 if any is not)
   watchword refresh [flags] NAME… sync ExternalSecrets now, bypassing every cache, and wait for the outcome
+  watchword convert [flags]      convert External Secrets Operator manifests (exit 3 if some settings were not carried)
   watchword version              print the version
 
 Run "watchword COMMAND -h" for the flags of a command.
@@ -84,6 +85,12 @@ func main() {
 		c, perr := parseRefresh(os.Args[2:], os.Stderr)
 		exitOnFlagError(cmd, perr)
 		err = runRefresh(ctx, c, os.Stdout)
+	case "convert":
+		c, perr := parseConvert(os.Args[2:], os.Stderr)
+		exitOnFlagError(cmd, perr)
+		if err = runConvert(c, os.Stdin, os.Stdout, os.Stderr); errors.Is(err, errDropped) {
+			os.Exit(exitConvertDropped)
+		}
 	case "version", "--version", "-v":
 		fmt.Println("watchword", version.Version)
 	case "help", "-h", "--help":
