@@ -150,6 +150,28 @@ func convertDoc(src string, doc []byte, findings *[]Finding) ([][]byte, error) {
 	if err := yaml.Unmarshal(doc, &head); err != nil {
 		return nil, errors.New("not a Kubernetes manifest (YAML or JSON with apiVersion and kind)")
 	}
+	if head.Kind == "List" && head.APIVersion == "v1" {
+		// What kubectl get -o yaml writes: convert each item.
+		var list struct {
+			Items []map[string]any `json:"items"`
+		}
+		if err := yaml.Unmarshal(doc, &list); err != nil {
+			return nil, errors.New("a List whose items do not parse")
+		}
+		var out [][]byte
+		for i, item := range list.Items {
+			b, err := yaml.Marshal(item)
+			if err != nil {
+				return nil, err
+			}
+			docs, err := convertDoc(fmt.Sprintf("%s.items[%d]", src, i), b, findings)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, docs...)
+		}
+		return out, nil
+	}
 	obj := head.Kind + " " + qualified(head.Metadata.Namespace, head.Metadata.Name)
 	group, version, _ := strings.Cut(head.APIVersion, "/")
 	passThrough := func(reason string, sev Severity) [][]byte {

@@ -316,3 +316,37 @@ func writeFixtures(t *testing.T, dir string) {
 		}
 	}
 }
+
+// TestConvertList: what kubectl get -o yaml writes, a v1 List, is
+// converted item by item.
+func TestConvertList(t *testing.T) {
+	list := `apiVersion: v1
+kind: List
+items:
+- apiVersion: external-secrets.io/v1
+  kind: ExternalSecret
+  metadata: {name: a, namespace: b, uid: 0b6c, resourceVersion: "7"}
+  spec:
+    secretStoreRef: {name: s}
+    data: [{secretKey: k, remoteRef: {key: db, property: pw}}]
+  status: {refreshTime: "2026-01-01T00:00:00Z"}
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: c, namespace: b}
+`
+	res, err := Convert([]ConvertInput{{Name: "list.yaml", Data: []byte(list)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Dropped() {
+		t.Errorf("a List of convertible items dropped settings:\n%s", findingsText(res.Findings))
+	}
+	docs := strings.Split(string(res.Output), "---\n")
+	if len(docs) != 2 || !strings.Contains(docs[0], "kind: ExternalSecret") || strings.Contains(docs[0], "uid") ||
+		!strings.Contains(docs[1], "kind: ConfigMap") {
+		t.Errorf("output:\n%s", res.Output)
+	}
+	if !strings.Contains(findingsText(res.Findings), "list.yaml#1.items[1]: ConfigMap b/c") {
+		t.Errorf("findings do not name the item:\n%s", findingsText(res.Findings))
+	}
+}
