@@ -254,7 +254,7 @@ func TestSprigFunctionsAreThereAndOursWin(t *testing.T) {
 	fm := FuncMap()
 	for _, name := range []string{"env", "expandenv", "getHostByName", "now", "date", "randAlphaNum", "uuidv4",
 		"randInt", "shuffle", "genPrivateKey", "genCA", "genSelfSignedCert", "genSignedCert", "bcrypt", "htpasswd",
-		"encryptAES", "ago", "toDate", "hello"} {
+		"encryptAES", "ago", "toDate", "hello", "derivePassword"} {
 		if _, ok := fm[name]; ok {
 			t.Errorf("%s reads the environment, the network, the clock or randomness, and must not be offered", name)
 		}
@@ -264,4 +264,21 @@ func TestSprigFunctionsAreThereAndOursWin(t *testing.T) {
 func sha1Hex(s string) string {
 	h := sha1.Sum([]byte(s))
 	return hex.EncodeToString(h[:])
+}
+
+// TestSizeBoundedFunctions: a template cannot make a function allocate
+// far beyond the output limit.
+func TestSizeBoundedFunctions(t *testing.T) {
+	for _, tmpl := range []string{
+		`{{ repeat 2000000000 "xy" }}`, `{{ len (until 1000000000) }}`, `{{ len (untilStep 0 1000000000 1) }}`,
+		`{{ seq 1000000000 }}`, `{{ indent 2000000000 "x" }}`, `{{ nindent 100000 .many }}`,
+	} {
+		_, err := renderOne(t, tmpl, map[string]string{"many": strings.Repeat("\n", 1000)})
+		if err == nil {
+			t.Errorf("%s: want an error", tmpl)
+		}
+	}
+	if got := mustRender(t, `{{ repeat 3 "ab" }}|{{ until 3 }}|{{ seq 3 }}|{{ untilStep 0 6 2 }}|{{ "a\nb" | indent 2 }}`, nil); got != "ababab|[0 1 2]|1 2 3|[0 2 4]|  a\n  b" {
+		t.Errorf("bounded functions within bounds: %q", got)
+	}
 }

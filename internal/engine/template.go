@@ -19,7 +19,6 @@ import (
 	"text/template"
 	"text/template/parse"
 
-	"github.com/Masterminds/sprig/v3"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"sigs.k8s.io/yaml"
@@ -63,7 +62,7 @@ var funcs = buildFuncMap()
 
 func buildFuncMap() template.FuncMap {
 	out := template.FuncMap{}
-	for name, fn := range sprig.HermeticTxtFuncMap() {
+	for name, fn := range sprigFuncs {
 		if _, excluded := excludedSprig[name]; excluded {
 			continue
 		}
@@ -74,6 +73,7 @@ func buildFuncMap() template.FuncMap {
 		}
 		out[name] = withheldErrors(name, fn)
 	}
+	maps.Copy(out, boundedFuncs())
 	maps.Copy(out, ownFuncs())
 	return out
 }
@@ -102,6 +102,7 @@ var excludedSprig = map[string]string{
 	"unixEpoch":                "takes a time, which only the clock functions give",
 	"mustDateModify":           "takes a time, which only the clock functions give",
 	"must_date_modify":         "takes a time, which only the clock functions give",
+	"derivePassword":           "scrypt, expensive by design: a template could spend the controller's CPU",
 	"hello":                    "a placeholder of the library",
 }
 
@@ -171,13 +172,16 @@ func ownFuncs() template.FuncMap {
 		"quote":      func(s string) string { return fmt.Sprintf("%q", s) },
 		"squote":     func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" },
 		"indent":     indent,
-		"nindent":    func(n int, s string) string { return "\n" + indent(n, s) },
-		"default":    dflt,
-		"required":   required,
-		"keys":       keys,
-		"get":        get,
-		"list":       func(items ...any) []any { return items },
-		"dict":       dict,
+		"nindent": func(n int, s string) (string, error) {
+			out, err := indent(n, s)
+			return "\n" + out, err
+		},
+		"default":  dflt,
+		"required": required,
+		"keys":     keys,
+		"get":      get,
+		"list":     func(items ...any) []any { return items },
+		"dict":     dict,
 		// PEM and certificates
 		"pemBlocks":       pemBlocks,
 		"pemCertificates": pemCertificates,
@@ -573,11 +577,6 @@ func join(sep string, items any) (string, error) {
 		return strings.Join(parts, sep), nil
 	}
 	return "", errors.New("join: second argument must be a list")
-}
-
-func indent(n int, s string) string {
-	pad := strings.Repeat(" ", n)
-	return pad + strings.ReplaceAll(s, "\n", "\n"+pad)
 }
 
 func dflt(def any, v any) any {
