@@ -187,8 +187,8 @@ func convertDoc(src string, doc []byte, findings *[]Finding) ([][]byte, error) {
 		}
 		return passThrough("not an External Secrets Operator object: passed through unchanged", Note), nil
 	}
-	if !esoVersions[version] {
-		return passThrough(fmt.Sprintf("API version %s is not converted (v1, v1beta1 and, for PushSecret, v1alpha1 are): passed through unchanged", version), Dropped), nil
+	if !esoVersions[version] || (version == "v1alpha1" && head.Kind != "PushSecret") {
+		return passThrough(fmt.Sprintf("API version %s of %s is not converted (v1 and v1beta1 are, and v1alpha1 for PushSecret; ESO converts older versions when it serves them as v1): passed through unchanged", version, head.Kind), Dropped), nil
 	}
 	var m map[string]any
 	if err := yaml.Unmarshal(doc, &m); err != nil {

@@ -350,3 +350,14 @@ items:
 		t.Errorf("findings do not name the item:\n%s", findingsText(res.Findings))
 	}
 }
+
+func TestConvertRefusesOldVersions(t *testing.T) {
+	old := "apiVersion: external-secrets.io/v1alpha1\nkind: ExternalSecret\nmetadata: {name: a, namespace: b}\nspec:\n  secretStoreRef: {name: s}\n  dataFrom: [{key: x}]\n"
+	res, err := Convert([]ConvertInput{{Name: "old.yaml", Data: []byte(old)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Dropped() || string(res.Output) != old {
+		t.Errorf("a v1alpha1 ExternalSecret: want it passed through unchanged and reported, got\n%s\n%s", res.Output, findingsText(res.Findings))
+	}
+}
