@@ -60,6 +60,7 @@ type Finding struct {
 	Reason string
 }
 
+// String is the finding as `watchword convert` prints it.
 func (f Finding) String() string {
 	where := f.Object
 	if f.Path != "" {
@@ -253,8 +254,8 @@ func checkTyped(o map[string]any) error {
 		return fmt.Errorf("internal error: converted an object to kind %v", o["kind"])
 	}
 	if err := yaml.UnmarshalStrict(b, target); err != nil {
-		// The decoder's message may quote a value; keep its field path
-		// only when it gives one, as a conversion bug is what this is.
+		// The decoder's message may quote a value, so it is not passed
+		// on: a conversion bug is what this is.
 		return fmt.Errorf("the converted %v does not decode as Watchword's type (a bug of convert; please report it with the manifest's shape, not its values)", o["kind"])
 	}
 	return nil

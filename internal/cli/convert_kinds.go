@@ -339,7 +339,7 @@ func (c *converter) store(kind string, m map[string]any) []map[string]any {
 	case "fake":
 		ok = c.provider(dst, "fake", block, path, reflect.TypeFor[v1alpha1.FakeProvider]())
 	case "kubernetes":
-		ok = c.kubernetes(dst, block, path, kind)
+		ok = c.kubernetes(dst, block, path)
 	case "vault":
 		ok = c.vault(dst, block, path)
 	case "aws":
@@ -408,7 +408,7 @@ func (c *converter) conditions(conds []any, dst map[string]any) {
 	}
 }
 
-func (c *converter) kubernetes(dst map[string]any, b map[string]any, path, kind string) bool {
+func (c *converter) kubernetes(dst map[string]any, b map[string]any, path string) bool {
 	if _, ok := take(b, "authRef"); ok {
 		c.drop(path+".authRef", "a kubeconfig in a Secret is not supported: use auth.token, auth.cert or auth.serviceAccount")
 	}

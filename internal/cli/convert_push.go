@@ -142,21 +142,21 @@ func (c *converter) pushSecret(m map[string]any) []map[string]any {
 
 	var out []map[string]any
 	for i, remote := range remotes {
-		spec := maps.Clone(base)
-		spec["data"] = fields[remote]
+		ps := maps.Clone(base)
+		ps["data"] = fields[remote]
 		var dests []any
 		for _, s := range stores {
 			ref := s.(map[string]any)
 			d := map[string]any{"name": remote, "configRef": maps.Clone(ref)}
 			dests = append(dests, d)
 		}
-		spec["destinations"] = dests
+		ps["destinations"] = dests
 		md := maps.Clone(meta)
 		if len(remotes) > 1 {
 			md["name"] = fmt.Sprintf("%v-%d", meta["name"], i+1)
 		}
 		o := newObject("PushSecret", md)
-		o["spec"] = spec
+		o["spec"] = ps
 		out = append(out, o)
 	}
 	return out
