@@ -333,6 +333,9 @@ func (c *converter) store(kind string, m map[string]any) []map[string]any {
 	}
 	name := names[0]
 	block, _ := provider[name].(map[string]any)
+	if block == nil {
+		block = map[string]any{}
+	}
 	path := "spec.provider." + name
 	var ok bool
 	switch name {

@@ -361,3 +361,20 @@ func TestConvertRefusesOldVersions(t *testing.T) {
 		t.Errorf("a v1alpha1 ExternalSecret: want it passed through unchanged and reported, got\n%s\n%s", res.Output, findingsText(res.Findings))
 	}
 }
+
+// FuzzConvert: no input makes convert panic, and what it writes always
+// decodes (checkTyped) or is refused with an error.
+func FuzzConvert(f *testing.F) {
+	for _, seed := range []string{
+		"apiVersion: external-secrets.io/v1\nkind: SecretStore\nmetadata: {name: a}\nspec: {provider: {vault: null}}\n",
+		"apiVersion: external-secrets.io/v1\nkind: SecretStore\nmetadata: {name: a}\nspec: {provider: {kubernetes: {server: 3, auth: []}}}\n",
+		"apiVersion: external-secrets.io/v1\nkind: ExternalSecret\nmetadata: {name: a}\nspec: {data: [1, {remoteRef: 2}], dataFrom: [null], target: {template: {templateFrom: [1]}}}\n",
+		"apiVersion: external-secrets.io/v1alpha1\nkind: PushSecret\nmetadata: {name: a}\nspec: {selector: 1, secretStoreRefs: [1, {name: x}], data: [1]}\n",
+		"apiVersion: v1\nkind: List\nitems: [1, {apiVersion: external-secrets.io/v1, kind: ClusterSecretStore, spec: {conditions: [1]}}]\n",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		_, _ = Convert([]ConvertInput{{Name: "fuzz", Data: []byte(doc)}})
+	})
+}
