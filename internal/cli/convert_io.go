@@ -25,9 +25,9 @@ func ReadConvertInputs(name string, stdin io.Reader) ([]ConvertInput, error) {
 		return nil, err
 	}
 	if !st.IsDir() {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			return nil, err
+		b, rerr := os.ReadFile(name)
+		if rerr != nil {
+			return nil, rerr
 		}
 		return []ConvertInput{{Name: name, Data: b}}, nil
 	}
