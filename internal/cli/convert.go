@@ -36,11 +36,11 @@ import (
 type Severity string
 
 const (
-	// Dropped: a setting with an effect was not carried (or was carried
-	// with a different meaning); the converted object may behave
+	// Dropped means a setting with an effect was not carried (or was
+	// carried with a different meaning); the converted object may behave
 	// differently. `watchword convert` exits 3 when there is one.
 	Dropped Severity = "dropped"
-	// Note: something the user should know; nothing was lost.
+	// Note is something the user should know; nothing was lost.
 	Note Severity = "note"
 )
 
@@ -422,10 +422,10 @@ func (c *converter) metadata(m map[string]any) map[string]any {
 	if ann := takeMap(src, "annotations"); len(ann) > 0 {
 		kept := map[string]any{}
 		for k, v := range ann {
-			switch {
-			case k == "kubectl.kubernetes.io/last-applied-configuration":
+			switch k {
+			case "kubectl.kubernetes.io/last-applied-configuration":
 				// A copy of the ESO manifest: not carried.
-			case k == "force-sync":
+			case "force-sync":
 				c.note("metadata.annotations.force-sync", "ESO's force-sync annotation is not carried: Watchword's is watchword.io/force-sync")
 			default:
 				kept[k] = v

@@ -374,7 +374,7 @@ func FuzzConvert(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	f.Fuzz(func(t *testing.T, doc string) {
+	f.Fuzz(func(_ *testing.T, doc string) {
 		_, _ = Convert([]ConvertInput{{Name: "fuzz", Data: []byte(doc)}})
 	})
 }
