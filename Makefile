@@ -76,6 +76,7 @@ bench-smoke: build tools ## A small run of the benchmark, as CI does.
 fuzz: ## Run each fuzz target for a short while.
 	$(GO) test ./internal/engine -run '^$$' -fuzz FuzzParsePath -fuzztime 20s
 	$(GO) test ./internal/engine -run '^$$' -fuzz FuzzRender -fuzztime 20s
+	$(GO) test ./internal/cli -run '^$$' -fuzz FuzzConvert -fuzztime 20s
 
 clean:
 	rm -rf bin .watchword-dev

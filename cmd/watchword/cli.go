@@ -183,3 +183,59 @@ func clusterClient(c statusConfig) (client.Client, string, error) {
 	k, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
 	return k, ns, err
 }
+
+// convertConfig is `watchword convert`'s.
+type convertConfig struct {
+	Files  multiFlag
+	Output string
+}
+
+func parseConvert(args []string, out io.Writer) (convertConfig, error) {
+	var c convertConfig
+	fs := newFlagSet("convert", "convert -f FILE|DIR|- [-f …] [-o OUT.yaml]", out)
+	fs.Var(&c.Files, "f", "External Secrets Operator manifests: a file, a directory (its .yaml, .yml and .json files, recursively) or - for stdin (repeat for more)")
+	fs.StringVar(&c.Output, "o", "", "write the converted manifests to this file (default: stdout)")
+	if err := parseFlags(fs, args); err != nil {
+		return c, err
+	}
+	if len(c.Files) == 0 {
+		return c, errors.New("-f is needed: the manifests to convert")
+	}
+	return c, nil
+}
+
+// Exit codes of `watchword convert`: 0 when everything was carried,
+// exitConvertDropped when some settings were not (the findings on stderr
+// say which), 1 on an error, 2 for bad flags.
+const exitConvertDropped = 3
+
+// errDropped makes `watchword convert` exit exitConvertDropped.
+var errDropped = errors.New("some settings were not carried")
+
+func runConvert(c convertConfig, stdin io.Reader, stdout, stderr io.Writer) error {
+	var inputs []cli.ConvertInput
+	for _, f := range c.Files {
+		in, err := cli.ReadConvertInputs(f, stdin)
+		if err != nil {
+			return err
+		}
+		inputs = append(inputs, in...)
+	}
+	res, err := cli.Convert(inputs)
+	if err != nil {
+		return err
+	}
+	out := stdout
+	if c.Output != "" {
+		if err := os.WriteFile(c.Output, res.Output, 0o600); err != nil {
+			return err
+		}
+	} else if _, err := out.Write(res.Output); err != nil {
+		return err
+	}
+	cli.PrintFindings(stderr, res.Findings)
+	if res.Dropped() {
+		return errDropped
+	}
+	return nil
+}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -31,5 +33,49 @@ func TestParseRefresh(t *testing.T) {
 		if _, err := parseRefresh(bad, io.Discard); err == nil {
 			t.Errorf("parseRefresh(%q) was accepted", bad)
 		}
+	}
+}
+
+func TestConvertExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := dir + "/" + name
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	clean := write("clean.yaml", "apiVersion: external-secrets.io/v1\nkind: ExternalSecret\nmetadata: {name: a, namespace: b}\n"+
+		"spec:\n  secretStoreRef: {name: s}\n  data:\n  - secretKey: k\n    remoteRef: {key: db, property: password}\n")
+	lossy := write("lossy.yaml", "apiVersion: external-secrets.io/v1\nkind: ExternalSecret\nmetadata: {name: a, namespace: b}\n"+
+		"spec:\n  secretStoreRef: {name: s}\n  dataFrom:\n  - find: {name: {regexp: x}}\n")
+	broken := write("broken.yaml", "kind: [\n")
+
+	c, err := parseConvert([]string{"-f", clean, "-o", dir + "/out.yaml"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	if err := runConvert(c, nil, io.Discard, &stderr); err != nil {
+		t.Errorf("a manifest carried whole: %v, want no error (exit 0)", err)
+	}
+	if out, _ := os.ReadFile(dir + "/out.yaml"); !strings.Contains(string(out), "external-secrets.x-k8s.io/v1alpha1") {
+		t.Errorf("-o did not get the converted manifest: %s", out)
+	}
+	c, _ = parseConvert([]string{"-f", "-"}, io.Discard)
+	lossyBody, _ := os.ReadFile(lossy)
+	stderr.Reset()
+	if err := runConvert(c, strings.NewReader(string(lossyBody)), io.Discard, &stderr); !errors.Is(err, errDropped) {
+		t.Errorf("a manifest with a dropped field: %v, want errDropped (exit %d)", err, exitConvertDropped)
+	}
+	if !strings.Contains(stderr.String(), "spec.dataFrom[0].find") {
+		t.Errorf("stderr does not name the dropped field:\n%s", stderr.String())
+	}
+	c, _ = parseConvert([]string{"-f", broken}, io.Discard)
+	if err := runConvert(c, nil, io.Discard, io.Discard); err == nil || errors.Is(err, errDropped) {
+		t.Errorf("a manifest that does not parse: %v, want an error (exit 1)", err)
+	}
+	if _, err := parseConvert(nil, io.Discard); err == nil {
+		t.Error("convert without -f was accepted")
 	}
 }

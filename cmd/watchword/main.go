@@ -1,8 +1,9 @@
 // Command watchword is the Watchword operator: `watchword controller` runs
 // it against a cluster, `watchword dev` runs it on a local embedded control
-// plane with a demo, `watchword template` and `watchword status` help
-// people with their resources, `watchword plugin conformance` checks a store
-// plugin, and `watchword version` prints the version.
+// plane with a demo, `watchword template`, `watchword status` and
+// `watchword convert` help people with their resources, `watchword plugin
+// conformance` checks a store plugin, and `watchword version` prints the
+// version.
 package main
 
 import (
@@ -54,6 +55,7 @@ Usage:
   watchword status [flags]       ExternalSecrets and PushSecrets, Ready or why not (exit 1 if any is not)
   watchword refresh [flags] NAME… sync ExternalSecrets now, bypassing every cache, and wait for the outcome
   watchword plugin conformance [flags]  run the conformance suite against a store plugin (exit 1 if it fails)
+  watchword convert [flags]      convert External Secrets Operator manifests (exit 3 if some settings were not carried)
   watchword version              print the version
 
 Run "watchword COMMAND -h" for the flags of a command.
@@ -100,6 +102,12 @@ func main() {
 		exitOnFlagError("plugin conformance", perr)
 		if err = runPluginConformance(ctx, c, os.Stdout); errors.Is(err, conformance.ErrFailed) {
 			os.Exit(1)
+		}
+	case "convert":
+		c, perr := parseConvert(os.Args[2:], os.Stderr)
+		exitOnFlagError(cmd, perr)
+		if err = runConvert(c, os.Stdin, os.Stdout, os.Stderr); errors.Is(err, errDropped) {
+			os.Exit(exitConvertDropped)
 		}
 	case "version", "--version", "-v":
 		fmt.Println("watchword", version.Version)

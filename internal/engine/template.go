@@ -47,9 +47,99 @@ func (e *TemplateError) Error() string {
 // exhaust memory or exceed what a Secret can hold.
 const maxRendered = 1 << 20
 
-// FuncMap is the function set available to templates. It reaches nothing
-// outside the data it is given: no environment, files, network or cluster.
-func FuncMap() template.FuncMap {
+// FuncMap is the function set available to templates: the hermetic
+// functions of the sprig library (github.com/Masterminds/sprig) without
+// those listed in excludedSprig, our own functions (which win on a name
+// they share with sprig), and the format helpers of formats.go. It
+// reaches nothing outside the data it is given: no environment, files,
+// network, cluster, clock or randomness, so that the same data always
+// renders the same Secret. docs/templates.md lists every name (a test
+// keeps the two equal).
+func FuncMap() template.FuncMap { return maps.Clone(funcs) }
+
+// funcs is built once: wrapping sprig's functions uses reflection.
+var funcs = buildFuncMap()
+
+func buildFuncMap() template.FuncMap {
+	out := template.FuncMap{}
+	for name, fn := range sprigFuncs {
+		if _, excluded := excludedSprig[name]; excluded {
+			continue
+		}
+		if name == "fail" {
+			// Its message is the template's own text.
+			out[name] = fn
+			continue
+		}
+		out[name] = withheldErrors(name, fn)
+	}
+	maps.Copy(out, boundedFuncs())
+	maps.Copy(out, ownFuncs())
+	return out
+}
+
+// excludedSprig are the functions of sprig's hermetic set that are left
+// out, with the reason. (The hermetic set already leaves out env,
+// expandenv, getHostByName, now, date and its forms, and the rand* and
+// uuid functions.)
+var excludedSprig = map[string]string{
+	"randInt":                  "random",
+	"shuffle":                  "random",
+	"bcrypt":                   "random salt: a new value at each rendering",
+	"htpasswd":                 "random salt: a new value at each rendering",
+	"encryptAES":               "random IV: a new value at each rendering",
+	"genPrivateKey":            "random",
+	"genCA":                    "random",
+	"genCAWithKey":             "random serial number",
+	"genSelfSignedCert":        "random",
+	"genSelfSignedCertWithKey": "random serial number",
+	"genSignedCert":            "random",
+	"genSignedCertWithKey":     "random serial number",
+	"ago":                      "reads the clock",
+	"durationRound":            "reads the clock for a time argument",
+	"toDate":                   "depends on the machine's time zone",
+	"mustToDate":               "depends on the machine's time zone",
+	"unixEpoch":                "takes a time, which only the clock functions give",
+	"mustDateModify":           "takes a time, which only the clock functions give",
+	"must_date_modify":         "takes a time, which only the clock functions give",
+	"derivePassword":           "scrypt, expensive by design: a template could spend the controller's CPU",
+	"hello":                    "a placeholder of the library",
+}
+
+// withheldErrors wraps a library function so that its errors, and the
+// panics text/template would report, say only that the function failed:
+// the library's messages may quote the input, which may be a secret.
+func withheldErrors(name string, fn any) any {
+	v := reflect.ValueOf(fn)
+	t := v.Type()
+	if t.Kind() != reflect.Func {
+		return fn
+	}
+	failure := fmt.Errorf("%s: failed on its input (the library's message is withheld, as it may quote the input)", name)
+	errType := reflect.TypeFor[error]()
+	returnsErr := t.NumOut() == 2 && t.Out(1) == errType
+	return reflect.MakeFunc(t, func(args []reflect.Value) (out []reflect.Value) {
+		defer func() {
+			if r := recover(); r != nil {
+				panic(failure)
+			}
+		}()
+		if t.IsVariadic() {
+			out = v.CallSlice(args)
+		} else {
+			out = v.Call(args)
+		}
+		if returnsErr && !out[1].IsNil() {
+			out[1] = reflect.ValueOf(&failure).Elem()
+		}
+		return out
+	}).Interface()
+}
+
+// ownFuncs are the functions written here: those Watchword had before it
+// took sprig's set (they keep their behaviour where sprig's differs), and
+// the format helpers.
+func ownFuncs() template.FuncMap {
 	return template.FuncMap{
 		// encodings
 		"b64enc": func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) },
@@ -82,13 +172,16 @@ func FuncMap() template.FuncMap {
 		"quote":      func(s string) string { return fmt.Sprintf("%q", s) },
 		"squote":     func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" },
 		"indent":     indent,
-		"nindent":    func(n int, s string) string { return "\n" + indent(n, s) },
-		"default":    dflt,
-		"required":   required,
-		"keys":       keys,
-		"get":        get,
-		"list":       func(items ...any) []any { return items },
-		"dict":       dict,
+		"nindent": func(n int, s string) (string, error) {
+			out, err := indent(n, s)
+			return "\n" + out, err
+		},
+		"default":  dflt,
+		"required": required,
+		"keys":     keys,
+		"get":      get,
+		"list":     func(items ...any) []any { return items },
+		"dict":     dict,
 		// PEM and certificates
 		"pemBlocks":       pemBlocks,
 		"pemCertificates": pemCertificates,
@@ -97,12 +190,27 @@ func FuncMap() template.FuncMap {
 		"pemPrivateKey":   pemPrivateKey,
 		"certSubject":     certSubject,
 		"certNotAfter":    certNotAfter,
+		"certSANs":        certSANs,
+		"filterPEM":       filterPEM,
+		// PKCS#12 and JWK (formats.go)
+		"pkcs12key":                 pkcs12key,
+		"pkcs12keyPass":             pkcs12keyPass,
+		"pkcs12cert":                pkcs12cert,
+		"pkcs12certPass":            pkcs12certPass,
+		"pemToPkcs12":               pemToPkcs12,
+		"pemToPkcs12Pass":           pemToPkcs12Pass,
+		"fullPemToPkcs12":           fullPemToPkcs12,
+		"fullPemToPkcs12Pass":       fullPemToPkcs12Pass,
+		"pemTruststoreToPKCS12":     pemTruststoreToPKCS12,
+		"pemTruststoreToPKCS12Pass": pemTruststoreToPKCS12Pass,
+		"jwkPublicKeyPem":           jwkPublicKeyPem,
+		"jwkPrivateKeyPem":          jwkPrivateKeyPem,
 	}
 }
 
 // renderTemplate renders text over ctx.
 func renderTemplate(name, text string, ctx any) ([]byte, error) {
-	t, err := template.New(name).Option("missingkey=error").Funcs(FuncMap()).
+	t, err := template.New(name).Option("missingkey=error").Funcs(funcs).
 		Funcs(template.FuncMap{lookupFunc: fieldOrMissing}).Parse(text)
 	if err != nil {
 		return nil, &TemplateError{Name: name, Problem: "does not parse: " + scrub(err.Error(), name)}
@@ -469,11 +577,6 @@ func join(sep string, items any) (string, error) {
 		return strings.Join(parts, sep), nil
 	}
 	return "", errors.New("join: second argument must be a list")
-}
-
-func indent(n int, s string) string {
-	pad := strings.Repeat(" ", n)
-	return pad + strings.ReplaceAll(s, "\n", "\n"+pad)
 }
 
 func dflt(def any, v any) any {

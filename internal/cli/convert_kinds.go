@@ -1,0 +1,500 @@
+package cli
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"text/template"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/engine"
+)
+
+// The rules of each kind. Each takes the fields it knows out of the ESO
+// object (take*), writes Watchword's, and reports what it cannot carry;
+// leftovers reports the rest.
+
+// externalSecret converts an ExternalSecret.
+func (c *converter) externalSecret(m map[string]any) []map[string]any {
+	out := newObject("ExternalSecret", c.metadata(m))
+	delete(m, "apiVersion")
+	delete(m, "kind")
+	delete(m, "status")
+	spec := takeMap(m, "spec")
+	c.leftovers(m, "")
+	dst := map[string]any{}
+
+	if ref := takeMap(spec, "secretStoreRef"); len(ref) > 0 {
+		dst["secretStoreRef"] = c.carry(ref, reflect.TypeFor[v1alpha1.StoreRef](), "spec.secretStoreRef")
+	} else {
+		c.drop("spec.secretStoreRef", "no store: Watchword reads every key of an ExternalSecret from one store, named by secretStoreRef (sourceRef per entry is not supported); the converted object needs one")
+	}
+
+	interval, hasInterval := take(spec, "refreshInterval")
+	switch policy := takeString(spec, "refreshPolicy"); policy {
+	case "", "Periodic":
+		if hasInterval {
+			dst["refreshInterval"] = interval
+		}
+	case "OnChange":
+		// Watchword's refreshInterval 0 syncs again only when an input changes.
+		dst["refreshInterval"] = "0"
+	case "CreatedOnce":
+		dst["refreshInterval"] = "0"
+		c.drop("spec.refreshPolicy", "CreatedOnce has no equivalent: written as refreshInterval 0, which syncs once and again when the ExternalSecret, its store or a templateFrom ConfigMap changes")
+	default:
+		c.drop("spec.refreshPolicy", fmt.Sprintf("refreshPolicy %s is not known", policy))
+	}
+	if _, ok := take(spec, "syncWindows"); ok {
+		c.drop("spec.syncWindows", "Watchword has no sync windows: it refreshes at any time")
+	}
+
+	if target := takeMap(spec, "target"); target != nil {
+		set(dst, "target", c.target(target))
+	}
+	var data []any
+	for i, e := range takeList(spec, "data") {
+		if d := c.dataEntry(e, pathIndex("spec.data", i)); d != nil {
+			data = append(data, d)
+		}
+	}
+	set(dst, "data", data)
+	var dataFrom []any
+	for i, e := range takeList(spec, "dataFrom") {
+		if d := c.dataFromEntry(e, pathIndex("spec.dataFrom", i)); d != nil {
+			dataFrom = append(dataFrom, d)
+		}
+	}
+	set(dst, "dataFrom", dataFrom)
+	c.leftovers(spec, "spec")
+	if len(data) == 0 && len(dataFrom) == 0 {
+		c.drop("spec", "no data or dataFrom entry could be carried: the ExternalSecret is not converted")
+		return nil
+	}
+	out["spec"] = dst
+	return []map[string]any{out}
+}
+
+func (c *converter) target(t map[string]any) map[string]any {
+	const path = "spec.target"
+	out := map[string]any{}
+	set(out, "name", takeString(t, "name"))
+	switch p := takeString(t, "creationPolicy"); p {
+	case "", "Owner", "Merge", "None":
+		set(out, "creationPolicy", p)
+	case "Orphan":
+		out["creationPolicy"] = "Owner"
+		out["deletionPolicy"] = "Retain"
+		c.drop(path+".creationPolicy", "Orphan has no equivalent: written as Owner with deletionPolicy Retain (Watchword owns the Secret while the ExternalSecret exists and leaves it when the ExternalSecret is deleted)")
+	case "CreateOrMerge":
+		out["creationPolicy"] = "Owner"
+		c.drop(path+".creationPolicy", "CreateOrMerge has no equivalent: written as Owner, which creates the Secret but refuses to write into an existing one it does not own (use Merge when the Secret exists)")
+	default:
+		c.drop(path+".creationPolicy", fmt.Sprintf("creationPolicy %s is not known", p))
+	}
+	// ESO's deletionPolicy says what happens when the remote secrets are
+	// gone; Watchword's what happens when the ExternalSecret is deleted.
+	switch p := takeString(t, "deletionPolicy"); p {
+	case "", "Retain":
+		// Watchword keeps the last good data and reports the missing key,
+		// as ESO's Retain does.
+	default:
+		c.drop(path+".deletionPolicy", fmt.Sprintf("deletionPolicy %s (what ESO does when the remote secrets are deleted) has no equivalent: Watchword keeps the Secret's last good data and reports the missing key", p))
+	}
+	if v, ok := take(t, "immutable"); ok && v == true {
+		c.drop(path+".immutable", "Watchword does not write immutable Secrets")
+	}
+	if _, ok := take(t, "manifest"); ok {
+		c.drop(path+".manifest", "Watchword writes Secrets only, not other kinds")
+	}
+	if tmpl := takeMap(t, "template"); tmpl != nil {
+		set(out, "template", c.template(tmpl, path+".template", false))
+	}
+	c.leftovers(t, path)
+	return out
+}
+
+// template converts an ESO template. A PushSecret's template has only
+// data and mergePolicy.
+func (c *converter) template(t map[string]any, path string, push bool) map[string]any {
+	out := map[string]any{}
+	switch v := takeString(t, "engineVersion"); v {
+	case "", "v2":
+	default:
+		c.drop(path+".engineVersion", fmt.Sprintf("engine %s templates are rendered with Watchword's functions (sprig's, like ESO's v2): check them", v))
+	}
+	set(out, "mergePolicy", takeString(t, "mergePolicy"))
+	if data := takeMap(t, "data"); len(data) > 0 {
+		for _, k := range slices.Sorted(maps.Keys(data)) {
+			if s, ok := data[k].(string); ok {
+				c.checkTemplate(s, pathJoin(path+".data", k))
+			}
+		}
+		out["data"] = data
+	}
+	if push {
+		for _, k := range []string{"type", "metadata", "templateFrom"} {
+			if _, ok := take(t, k); ok {
+				c.drop(pathJoin(path, k), "a PushSecret's template has only data and mergePolicy in Watchword")
+			}
+		}
+		c.leftovers(t, path)
+		return out
+	}
+	set(out, "type", takeString(t, "type"))
+	if meta := takeMap(t, "metadata"); meta != nil {
+		mo := map[string]any{}
+		for _, k := range []string{"labels", "annotations"} {
+			if v := takeMap(meta, k); len(v) > 0 {
+				for _, key := range slices.Sorted(maps.Keys(v)) {
+					if s, ok := v[key].(string); ok {
+						c.checkTemplate(s, pathJoin(path+".metadata."+k, key))
+					}
+				}
+				mo[k] = v
+			}
+		}
+		if _, ok := take(meta, "finalizers"); ok {
+			c.drop(path+".metadata.finalizers", "Watchword does not set finalizers on the target Secret")
+		}
+		c.leftovers(meta, path+".metadata")
+		set(out, "metadata", mo)
+	}
+	var from []any
+	for i, e := range takeList(t, "templateFrom") {
+		if f := c.templateFrom(e, pathIndex(path+".templateFrom", i)); f != nil {
+			from = append(from, f)
+		}
+	}
+	set(out, "templateFrom", from)
+	c.leftovers(t, path)
+	return out
+}
+
+func (c *converter) templateFrom(e any, path string) map[string]any {
+	f, _ := e.(map[string]any)
+	if f == nil {
+		return nil
+	}
+	target := takeString(f, "target")
+	if target != "" && !strings.EqualFold(target, "Data") {
+		c.drop(path, fmt.Sprintf("templateFrom with target %s is not supported: Watchword renders templateFrom into the Secret's data only", target))
+		return nil
+	}
+	if v := takeString(f, "valuesDecodingStrategy"); v != "" && v != "None" {
+		c.drop(path+".valuesDecodingStrategy", "not supported: decode in the template (b64dec)")
+	}
+	if _, ok := take(f, "secret"); ok {
+		c.drop(path+".secret", "templates kept in Secrets are not supported: Watchword reads them from ConfigMaps")
+	}
+	if _, ok := take(f, "literal"); ok {
+		c.drop(path+".literal", "literal templates (a rendered YAML map of keys) are not supported: move each key into template.data")
+	}
+	cm := takeMap(f, "configMap")
+	c.leftovers(f, path)
+	if cm == nil {
+		return nil
+	}
+	var items []any
+	for i, it := range takeList(cm, "items") {
+		item, _ := it.(map[string]any)
+		ipath := pathIndex(path+".configMap.items", i)
+		if as := takeString(item, "templateAs"); as != "" && as != "Values" {
+			c.drop(ipath, fmt.Sprintf("templateAs %s is not supported: Watchword renders each item into the Secret key of the same name (templateAs Values)", as))
+			continue
+		}
+		items = append(items, map[string]any{"key": takeString(item, "key")})
+		c.leftovers(item, ipath)
+	}
+	name := takeString(cm, "name")
+	c.leftovers(cm, path+".configMap")
+	if len(items) == 0 {
+		return nil
+	}
+	return map[string]any{"configMap": map[string]any{"name": name, "items": items}}
+}
+
+// checkTemplate reports a template that does not parse with Watchword's
+// functions (one that calls now or env, say). Templates are part of the
+// manifest, not secret values.
+func (c *converter) checkTemplate(text, path string) {
+	if _, err := template.New("t").Funcs(engine.FuncMap()).Parse(text); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "template: t:")
+		c.drop(path, "the template does not parse with Watchword's functions ("+msg+"); see docs/templates.md")
+	}
+}
+
+// remoteRef carries key, property and version of an ESO remote reference
+// and reports its other settings. It returns nil when the entry cannot be
+// carried at all.
+func (c *converter) remoteRef(r map[string]any, path string) map[string]any {
+	out := map[string]any{}
+	for _, k := range []string{"key", "property", "version"} {
+		set(out, k, takeString(r, k))
+	}
+	if p := takeString(r, "metadataPolicy"); p != "" && p != "None" {
+		c.drop(path, "metadataPolicy Fetch (reading the remote secret's metadata) is not supported: the entry is not carried")
+		return nil
+	}
+	if s := takeString(r, "conversionStrategy"); s != "" && s != "Default" {
+		c.drop(path+".conversionStrategy", fmt.Sprintf("conversionStrategy %s is not supported: the value is written as the store returns it", s))
+	}
+	if s := takeString(r, "decodingStrategy"); s != "" && s != "None" {
+		c.drop(path+".decodingStrategy", fmt.Sprintf("decodingStrategy %s is not supported: decode in a template with b64dec", s))
+	}
+	if s := takeString(r, "nullBytePolicy"); s != "" && s != "Ignore" {
+		c.drop(path+".nullBytePolicy", fmt.Sprintf("nullBytePolicy %s is not supported", s))
+	}
+	c.leftovers(r, path)
+	if out["key"] == nil {
+		c.drop(path+".key", "no key: the entry is not carried")
+		return nil
+	}
+	return out
+}
+
+func (c *converter) dataEntry(e any, path string) map[string]any {
+	d, _ := e.(map[string]any)
+	if d == nil {
+		return nil
+	}
+	if _, ok := take(d, "sourceRef"); ok {
+		c.drop(path, "sourceRef (another store or a generator for one entry) is not supported: the entry is not carried")
+		return nil
+	}
+	key := takeString(d, "secretKey")
+	ref := c.remoteRef(takeMap(d, "remoteRef"), path+".remoteRef")
+	c.leftovers(d, path)
+	if ref == nil {
+		return nil
+	}
+	return map[string]any{"secretKey": key, "remoteRef": ref}
+}
+
+func (c *converter) dataFromEntry(e any, path string) map[string]any {
+	d, _ := e.(map[string]any)
+	if d == nil {
+		return nil
+	}
+	if _, ok := take(d, "sourceRef"); ok {
+		c.drop(path, "sourceRef (another store or a generator) is not supported: the entry is not carried")
+		return nil
+	}
+	if _, ok := take(d, "find"); ok {
+		c.drop(path+".find", "find (every remote secret that matches a path, a name or tags) is not supported: list the keys with dataFrom remoteRef entries")
+		return nil
+	}
+	if _, ok := take(d, "rewrite"); ok {
+		c.drop(path+".rewrite", "rewrite is not supported: the keys are written as the store names them; rename them with a template")
+	}
+	ext := takeMap(d, "extract")
+	c.leftovers(d, path)
+	if ext == nil {
+		return nil
+	}
+	ref := c.remoteRef(ext, path+".extract")
+	if ref == nil {
+		return nil
+	}
+	return map[string]any{"remoteRef": ref}
+}
+
+// store converts a SecretStore or a ClusterSecretStore.
+func (c *converter) store(kind string, m map[string]any) []map[string]any {
+	meta := c.metadata(m)
+	delete(m, "apiVersion")
+	delete(m, "kind")
+	delete(m, "status")
+	spec := takeMap(m, "spec")
+	c.leftovers(m, "")
+	dst := map[string]any{}
+	set(dst, "controller", takeString(spec, "controller"))
+	if _, ok := take(spec, "retrySettings"); ok {
+		c.drop("spec.retrySettings", "Watchword retries with its own backoff")
+	}
+	if _, ok := take(spec, "refreshInterval"); ok {
+		c.note("spec.refreshInterval", "Watchword checks a store when it changes, not on an interval")
+	}
+	if conds := takeList(spec, "conditions"); len(conds) > 0 {
+		if kind != "ClusterSecretStore" {
+			c.drop("spec.conditions", "only a ClusterSecretStore has namespace conditions")
+		} else {
+			c.conditions(conds, dst)
+		}
+	}
+	provider := takeMap(spec, "provider")
+	c.leftovers(spec, "spec")
+	names := slices.Sorted(maps.Keys(provider))
+	if len(names) != 1 {
+		c.drop("spec.provider", "a store needs exactly one provider block: the store is not converted")
+		return nil
+	}
+	name := names[0]
+	block, _ := provider[name].(map[string]any)
+	if block == nil {
+		block = map[string]any{}
+	}
+	path := "spec.provider." + name
+	var ok bool
+	switch name {
+	case "fake":
+		ok = c.provider(dst, "fake", block, path, reflect.TypeFor[v1alpha1.FakeProvider]())
+	case "kubernetes":
+		ok = c.kubernetes(dst, block, path)
+	case "vault":
+		ok = c.vault(dst, block, path)
+	case "aws":
+		ok = c.aws(dst, block, path)
+	default:
+		c.drop(path, fmt.Sprintf("Watchword has no %s provider (it has fake, kubernetes, vault, plugin, and awssm in its API): the store is not converted", name))
+		return nil
+	}
+	if !ok {
+		return nil
+	}
+	out := newObject(kind, meta)
+	out["spec"] = dst
+	return []map[string]any{out}
+}
+
+// provider carries block as Watchword's provider block name. A block
+// whose auth was not carried at all (a method Watchword does not have)
+// makes no store: the store is reported as not converted.
+func (c *converter) provider(dst map[string]any, name string, block map[string]any, path string, t reflect.Type) bool {
+	carried, _ := c.carry(block, t, path).(map[string]any)
+	if auth, ok := carried["auth"].(map[string]any); ok && len(auth) == 0 && name != "awssm" {
+		c.drop(path+".auth", "no authentication method that Watchword has: the store is not converted")
+		return false
+	}
+	dst[name] = carried
+	return true
+}
+
+// conditions turns ESO's list of namespace conditions (a namespace may use
+// the store when it matches any) into Watchword's namespaces and one
+// namespaceSelector (when either is set, a namespace must match one).
+func (c *converter) conditions(conds []any, dst map[string]any) {
+	var namespaces []any
+	var selectors []any
+	for i, e := range conds {
+		cond, _ := e.(map[string]any)
+		p := pathIndex("spec.conditions", i)
+		namespaces = append(namespaces, takeList(cond, "namespaces")...)
+		if sel := takeMap(cond, "namespaceSelector"); sel != nil {
+			selectors = append(selectors, sel)
+		}
+		if _, ok := take(cond, "namespaceRegexes"); ok {
+			c.drop(p+".namespaceRegexes", "namespace regular expressions are not supported: list the namespaces or label them")
+		}
+		c.leftovers(cond, p)
+	}
+	if len(namespaces) > 0 {
+		seen := map[any]bool{}
+		var uniq []any
+		for _, n := range namespaces {
+			if !seen[n] {
+				seen[n] = true
+				uniq = append(uniq, n)
+			}
+		}
+		dst["namespaces"] = uniq
+	}
+	switch len(selectors) {
+	case 0:
+	case 1:
+		dst["namespaceSelector"] = selectors[0]
+	default:
+		dst["namespaceSelector"] = selectors[0]
+		c.drop("spec.conditions", "Watchword takes one namespaceSelector: only the first is carried")
+	}
+}
+
+func (c *converter) kubernetes(dst map[string]any, b map[string]any, path string) bool {
+	if _, ok := take(b, "authRef"); ok {
+		c.drop(path+".authRef", "a kubeconfig in a Secret is not supported: use auth.token, auth.cert or auth.serviceAccount")
+	}
+	if server := takeMap(b, "server"); server != nil {
+		if ca := takeMap(server, "caProvider"); ca != nil {
+			if typ := takeString(ca, "type"); typ == "Secret" {
+				server["caSecretRef"] = ca
+			} else {
+				c.drop(path+".server.caProvider", fmt.Sprintf("a CA bundle from a %s is not supported: use caBundle or a Secret", typ))
+			}
+		}
+		b["server"] = server
+	}
+	if _, ok := b["remoteNamespace"]; !ok {
+		// ESO's default; Watchword's is the SecretStore's namespace.
+		b["remoteNamespace"] = "default"
+		c.note(path+".remoteNamespace", "unset, which means default in ESO: written as remoteNamespace: default")
+	}
+	return c.provider(dst, "kubernetes", b, path, reflect.TypeFor[v1alpha1.KubernetesProvider]())
+}
+
+func (c *converter) vault(dst map[string]any, b map[string]any, path string) bool {
+	if _, ok := b["version"]; !ok {
+		b["version"] = "v2" // ESO's default; Watchword's is to detect it.
+	}
+	if _, ok := b["path"]; !ok {
+		c.drop(path+".path", "unset: ESO then reads the mount from the first segment of each key, Watchword from path (default secret): set path to the mount and remove it from the keys")
+	}
+	if auth := takeMap(b, "auth"); auth != nil {
+		apath := path + ".auth"
+		if k := takeMap(auth, "kubernetes"); k != nil {
+			if _, ok := take(k, "secretRef"); ok {
+				c.drop(apath+".kubernetes.secretRef", "a service account token kept in a Secret is not supported: Watchword requests one for serviceAccountRef")
+			}
+			if _, ok := k["serviceAccountRef"]; !ok {
+				c.drop(apath+".kubernetes.serviceAccountRef", "unset: ESO then uses its own service account; Watchword needs serviceAccountRef")
+			}
+			auth["kubernetes"] = k
+		}
+		if j := takeMap(auth, "jwt"); j != nil {
+			if _, ok := take(j, "secretRef"); ok {
+				c.drop(apath+".jwt.secretRef", "a JWT kept in a Secret is not supported: Watchword requests a service account token")
+			}
+			if sat := takeMap(j, "kubernetesServiceAccountToken"); sat != nil {
+				ref := takeMap(sat, "serviceAccountRef")
+				if aud := takeList(sat, "audiences"); len(aud) > 0 && ref != nil {
+					if _, has := ref["audiences"]; !has {
+						ref["audiences"] = aud
+					}
+				}
+				if _, ok := take(sat, "expirationSeconds"); ok {
+					c.drop(apath+".jwt.kubernetesServiceAccountToken.expirationSeconds", "Watchword requests tokens of its own lifetime")
+				}
+				c.leftovers(sat, apath+".jwt.kubernetesServiceAccountToken")
+				set(j, "serviceAccountRef", ref)
+			} else {
+				c.drop(apath+".jwt", "without kubernetesServiceAccountToken: Watchword's jwt auth uses a service account token")
+			}
+			auth["jwt"] = j
+		}
+		b["auth"] = auth
+	}
+	return c.provider(dst, "vault", b, path, reflect.TypeFor[v1alpha1.VaultProvider]())
+}
+
+func (c *converter) aws(dst map[string]any, b map[string]any, path string) bool {
+	if s := takeString(b, "service"); s != "SecretsManager" {
+		c.drop(path, fmt.Sprintf("AWS service %s is not in Watchword's API (only SecretsManager, as awssm): the store is not converted", s))
+		return false
+	}
+	if auth := takeMap(b, "auth"); auth != nil {
+		if ref := takeMap(auth, "secretRef"); ref != nil {
+			out := map[string]any{}
+			set(out, "accessKeyID", takeMap(ref, "accessKeyIDSecretRef"))
+			set(out, "secretAccessKey", takeMap(ref, "secretAccessKeySecretRef"))
+			if _, ok := take(ref, "sessionTokenSecretRef"); ok {
+				c.drop(path+".auth.secretRef.sessionTokenSecretRef", "session tokens are not in Watchword's API")
+			}
+			c.leftovers(ref, path+".auth.secretRef")
+			auth["secretRef"] = out
+		}
+		b["auth"] = auth
+	}
+	c.note(path, "Watchword's API accepts awssm, but the provider is not implemented yet: the store will report so")
+	return c.provider(dst, "awssm", b, path, reflect.TypeFor[v1alpha1.AWSSMProvider]())
+}

@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"fmt"
+	"maps"
+)
+
+// pushSecret converts a PushSecret. ESO names a remote secret in each
+// data entry (match.remoteRef.remoteKey) and a field of it in property;
+// Watchword's PushSecret publishes one Secret to destinations that each
+// name the remote secret, with data mapping Secret keys to fields. So an
+// ESO PushSecret that writes to one remote secret becomes one PushSecret,
+// and one that writes to several becomes one PushSecret for each,
+// named NAME-1, NAME-2, … in the order of their first entry.
+func (c *converter) pushSecret(m map[string]any) []map[string]any {
+	meta := c.metadata(m)
+	delete(m, "apiVersion")
+	delete(m, "kind")
+	delete(m, "status")
+	spec := takeMap(m, "spec")
+	c.leftovers(m, "")
+	base := map[string]any{}
+
+	set(base, "refreshInterval", spec["refreshInterval"])
+	delete(spec, "refreshInterval")
+	// ESO's default is None: the remote secret stays when the PushSecret
+	// goes. Watchword's default is Delete.
+	switch p := takeString(spec, "deletionPolicy"); p {
+	case "", "None":
+		base["deletionPolicy"] = "Retain"
+	case "Delete":
+		base["deletionPolicy"] = "Delete"
+	default:
+		c.drop("spec.deletionPolicy", fmt.Sprintf("deletionPolicy %s is not known", p))
+	}
+	switch p := takeString(spec, "updatePolicy"); p {
+	case "", "Replace":
+		c.note("spec.updatePolicy", "Watchword writes over a remote secret only when it carries Watchword's ownership marker; to take over one that exists, set adopt: true on its destination")
+	case "IfNotExists":
+		c.note("spec.updatePolicy", "IfNotExists: Watchword leaves a remote secret it does not own untouched and reports it, and keeps the ones it owns up to date")
+	default:
+		c.drop("spec.updatePolicy", fmt.Sprintf("updatePolicy %s is not known", p))
+	}
+
+	sel := takeMap(spec, "selector")
+	if _, ok := take(sel, "generatorRef"); ok {
+		c.drop("spec.selector.generatorRef", "publishing generated values is not supported: the PushSecret is not converted")
+		return nil
+	}
+	secret := takeMap(sel, "secret")
+	if _, ok := take(secret, "selector"); ok {
+		c.drop("spec.selector.secret.selector", "selecting Secrets by label is not supported: name one Secret")
+	}
+	name := takeString(secret, "name")
+	c.leftovers(secret, "spec.selector.secret")
+	c.leftovers(sel, "spec.selector")
+	if name == "" {
+		c.drop("spec.selector.secret.name", "no Secret named: the PushSecret is not converted")
+		return nil
+	}
+	base["secretName"] = name
+
+	var stores []any
+	for i, e := range takeList(spec, "secretStoreRefs") {
+		r, _ := e.(map[string]any)
+		p := pathIndex("spec.secretStoreRefs", i)
+		if _, ok := take(r, "labelSelector"); ok {
+			c.drop(p+".labelSelector", "selecting stores by label is not supported: name each store")
+		}
+		ref := map[string]any{}
+		set(ref, "name", takeString(r, "name"))
+		set(ref, "kind", takeString(r, "kind"))
+		c.leftovers(r, p)
+		if ref["name"] == nil {
+			continue
+		}
+		if ref["kind"] == "ClusterSecretStore" {
+			c.drop(p, "Watchword refuses ClusterSecretStore destinations for now (docs/publishing.md): carried, but it will report so until you name a SecretStore")
+		}
+		stores = append(stores, ref)
+	}
+	if len(stores) == 0 {
+		c.drop("spec.secretStoreRefs", "no store named: the PushSecret is not converted")
+		return nil
+	}
+
+	if t := takeMap(spec, "template"); t != nil {
+		set(base, "template", c.template(t, "spec.template", true))
+	}
+	if _, ok := take(spec, "dataTo"); ok {
+		c.drop("spec.dataTo", "dataTo (pushing keys by pattern) is not supported: list the keys in data")
+	}
+
+	// Group the data entries by remote secret, in order.
+	var remotes []string
+	fields := map[string][]any{}
+	for i, e := range takeList(spec, "data") {
+		d, _ := e.(map[string]any)
+		p := pathIndex("spec.data", i)
+		if _, ok := take(d, "metadata"); ok {
+			c.drop(p+".metadata", "provider-specific metadata is not carried: set labels, annotations or tags on the destination")
+		}
+		if s := takeString(d, "conversionStrategy"); s != "" && s != "None" {
+			c.drop(p+".conversionStrategy", fmt.Sprintf("conversionStrategy %s is not supported", s))
+		}
+		match := takeMap(d, "match")
+		key := takeString(match, "secretKey")
+		ref := takeMap(match, "remoteRef")
+		remote := takeString(ref, "remoteKey")
+		property := takeString(ref, "property")
+		c.leftovers(ref, p+".match.remoteRef")
+		c.leftovers(match, p+".match")
+		c.leftovers(d, p)
+		switch {
+		case remote == "":
+			c.drop(p, "no remoteKey: the entry is not carried")
+			continue
+		case key == "":
+			c.drop(p, "no secretKey (ESO then pushes the whole Secret as one value): not supported, the entry is not carried")
+			continue
+		case property == "":
+			c.drop(p, "no property (ESO then writes the key's value as the whole remote secret): Watchword writes named fields, so the entry is carried with the field named after the key")
+			property = key
+		}
+		if _, ok := fields[remote]; !ok {
+			remotes = append(remotes, remote)
+		}
+		entry := map[string]any{"secretKey": key}
+		if property != key {
+			entry["remoteKey"] = property
+		}
+		fields[remote] = append(fields[remote], entry)
+	}
+	c.leftovers(spec, "spec")
+	if len(remotes) == 0 {
+		c.drop("spec.data", "no entry to publish: Watchword would publish every key of the Secret, so the PushSecret is not converted")
+		return nil
+	}
+	if len(remotes) > 1 {
+		c.note("spec.data", fmt.Sprintf("writes to %d remote secrets: converted to %d PushSecrets named %s-1 to %s-%d", len(remotes), len(remotes), meta["name"], meta["name"], len(remotes)))
+	}
+
+	var out []map[string]any
+	for i, remote := range remotes {
+		ps := maps.Clone(base)
+		ps["data"] = fields[remote]
+		var dests []any
+		for _, s := range stores {
+			ref := s.(map[string]any)
+			d := map[string]any{"name": remote, "configRef": maps.Clone(ref)}
+			dests = append(dests, d)
+		}
+		ps["destinations"] = dests
+		md := maps.Clone(meta)
+		if len(remotes) > 1 {
+			md["name"] = fmt.Sprintf("%v-%d", meta["name"], i+1)
+		}
+		o := newObject("PushSecret", md)
+		o["spec"] = ps
+		out = append(out, o)
+	}
+	return out
+}
