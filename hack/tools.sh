@@ -6,7 +6,8 @@
 # the argument `lint` it builds only golangci-lint with the Kubernetes API
 # linter compiled in (hack/tools/lint), and with `proto` only buf
 # (hack/tools/proto), the protobuf compiler `make generate` runs for
-# api/plugin. Each is cached under .cache/tools,
+# api/plugin, and with `helm` only Helm (hack/tools/helm), which the tests
+# run to lint and render the chart in deploy/charts/watchword. Each is cached under .cache/tools,
 # keyed on its pinned version, and linked into .cache/tools/bin. Nothing is
 # downloaded but Go modules.
 set -euo pipefail
@@ -61,6 +62,12 @@ fi
 if [ "${1:-}" = proto ]; then
   proto_dir="$root/hack/tools/proto"
   build buf "$proto_dir" "$(version_of "$proto_dir" github.com/bufbuild/buf)" github.com/bufbuild/buf/cmd/buf
+  exit 0
+fi
+
+if [ "${1:-}" = helm ]; then
+  helm_dir="$root/hack/tools/helm"
+  build helm "$helm_dir" "$(version_of "$helm_dir" helm.sh/helm/v3)" helm.sh/helm/v3/cmd/helm
   exit 0
 fi
 
