@@ -533,8 +533,8 @@ func TestDeployFilesMatchGenerated(t *testing.T) {
 	same := func(a, b string) {
 		x, errA := os.ReadFile(a)
 		y, errB := os.ReadFile(b)
-		if err := errors.Join(errA, errB); err != nil {
-			t.Error(err)
+		if readErr := errors.Join(errA, errB); readErr != nil {
+			t.Error(readErr)
 			return
 		}
 		if !bytes.Equal(x, y) {
