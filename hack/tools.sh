@@ -6,7 +6,8 @@
 # the argument `lint` it builds only golangci-lint with the Kubernetes API
 # linter compiled in (hack/tools/lint), and with `proto` only buf
 # (hack/tools/proto), the protobuf compiler `make generate` runs for
-# api/plugin. Each is cached under .cache/tools,
+# api/plugin, and with `helm` only Helm (hack/tools/helm), which the tests
+# run to lint and render the chart in deploy/charts/watchword. Each is cached under .cache/tools,
 # keyed on its pinned version, and linked into .cache/tools/bin. Nothing is
 # downloaded but Go modules, except for `postgres`: PostgreSQL for the
 # example plugin's tests, from Debian's packages (see postgres below).
@@ -81,9 +82,17 @@ if [ "${1:-}" = postgres ]; then
   # The directory is writable by everyone for the download only, so that
   # apt's unprivileged download user can write there when this runs as root.
   chmod 1777 "$pg/debs"
-  (cd "$pg/debs" && apt-get download -q "${postgres_packages[@]}") || {
-    echo "!! apt-get download failed: it needs Debian's package lists (run apt-get update once, as root)" >&2
-    rm -rf "$pg"; exit 1; }
+  # A fresh machine may have no package lists yet: as root, fetch them
+  # once and try again; otherwise say what to run.
+  if ! (cd "$pg/debs" && apt-get download -q "${postgres_packages[@]}"); then
+    if [ "$(id -u)" = 0 ]; then
+      echo ">> fetching Debian's package lists (apt-get update) and trying again"
+      apt-get update -q >/dev/null
+    fi
+    (cd "$pg/debs" && apt-get download -q "${postgres_packages[@]}") || {
+      echo "!! apt-get download failed: it needs Debian's package lists (run apt-get update once, as root)" >&2
+      rm -rf "$pg"; exit 1; }
+  fi
   chmod 755 "$pg/debs"
   for deb in "$pg"/debs/*.deb; do dpkg-deb -x "$deb" "$pg/root"; done
   rm -rf "$pg/debs"
@@ -96,6 +105,12 @@ fi
 if [ "${1:-}" = proto ]; then
   proto_dir="$root/hack/tools/proto"
   build buf "$proto_dir" "$(version_of "$proto_dir" github.com/bufbuild/buf)" github.com/bufbuild/buf/cmd/buf
+  exit 0
+fi
+
+if [ "${1:-}" = helm ]; then
+  helm_dir="$root/hack/tools/helm"
+  build helm "$helm_dir" "$(version_of "$helm_dir" helm.sh/helm/v3)" helm.sh/helm/v3/cmd/helm
   exit 0
 fi
 

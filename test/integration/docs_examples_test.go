@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,10 +20,13 @@ import (
 // The info strings of fenced YAML blocks in the docs (docs/development.md
 // says so for writers): a ```yaml block holds whole objects, each applied
 // by TestDocsExamplesAreAccepted; a ```yaml fragment block holds a part of
-// an object (a recipe, a snippet of a spec) and is not applied.
+// an object (a recipe, a snippet of a spec) and is not applied; a ```yaml
+// helm-values block is a values file of the Helm chart, rendered and
+// applied by TestHelmValuesInDocs.
 const (
-	infoObjects  = "yaml"
-	infoFragment = "yaml fragment"
+	infoObjects    = "yaml"
+	infoFragment   = "yaml fragment"
+	infoHelmValues = "yaml helm-values"
 )
 
 // docBlock is one fenced code block of a Markdown file.
@@ -119,8 +123,22 @@ func docObjects(body string) ([]*unstructured.Unstructured, error) {
 	}
 }
 
+// exampleFiles lists the YAML files under examples/.
+func exampleFiles(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	must(t, filepath.WalkDir("../../examples", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+			files = append(files, p)
+		}
+		return err
+	}))
+	return files
+}
+
 // TestDocsExamplesAreAccepted applies every object of every ```yaml block
-// of the docs with a server-side dry run and strict field validation, so
+// of the docs, and of every YAML file under examples/, with a server-side
+// dry run and strict field validation, so
 // that an example that the API would refuse (a field that does not exist,
 // a value a rule forbids) fails here instead of in a reader's cluster.
 //
@@ -131,48 +149,62 @@ func docObjects(body string) ([]*unstructured.Unstructured, error) {
 // run stores nothing.
 func TestDocsExamplesAreAccepted(t *testing.T) {
 	ns := newNamespace(t, nil)
-	applied := 0
+	applied, blocksApplied := 0, 0
+	var notApplied []string
+	var blocks []docBlock
 	for _, file := range docFiles(t) {
-		blocks, err := docBlocks(file)
+		bs, err := docBlocks(file)
 		must(t, err)
-		for _, b := range blocks {
-			name := strings.TrimPrefix(b.String(), "../../")
-			switch {
-			case b.info == infoFragment:
-				continue
-			case b.info != infoObjects:
-				// A YAML block under another info string would escape
-				// this test; so would an object in an untagged block.
-				if strings.HasPrefix(b.info, "yaml") || strings.HasPrefix(b.info, "yml") ||
-					(b.info == "" && strings.Contains(b.body, "apiVersion:")) {
-					t.Errorf("%s: info string %q: use ```%s for whole objects or ```%s for parts of one", name, b.info, infoObjects, infoFragment)
-				}
-				continue
-			}
-			t.Run(name, func(t *testing.T) {
-				objs, err := docObjects(b.body)
-				if err != nil {
-					t.Fatalf("the example does not decode: %v", err)
-				}
-				if len(objs) == 0 {
-					t.Fatalf("a ```%s block holds no object", infoObjects)
-				}
-				for _, u := range objs {
-					namespaced, err := k8s.IsObjectNamespaced(u)
-					if err != nil {
-						t.Errorf("%s %q: %v", u.GetKind(), u.GetName(), err)
-						continue
-					}
-					if namespaced {
-						u.SetNamespace(ns)
-					}
-					if err := dryRunCreate(u); err != nil {
-						t.Errorf("%s %q was refused: %v", u.GetKind(), u.GetName(), err)
-					}
-					applied++
-				}
-			})
-		}
+		blocks = append(blocks, bs...)
 	}
-	t.Logf("%d objects applied", applied)
+	for _, file := range exampleFiles(t) {
+		body, err := os.ReadFile(file)
+		must(t, err)
+		blocks = append(blocks, docBlock{file: file, line: 1, info: infoObjects, body: string(body)})
+	}
+	for _, b := range blocks {
+		name := strings.TrimPrefix(b.String(), "../../")
+		switch {
+		case b.info == infoFragment:
+			notApplied = append(notApplied, name+" (a fragment)")
+			continue
+		case b.info == infoHelmValues:
+			notApplied = append(notApplied, name+" (Helm values: TestHelmValuesInDocs renders and applies them)")
+			continue
+		case b.info != infoObjects:
+			// A YAML block under another info string would escape
+			// this test; so would an object in an untagged block.
+			if strings.HasPrefix(b.info, "yaml") || strings.HasPrefix(b.info, "yml") ||
+				(b.info == "" && strings.Contains(b.body, "apiVersion:")) {
+				t.Errorf("%s: info string %q: use ```%s for whole objects or ```%s for parts of one", name, b.info, infoObjects, infoFragment)
+			}
+			continue
+		}
+		blocksApplied++
+		t.Run(name, func(t *testing.T) {
+			objs, err := docObjects(b.body)
+			if err != nil {
+				t.Fatalf("the example does not decode: %v", err)
+			}
+			if len(objs) == 0 {
+				t.Fatalf("a ```%s block holds no object", infoObjects)
+			}
+			for _, u := range objs {
+				namespaced, err := k8s.IsObjectNamespaced(u)
+				if err != nil {
+					t.Errorf("%s %q: %v", u.GetKind(), u.GetName(), err)
+					continue
+				}
+				if namespaced {
+					u.SetNamespace(ns)
+				}
+				if err := dryRunCreate(u); err != nil {
+					t.Errorf("%s %q was refused: %v", u.GetKind(), u.GetName(), err)
+				}
+				applied++
+			}
+		})
+	}
+	t.Logf("%d blocks and files applied (%d objects); %d blocks not applied:\n%s",
+		blocksApplied, applied, len(notApplied), strings.Join(notApplied, "\n"))
 }
