@@ -68,12 +68,28 @@ func publisherToken(t *testing.T, ns string) string {
 	return tr.Status.Token
 }
 
+// allowWatch lets the service account sa of ns also list and watch the
+// Secrets of ns, which a kubernetes store needs to announce changes.
+func allowWatch(t *testing.T, ns, sa string) {
+	t.Helper()
+	ctx := context.Background()
+	must(t, k8s.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "secret-lister"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list", "watch"}}}}))
+	must(t, k8s.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "secret-lister"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "secret-lister"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}}))
+}
+
 func TestConformanceKubernetes(t *testing.T) {
 	ns := newNamespace(t, nil)
+	token := publisherToken(t, ns)
+	// The store announces changes (WatchAnnouncesWrites) when its
+	// identity may list and watch the Secrets it reads.
+	allowWatch(t, ns, "publisher")
 	store := provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: ns, Name: "kube",
 		Spec: &v1alpha1.SecretStoreProvider{Kubernetes: &v1alpha1.KubernetesProvider{
 			Auth: v1alpha1.KubernetesAuth{Token: &v1alpha1.KubernetesTokenAuth{BearerToken: credRef}}}}}
-	ops, err := kubeprovider.Factory{}.New(context.Background(), store, tokenDeps{token: publisherToken(t, ns)})
+	ops, err := kubeprovider.Factory{}.New(context.Background(), store, tokenDeps{token: token})
 	must(t, err)
 	secrets := kube.CoreV1().Secrets(ns)
 	// seed writes as an administrator would, without Watchword's marker.

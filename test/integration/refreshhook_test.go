@@ -82,7 +82,9 @@ func TestRefreshHookMakesTargetFollowAtOnce(t *testing.T) {
 		t.Fatalf("signed notification: %d %s, want 202 with one ExternalSecret queued", code, answer)
 	}
 	waitSecretData(t, ns, "follow", map[string]string{"password": "two"})
-	if es := getES(t, ns, "follow"); es.Status.LastRotationTime == nil {
-		t.Fatalf("the refresh is not recorded as a rotation: %s", describeES(es))
-	}
+	// The target is written before the status that records the rotation.
+	eventually(t, wait, func() (bool, string) {
+		es := getES(t, ns, "follow")
+		return es.Status.LastRotationTime != nil, "the refresh is not recorded as a rotation: " + describeES(es)
+	})
 }
