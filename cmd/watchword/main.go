@@ -55,6 +55,7 @@ Usage:
   watchword status [flags]       ExternalSecrets and PushSecrets, Ready or why not (exit 1 if any is not)
   watchword refresh [flags] NAME… sync ExternalSecrets now, bypassing every cache, and wait for the outcome
   watchword plugin conformance [flags]  run the conformance suite against a store plugin (exit 1 if it fails)
+  watchword conformance [flags]  the same, against a plugin or a SecretStore/ClusterSecretStore of the cluster
   watchword convert [flags]      convert External Secrets Operator manifests (exit 3 if some settings were not carried)
   watchword version              print the version
 
@@ -93,13 +94,17 @@ func main() {
 		c, perr := parseRefresh(os.Args[2:], os.Stderr)
 		exitOnFlagError(cmd, perr)
 		err = runRefresh(ctx, c, os.Stdout)
-	case "plugin":
-		if len(os.Args) < 3 || os.Args[2] != "conformance" {
-			fmt.Fprint(os.Stderr, pluginUsage)
-			os.Exit(2)
+	case "plugin", "conformance":
+		args := os.Args[2:]
+		if cmd == "plugin" {
+			if len(os.Args) < 3 || os.Args[2] != "conformance" {
+				fmt.Fprint(os.Stderr, pluginUsage)
+				os.Exit(2)
+			}
+			args = os.Args[3:]
 		}
-		c, perr := parsePluginConformance(os.Args[3:], os.Stderr)
-		exitOnFlagError("plugin conformance", perr)
+		c, perr := parsePluginConformance(args, os.Stderr)
+		exitOnFlagError("conformance", perr)
 		if err = runPluginConformance(ctx, c, os.Stdout); errors.Is(err, conformance.ErrFailed) {
 			os.Exit(1)
 		}

@@ -270,21 +270,9 @@ var (
 // reached).
 func assertArgsParse(t *testing.T, d *appsv1.Deployment) {
 	t.Helper()
-	watchwordBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "watchword-bin-")
-		if err != nil {
-			watchwordBinErr = err
-			return
-		}
-		watchwordBin = filepath.Join(dir, "watchword")
-		out, err := exec.Command("go", "build", "-o", watchwordBin, "../../cmd/watchword").CombinedOutput()
-		if err != nil {
-			watchwordBinErr = fmt.Errorf("go build: %w\n%s", err, out)
-		}
-	})
-	must(t, watchwordBinErr)
+	bin := watchwordBinary(t)
 	a := args(t, d)
-	out, err := exec.Command(watchwordBin, append(slices.Clone(a), "-h")...).CombinedOutput()
+	out, err := exec.Command(bin, append(slices.Clone(a), "-h")...).CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "Usage: watchword controller") {
 		t.Errorf("watchword %s: the binary refuses these arguments (%v):\n%s", strings.Join(a, " "), err, out)
 	}
