@@ -412,6 +412,19 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 
 // metadata carries the object metadata a user writes: name, namespace,
 // labels and annotations. What the API server or ESO set is left out.
+// open takes a manifest apart as every kind's conversion starts: the
+// metadata carried over, the spec to convert, and every other top-level
+// field but apiVersion, kind and status reported as left over.
+func (c *converter) open(m map[string]any) (meta, spec map[string]any) {
+	meta = c.metadata(m)
+	delete(m, "apiVersion")
+	delete(m, "kind")
+	delete(m, "status")
+	spec = takeMap(m, "spec")
+	c.leftovers(m, "")
+	return meta, spec
+}
+
 func (c *converter) metadata(m map[string]any) map[string]any {
 	src := takeMap(m, "metadata")
 	out := map[string]any{}

@@ -18,12 +18,8 @@ import (
 
 // externalSecret converts an ExternalSecret.
 func (c *converter) externalSecret(m map[string]any) []map[string]any {
-	out := newObject("ExternalSecret", c.metadata(m))
-	delete(m, "apiVersion")
-	delete(m, "kind")
-	delete(m, "status")
-	spec := takeMap(m, "spec")
-	c.leftovers(m, "")
+	meta, spec := c.open(m)
+	out := newObject("ExternalSecret", meta)
 	dst := map[string]any{}
 
 	if ref := takeMap(spec, "secretStoreRef"); len(ref) > 0 {
@@ -303,12 +299,7 @@ func (c *converter) dataFromEntry(e any, path string) map[string]any {
 
 // store converts a SecretStore or a ClusterSecretStore.
 func (c *converter) store(kind string, m map[string]any) []map[string]any {
-	meta := c.metadata(m)
-	delete(m, "apiVersion")
-	delete(m, "kind")
-	delete(m, "status")
-	spec := takeMap(m, "spec")
-	c.leftovers(m, "")
+	meta, spec := c.open(m)
 	dst := map[string]any{}
 	set(dst, "controller", takeString(spec, "controller"))
 	if _, ok := take(spec, "retrySettings"); ok {

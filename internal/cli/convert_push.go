@@ -13,12 +13,7 @@ import (
 // and one that writes to several becomes one PushSecret for each,
 // named NAME-1, NAME-2, … in the order of their first entry.
 func (c *converter) pushSecret(m map[string]any) []map[string]any {
-	meta := c.metadata(m)
-	delete(m, "apiVersion")
-	delete(m, "kind")
-	delete(m, "status")
-	spec := takeMap(m, "spec")
-	c.leftovers(m, "")
+	meta, spec := c.open(m)
 	base := map[string]any{}
 
 	set(base, "refreshInterval", spec["refreshInterval"])

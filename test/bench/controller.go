@@ -149,19 +149,26 @@ func parseMetrics(r io.Reader) (metrics, error) {
 // fragment.
 func (m metrics) sum(name string, fragments ...string) float64 {
 	total := 0.0
-outer:
 	for k, v := range m {
-		if k != name && !strings.HasPrefix(k, name+"{") {
-			continue
+		if sampleOf(k, name, fragments) {
+			total += v
 		}
-		for _, f := range fragments {
-			if !strings.Contains(k, f) {
-				continue outer
-			}
-		}
-		total += v
 	}
 	return total
+}
+
+// sampleOf tells whether the sample k is one of name whose labels contain
+// every fragment.
+func sampleOf(k, name string, fragments []string) bool {
+	if k != name && !strings.HasPrefix(k, name+"{") {
+		return false
+	}
+	for _, f := range fragments {
+		if !strings.Contains(k, f) {
+			return false
+		}
+	}
+	return true
 }
 
 // by sums, like sum, the samples of name whose labels contain every
@@ -169,15 +176,9 @@ outer:
 func (m metrics) by(name, label string, fragments ...string) map[string]float64 {
 	out := map[string]float64{}
 	key := label + `="`
-outer:
 	for k, v := range m {
-		if k != name && !strings.HasPrefix(k, name+"{") {
+		if !sampleOf(k, name, fragments) {
 			continue
-		}
-		for _, f := range fragments {
-			if !strings.Contains(k, f) {
-				continue outer
-			}
 		}
 		value := ""
 		if i := strings.Index(k, key); i >= 0 {
