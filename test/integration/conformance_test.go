@@ -9,9 +9,7 @@ import (
 	"net/http"
 	"testing"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -54,30 +52,14 @@ var credRef = v1alpha1.SecretKeySelector{Name: "cred", Key: "token"}
 // identity needs.
 func publisherToken(t *testing.T, ns string) string {
 	t.Helper()
-	ctx := context.Background()
-	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "publisher"}}))
-	must(t, k8s.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "secret-publisher"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create", "update", "delete"}}}}))
-	must(t, k8s.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "secret-publisher"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "secret-publisher"},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "publisher", Namespace: ns}}}))
-	exp := int64(3600)
-	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "publisher",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
-	must(t, err)
-	return tr.Status.Token
+	return accountToken(t, ns, secretsAccount(t, ns, "publisher", "get", "create", "update", "delete"))
 }
 
 // allowWatch lets the service account sa of ns also list and watch the
 // Secrets of ns, which a kubernetes store needs to announce changes.
 func allowWatch(t *testing.T, ns, sa string) {
 	t.Helper()
-	ctx := context.Background()
-	must(t, k8s.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "secret-lister"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list", "watch"}}}}))
-	must(t, k8s.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "secret-lister"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "secret-lister"},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}}))
+	grantSecrets(t, ns, "secret-lister", sa, "list", "watch")
 }
 
 func TestConformanceKubernetes(t *testing.T) {

@@ -13,30 +13,49 @@ import (
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 )
 
+// grantSecrets lets the service account sa of ns use verbs on the Secrets
+// of ns, through a Role and a RoleBinding named role.
+func grantSecrets(t *testing.T, ns, role, sa string, verbs ...string) {
+	t.Helper()
+	ctx := context.Background()
+	must(t, k8s.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: role},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: verbs}}}))
+	must(t, k8s.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: role},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}}))
+}
+
+// secretsAccount creates the service account sa in ns, allowed verbs on
+// the Secrets of ns (Role "secret-<sa>"), and returns its name.
+func secretsAccount(t *testing.T, ns, sa string, verbs ...string) string {
+	t.Helper()
+	must(t, k8s.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}}))
+	grantSecrets(t, ns, "secret-"+sa, sa, verbs...)
+	return sa
+}
+
+// accountToken requests an hour's token of the service account sa of ns.
+func accountToken(t *testing.T, ns, sa string) string {
+	t.Helper()
+	exp := int64(3600)
+	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), sa,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	must(t, err)
+	return tr.Status.Token
+}
+
 // readerAccount creates a service account in ns allowed to get Secrets of
 // ns, and returns its name.
 func readerAccount(t *testing.T, ns string) string {
 	t.Helper()
-	ctx := context.Background()
-	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reader"}}))
-	must(t, k8s.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "secret-reader"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}}))
-	must(t, k8s.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "secret-reader"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "secret-reader"},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "reader", Namespace: ns}}}))
-	return "reader"
+	return secretsAccount(t, ns, "reader", "get")
 }
 
 // readerToken returns a token of a service account that may read the
 // Secrets of ns.
 func readerToken(t *testing.T, ns string) string {
 	t.Helper()
-	sa := readerAccount(t, ns)
-	exp := int64(3600)
-	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), sa,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
-	must(t, err)
-	return tr.Status.Token
+	return accountToken(t, ns, readerAccount(t, ns))
 }
 
 // kubeStore creates a SecretStore reading Secrets of remoteNS with the
