@@ -199,11 +199,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.RateLimiter == nil {
 		r.RateLimiter = RetryBackoff()
 	}
-	b := ctrl.NewControllerManagedBy(mgr)
-	if r.ConnectionChanges != nil {
-		b = b.WatchesRawSource(source.Channel(r.ConnectionChanges, &handler.EnqueueRequestForObject{}))
-	}
-	return b.
+	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(controller.Options{RateLimiter: r.RateLimiter}).
 		For(r.newObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -233,14 +229,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return out
 		}))).
-		WatchesRawSource(source.Channel(r.watchChanges(), &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(orNever(r.WatchChanges), &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(orNever(r.ConnectionChanges), &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }
 
-// watchChanges is WatchChanges, or a channel that never receives.
-func (r *Reconciler) watchChanges() <-chan event.GenericEvent {
-	if r.WatchChanges == nil {
+// orNever is c, or a channel that never receives when c is nil: the
+// stores whose watch or connection changed come from optional feeds.
+func orNever(c <-chan event.GenericEvent) <-chan event.GenericEvent {
+	if c == nil {
 		return make(chan event.GenericEvent)
 	}
-	return r.WatchChanges
+	return c
 }
