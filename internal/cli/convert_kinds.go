@@ -487,5 +487,5 @@ func (c *converter) aws(dst map[string]any, b map[string]any, path string) bool 
 		b["auth"] = auth
 	}
 	c.note(path, "Watchword's API accepts awssm, but the provider is not implemented yet: the store will report so")
-	return c.provider(dst, "awssm", b, path, reflect.TypeFor[v1alpha1.AWSSMProvider]())
+	return c.provider(dst, "awssm", b, path, reflect.TypeFor[v1alpha1.AWSProvider]())
 }

@@ -82,7 +82,12 @@ func (f *Fetcher) enqueue(ctx context.Context, key batchKey, br BatchReader, ref
 	}
 	b.refs = append(b.refs, ref)
 	b.waiters = append(b.waiters, done)
-	if len(b.refs) >= f.maxBatch {
+	limit := f.maxBatch
+	if l := key.client.BatchLimit(); l > 0 && l < limit {
+		// The store takes no more in one call.
+		limit = l
+	}
+	if len(b.refs) >= limit {
 		// Full: the next miss starts a new batch.
 		b.timer.Stop()
 		delete(f.pending, key)
