@@ -57,7 +57,7 @@ func (s *Session) Classify(what string, err error) error {
 	}
 	code := api.ErrorCode()
 	switch code {
-	case "ResourceNotFoundException", "ParameterNotFound", "ParameterVersionNotFound", "ParameterVersionLabelNotFound":
+	case "ResourceNotFoundException", "ParameterNotFound", "InvalidResourceId", "ParameterVersionNotFound", "ParameterVersionLabelNotFound":
 		return fmt.Errorf("%s: AWS answered %s: %w", what, code, engine.ErrNotFound)
 	case "AccessDeniedException", "AccessDenied", "UnauthorizedOperation", "AuthorizationError":
 		return fmt.Errorf("%s: %s: %w", what, s.refused(api, action), engine.ErrPermissionDenied)
@@ -70,6 +70,8 @@ func (s *Session) Classify(what string, err error) error {
 		return fmt.Errorf("%s: AWS could not decrypt it with its KMS key (%s): check the key and that the caller may use it: %w", what, code, engine.ErrPermissionDenied)
 	case "InvalidParameterException", "ValidationException", "InvalidRequestException", "ParameterPatternMismatchException", "InvalidKeyId":
 		return fmt.Errorf("%s: AWS refused the request as invalid (%s): check the key and version: %w", what, code, engine.ErrInvalidConfig)
+	case "ResourceExistsException", "ParameterAlreadyExists":
+		return fmt.Errorf("%s: another writer created it at the same time (%s): %w", what, code, engine.ErrUnavailable)
 	case "InternalServiceError", "InternalServerError", "InternalFailure", "ServiceUnavailable":
 		return fmt.Errorf("%s: AWS failed%s (%s): %w", what, attempts, code, engine.ErrUnavailable)
 	}
