@@ -258,17 +258,28 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 			return "", c.s.Classify(what+" (tagging it)", err)
 		}
 	}
+	cur := current(desc.VersionIdsToStages)
+	if cur != "" {
+		// Writing what the secret holds makes no new version.
+		now, err := c.api.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(key), VersionId: aws.String(cur)})
+		if err != nil {
+			return "", c.s.Classify(what+" (reading its current version to compare)", err)
+		}
+		if now.SecretString != nil && *now.SecretString == text {
+			return cur, nil
+		}
+	}
 	out, err := c.api.PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{SecretId: aws.String(key), SecretString: aws.String(text),
-		ClientRequestToken: aws.String(requestToken(current(desc.VersionIdsToStages), text))})
+		ClientRequestToken: aws.String(requestToken(cur, text))})
 	if err != nil {
 		return "", c.s.Classify(what, err)
 	}
 	return aws.ToString(out.VersionId), nil
 }
 
-// requestToken is the idempotency token of a write: the same text written
-// over the same current version is the same request, which Secrets Manager
-// answers without making a new version.
+// requestToken is the idempotency token of a write: a retry of the same
+// text over the same current version is the same request, which Secrets
+// Manager answers without making a second version.
 func requestToken(currentVersion, text string) string {
 	h := sha256.Sum256([]byte(currentVersion + "\x00" + text))
 	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
