@@ -1,0 +1,216 @@
+package awsps_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/provider"
+	"github.com/watchword-dev/watchword/internal/provider/awsbase"
+	"github.com/watchword-dev/watchword/internal/provider/awsps"
+	"github.com/watchword-dev/watchword/internal/provider/providertest"
+	"github.com/watchword-dev/watchword/pkg/conformance"
+	"github.com/watchword-dev/watchword/test/awsfake"
+)
+
+const region = "us-east-1"
+
+func keyStore(t *testing.T, fake *awsfake.Server, user string) (provider.Store, *awsfake.Deps) {
+	t.Helper()
+	id, secret := fake.AddUser(user)
+	deps := &awsfake.Deps{}
+	deps.SetSecret("aws", "id", []byte(id))
+	deps.SetSecret("aws", "secret", []byte(secret))
+	spec := &v1alpha1.AWSProvider{Region: region, Endpoint: fake.URL, STSEndpoint: fake.URL, Auth: &v1alpha1.AWSAuth{
+		SecretRef: &v1alpha1.AWSAuthSecretRef{
+			AccessKeyID:     v1alpha1.SecretKeySelector{Name: "aws", Key: "id"},
+			SecretAccessKey: v1alpha1.SecretKeySelector{Name: "aws", Key: "secret"},
+		}}}
+	return provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "team-a", Name: "ps", Spec: &v1alpha1.SecretStoreProvider{AWSPS: spec}}, deps
+}
+
+func newOps(t *testing.T, store provider.Store, deps provider.Deps) engine.Ops {
+	t.Helper()
+	ops, err := awsps.Factory{}.New(context.Background(), store, deps)
+	if err != nil {
+		t.Fatalf("building the client: %v", err)
+	}
+	return ops
+}
+
+func TestRefsAreComplete(t *testing.T) {
+	providertest.RefsAreComplete(t, awsps.Factory{}, "awsps")
+}
+
+func TestConformance(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	store, deps := keyStore(t, fake, "conformance")
+	conformance.Run(t, conformance.Harness{
+		Name: "awsps",
+		Ops:  newOps(t, store, deps),
+		Seed: func(_ context.Context, key string, fields map[string][]byte) error {
+			text, err := awsbase.FieldsText(fields)
+			if err != nil {
+				return err
+			}
+			fake.PutParameter(key, text, "SecureString")
+			return nil
+		},
+		Key:           func(name string) string { return "/conformance/" + name },
+		KeepsVersions: true,
+	})
+}
+
+func TestReadsVersionsLabelsAndSecureStrings(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	store, deps := keyStore(t, fake, "reader")
+	ops := newOps(t, store, deps)
+	ctx := context.Background()
+	fake.PutParameter("/app/db", `{"user":"a"}`, "SecureString")
+	fake.PutParameter("/app/db", `{"user":"b"}`, "SecureString")
+	fake.LabelParameter("/app/db", 1, "stable")
+
+	cur, err := ops.Reader.GetSecret(ctx, engine.Ref{Key: "/app/db"})
+	if err != nil || cur.Version != "2" || string(cur.Fields["user"]) != "b" {
+		t.Fatalf("current: version %q, err %v", cur.Version, err)
+	}
+	for _, v := range []string{"1", "stable"} {
+		old, err := ops.Reader.GetSecret(ctx, engine.Ref{Key: "/app/db", Version: v})
+		if err != nil || old.Version != "1" || string(old.Fields["user"]) != "a" {
+			t.Errorf("version %q: got version %q, err %v", v, old.Version, err)
+		}
+	}
+	if _, err := ops.Reader.GetSecret(ctx, engine.Ref{Key: "/app/db", Version: "nolabel"}); !errors.Is(err, engine.ErrNotFound) {
+		t.Errorf("a missing label: want ErrNotFound, got %v", err)
+	}
+	if cv, err := ops.Versions.CurrentVersion(ctx, "/app/db"); err != nil || cv != "2" {
+		t.Errorf("CurrentVersion = %q, %v", cv, err)
+	}
+	arn := "arn:aws:ssm:" + region + ":" + awsfake.Account + ":parameter/app/db"
+	if a, err := ops.Reader.GetSecret(ctx, engine.Ref{Key: arn}); err != nil || a.Version != "2" {
+		t.Errorf("read by ARN: version %q, err %v", a.Version, err)
+	}
+	fake.PutParameter("plain", "text value", "String")
+	if p, err := ops.Reader.GetSecret(ctx, engine.Ref{Key: "plain"}); err != nil || string(p.Value) != "text value" {
+		t.Errorf("a String parameter: err %v", err)
+	}
+}
+
+// TestPathAsDataFrom: a path reads every parameter under it, recursively
+// and across pages, with "/" mapped to "_"; its version changes when one
+// parameter under it does; two names mapping to one key are an error
+// naming both.
+func TestPathAsDataFrom(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	store, deps := keyStore(t, fake, "paths")
+	ops := newOps(t, store, deps)
+	ctx := context.Background()
+	for i := range 23 {
+		fake.PutParameter(fmt.Sprintf("/app/prod/k%02d", i), fmt.Sprint(i), "SecureString")
+	}
+	fake.PutParameter("/app/prod/db/password", "pw", "SecureString")
+	fake.PutParameter("/app/other/x", "no", "String")
+	fake.ResetCalls()
+	obj, err := ops.Reader.GetSecret(ctx, engine.Ref{Key: "/app/prod/"})
+	if err != nil {
+		t.Fatalf("path read: %v", err)
+	}
+	if len(obj.Fields) != 24 || string(obj.Fields["db_password"]) != "pw" || string(obj.Fields["k22"]) != "22" {
+		t.Errorf("path read: %d fields, db_password present: %v", len(obj.Fields), obj.Fields["db_password"] != nil)
+	}
+	if n := fake.Calls("ssm:GetParametersByPath"); n != 3 {
+		t.Errorf("GetParametersByPath calls = %d, want 3 pages of 10 for 24 parameters", n)
+	}
+	all, err := engine.ExtractAll("/app/prod/", obj, "")
+	if err != nil || len(all) != 24 {
+		t.Errorf("dataFrom of the path: %d keys, err %v", len(all), err)
+	}
+	cv, err := ops.Versions.CurrentVersion(ctx, "/app/prod/")
+	if err != nil || cv != obj.Version {
+		t.Errorf("path CurrentVersion %q, read version %q, err %v", cv, obj.Version, err)
+	}
+	fake.PutParameter("/app/prod/k03", "new", "SecureString")
+	if cv2, err := ops.Versions.CurrentVersion(ctx, "/app/prod/"); err != nil || cv2 == cv {
+		t.Errorf("path version after a change: %q (was %q), err %v", cv2, cv, err)
+	}
+	fake.PutParameter("/app/prod/db_password", "clash", "SecureString")
+	_, err = ops.Reader.GetSecret(ctx, engine.Ref{Key: "/app/prod/"})
+	var pe *engine.PropertyError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "/app/prod/db/password") || !strings.Contains(err.Error(), "/app/prod/db_password") {
+		t.Errorf("collision: want a PropertyError naming both parameters, got %v", err)
+	}
+	if _, err := ops.Reader.GetSecret(ctx, engine.Ref{Key: "/nothing/here/"}); !errors.Is(err, engine.ErrNotFound) {
+		t.Errorf("an empty path: want ErrNotFound, got %v", err)
+	}
+}
+
+// TestBatchReadsTenPerCall: 25 names cost three GetParameters calls of at
+// most 10 (the fake refuses more); a missing one is its own NotFound.
+func TestBatchReadsTenPerCall(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	store, deps := keyStore(t, fake, "batcher")
+	ops := newOps(t, store, deps)
+	if ops.BatchLimit != 10 {
+		t.Fatalf("BatchLimit = %d, want 10", ops.BatchLimit)
+	}
+	var refs []engine.Ref
+	for i := range 23 {
+		key := fmt.Sprintf("/batch/%02d", i)
+		fake.PutParameter(key, fmt.Sprint(i), "SecureString")
+		refs = append(refs, engine.Ref{Key: key})
+	}
+	fake.PutParameter("/batch/00", "second", "SecureString")
+	refs = append(refs, engine.Ref{Key: "/batch/00", Version: "1"}, engine.Ref{Key: "/batch/missing"})
+	fake.ResetCalls()
+	items, err := ops.Batch.GetSecrets(context.Background(), refs)
+	if err != nil {
+		t.Fatalf("batch read: %v", err)
+	}
+	if n := fake.Calls("ssm:GetParameters"); n != 3 {
+		t.Errorf("GetParameters calls = %d, want 3 for 25 names", n)
+	}
+	if string(items[0].Object.Value) != "second" || string(items[23].Object.Value) != "0" || items[23].Object.Version != "1" {
+		t.Errorf("current and pinned items differ from single reads")
+	}
+	for i := 1; i < 23; i++ {
+		if items[i].Err != nil || string(items[i].Object.Value) != fmt.Sprint(i) {
+			t.Errorf("item %d: err %v", i, items[i].Err)
+		}
+	}
+	if !errors.Is(items[24].Err, engine.ErrNotFound) {
+		t.Errorf("missing item: want ErrNotFound, got %v", items[24].Err)
+	}
+}
+
+func TestPublishingTagsAndRefusesForeign(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	store, deps := keyStore(t, fake, "publisher")
+	store.Spec.AWSPS.KMSKeyID = "alias/params"
+	ops := newOps(t, store, deps)
+	ctx := context.Background()
+	owner := engine.Owner{ID: "PushSecret/team-a/db"}
+	pub := engine.Publication{Fields: map[string][]byte{"password": []byte("p1")}, Tags: map[string]string{"team": "a"}}
+	if _, err := ops.Writer.PutSecret(ctx, "/pub/db", pub, owner); err != nil {
+		t.Fatalf("first write: %v", err)
+	}
+	if tags := fake.ParameterTags("/pub/db"); tags[awsbase.OwnerTag] != owner.ID || tags["team"] != "a" {
+		t.Errorf("tags = %v", tags)
+	}
+	fake.PutParameter("/foreign", `{"password":"theirs"}`, "SecureString")
+	if _, err := ops.Writer.PutSecret(ctx, "/foreign", pub, owner); !errors.Is(err, engine.ErrNotOwned) {
+		t.Errorf("foreign parameter: want ErrNotOwned, got %v", err)
+	}
+	obj, err := ops.Reader.GetSecret(ctx, engine.Ref{Key: "/foreign"})
+	if err != nil || string(obj.Fields["password"]) != "theirs" {
+		t.Errorf("the foreign parameter changed: err %v", err)
+	}
+}
