@@ -180,3 +180,33 @@ func TestFetcherWithoutBatchReadsOneByOne(t *testing.T) {
 		t.Fatalf("a store without batchRead: %d batch calls and %d single reads, want 0 and %d", b, s, n)
 	}
 }
+
+// TestFetcherBatchHonoursTheStoresLimit: a store that accepts at most 10
+// refs a call (Ops.BatchLimit) never gets more, whatever the Fetcher's
+// own maximum, and a wrapper keeps the limit.
+func TestFetcherBatchHonoursTheStoresLimit(t *testing.T) {
+	f := NewFetcher(nil, nil)
+	f.SetBatching(time.Hour, MaxBatch)
+	r := &batchingReader{}
+	c, err := NewClient("test", Ops{Reader: r, Batch: r, BatchLimit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = c.Wrap(func(o Ops) Ops { return o })
+	if c.BatchLimit() != 10 {
+		t.Fatalf("the wrapped client's BatchLimit = %d, want 10", c.BatchLimit())
+	}
+	for k, err := range getAll(f, c, keyNames(30)) {
+		if err != nil {
+			t.Errorf("key %q: %v", k, err)
+		}
+	}
+	if b := r.batches.Load(); b != 3 {
+		t.Fatalf("30 misses with a store limit of 10 made %d calls (sizes %v), want 3", b, r.sizes)
+	}
+	for _, n := range r.sizes {
+		if n > 10 {
+			t.Errorf("a batch of %d refs was sent to a store that takes 10 (sizes %v)", n, r.sizes)
+		}
+	}
+}
