@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/engine"
@@ -212,5 +214,50 @@ func TestPublishingTagsAndRefusesForeign(t *testing.T) {
 	obj, err := ops.Reader.GetSecret(ctx, engine.Ref{Key: "/foreign"})
 	if err != nil || string(obj.Fields["password"]) != "theirs" {
 		t.Errorf("the foreign parameter changed: err %v", err)
+	}
+}
+
+// TestHundredDueTogetherCostTenCalls: 100 unique parameters missed by the
+// engine's fetch cache at once are read with ten GetParameters calls,
+// counted by the fake: the engine's batching honours the limit of 10.
+func TestHundredDueTogetherCostTenCalls(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	store, deps := keyStore(t, fake, "cycle")
+	client, err := engine.NewClient("awsps", newOps(t, store, deps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		fake.PutParameter(fmt.Sprintf("/due/%03d", i), fmt.Sprint(i), "SecureString")
+	}
+	f := engine.NewFetcher(nil, nil)
+	// A batch is sent when it is full, so that the count does not depend
+	// on how fast this machine is.
+	f.SetBatching(time.Hour, engine.MaxBatch)
+	fake.ResetCalls()
+	var wg sync.WaitGroup
+	errs := make([]error, 100)
+	for i := range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := f.Get(context.Background(), "ns/ps", client, engine.Ref{Key: fmt.Sprintf("/due/%03d", i)}, time.Minute)
+			if err == nil && string(got.Object.Value) != fmt.Sprint(i) {
+				err = fmt.Errorf("read another parameter's value")
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("parameter %d: %v", i, err)
+		}
+	}
+	batches, singles := fake.Calls("ssm:GetParameters"), fake.Calls("ssm:GetParameter")
+	t.Logf("100 parameters due together: %d GetParameters calls, %d GetParameter calls", batches, singles)
+	if batches != 10 || singles != 0 {
+		t.Errorf("100 parameters due together cost %d batch and %d single calls, want 10 and 0", batches, singles)
 	}
 }

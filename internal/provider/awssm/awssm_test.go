@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/engine"
@@ -290,5 +292,51 @@ func TestValidate(t *testing.T) {
 	none := provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "a", Name: "s", Spec: &v1alpha1.SecretStoreProvider{AWSSM: &v1alpha1.AWSProvider{Region: region}}}
 	if err := (awssm.Factory{}).Validate(none); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("no auth: %v", err)
+	}
+}
+
+// TestHundredDueTogetherCostFiveCalls: 100 unique secrets missed by the
+// engine's fetch cache at once (as when their ExternalSecrets fall due
+// together) are read with five BatchGetSecretValue calls, counted by the
+// fake: the engine's batching honours the store's limit of 20.
+func TestHundredDueTogetherCostFiveCalls(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	store, deps := keyStore(t, fake, "cycle")
+	client, err := engine.NewClient("awssm", newOps(t, store, deps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		fake.PutSecretString(fmt.Sprintf("due/%03d", i), fmt.Sprintf(`{"n":"%d"}`, i))
+	}
+	f := engine.NewFetcher(nil, nil)
+	// A batch is sent when it is full, so that the count does not depend
+	// on how fast this machine is.
+	f.SetBatching(time.Hour, engine.MaxBatch)
+	fake.ResetCalls()
+	var wg sync.WaitGroup
+	errs := make([]error, 100)
+	for i := range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := f.Get(context.Background(), "ns/sm", client, engine.Ref{Key: fmt.Sprintf("due/%03d", i)}, time.Minute)
+			if err == nil && string(got.Object.Fields["n"]) != fmt.Sprint(i) {
+				err = fmt.Errorf("read another secret's fields")
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("secret %d: %v", i, err)
+		}
+	}
+	batches, singles := fake.Calls("secretsmanager:BatchGetSecretValue"), fake.Calls("secretsmanager:GetSecretValue")
+	t.Logf("100 secrets due together: %d BatchGetSecretValue calls, %d GetSecretValue calls", batches, singles)
+	if batches != 5 || singles != 0 {
+		t.Errorf("100 secrets due together cost %d batch and %d single calls, want 5 and 0", batches, singles)
 	}
 }
