@@ -116,6 +116,9 @@ type Session struct {
 	Endpoint        string
 	FIPS, DualStack bool
 	KMSKeyID        string
+
+	// sts checks the credentials.
+	sts *sts.Client
 }
 
 // NewSession reads the store's credentials and builds the SDK
@@ -194,7 +197,16 @@ func NewSession(ctx context.Context, store provider.Store, deps provider.Deps, h
 		s.Who = fmt.Sprintf("role %q assumed by %s", b.Role, s.Who)
 	}
 	s.Config = cfg
+	s.sts = s.stsClient(cfg, b)
 	return s, nil
+}
+
+// Check verifies the credentials with STS GetCallerIdentity, which every
+// identity may call whatever its policies: a reader allowed only
+// GetSecretValue on a few ARNs is not refused by its store's check.
+func (s *Session) Check(ctx context.Context) error {
+	_, err := s.sts.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+	return s.Classify("checking the AWS credentials of "+s.Who+" (sts:GetCallerIdentity)", err)
 }
 
 // stsClient is an STS client with the credentials of cfg so far.

@@ -285,11 +285,9 @@ func (c *Client) describe(ctx context.Context, key string) (*types.ParameterMeta
 	return nil, errNoParameter{}
 }
 
-// Check verifies the credentials with a call that reads no value.
-func (c *Client) Check(ctx context.Context) error {
-	_, err := c.api.DescribeParameters(ctx, &ssm.DescribeParametersInput{MaxResults: aws.Int32(1)})
-	return c.s.Classify("checking the credentials against AWS Parameter Store (DescribeParameters)", err)
-}
+// Check verifies the credentials without reading a secret
+// (sts:GetCallerIdentity).
+func (c *Client) Check(ctx context.Context) error { return c.s.Check(ctx) }
 
 // PutSecret writes the publication's fields as a JSON object into a
 // SecureString parameter (with the block's KMS key, if any): it creates the

@@ -202,12 +202,9 @@ func current(stages map[string][]string) string {
 	return ""
 }
 
-// Check verifies the credentials with a call that reads no secret: it
-// lists one secret's metadata (names only).
-func (c *Client) Check(ctx context.Context) error {
-	_, err := c.api.ListSecrets(ctx, &secretsmanager.ListSecretsInput{MaxResults: aws.Int32(1)})
-	return c.s.Classify("checking the credentials against AWS Secrets Manager (ListSecrets)", err)
-}
+// Check verifies the credentials without reading a secret
+// (sts:GetCallerIdentity).
+func (c *Client) Check(ctx context.Context) error { return c.s.Check(ctx) }
 
 // PutSecret writes the publication's fields as a JSON object: it creates
 // the secret with the ownership tag, or writes a new version of a secret

@@ -340,3 +340,23 @@ func TestHundredDueTogetherCostFiveCalls(t *testing.T) {
 		t.Errorf("100 secrets due together cost %d batch and %d single calls, want 5 and 0", batches, singles)
 	}
 }
+
+// TestCheckNeedsNoSecretsPermission: the store's check asks STS who the
+// credentials are, which needs no permission: a reader denied listing
+// secrets passes it, and an unknown key fails it as PermissionDenied.
+func TestCheckNeedsNoSecretsPermission(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	store, deps := keyStore(t, fake, "narrow")
+	fake.Deny(awsfake.UserARN("narrow"), "secretsmanager:ListSecrets")
+	if err := newOps(t, store, deps).Checker.Check(context.Background()); err != nil {
+		t.Fatalf("check of valid credentials: %v", err)
+	}
+	if n := fake.Calls("sts:GetCallerIdentity"); n != 1 {
+		t.Errorf("GetCallerIdentity calls = %d, want 1", n)
+	}
+	deps.SetSecret("aws", "id", []byte("AKIANOTISSUED0000000"))
+	if err := newOps(t, store, deps).Checker.Check(context.Background()); !errors.Is(err, engine.ErrPermissionDenied) || !strings.Contains(err.Error(), "InvalidClientTokenId") {
+		t.Errorf("check of an unknown key: %v", err)
+	}
+}
