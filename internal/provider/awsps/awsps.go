@@ -317,29 +317,29 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 	if c.s.KMSKeyID != "" {
 		in.KeyId = aws.String(c.s.KMSKeyID)
 	}
-	if _, err := c.describe(ctx, key); err != nil {
+	if _, err = c.describe(ctx, key); err != nil {
 		if err = c.s.Classify(what, err); !errors.Is(err, engine.ErrNotFound) {
 			return "", err
 		}
 		// A concurrent creator makes this fail with ParameterAlreadyExists
 		// (ErrUnavailable): the retry finds the parameter.
 		in.Tags, in.Overwrite = psTags, aws.Bool(false)
-		out, err := c.api.PutParameter(ctx, in)
-		if err != nil {
-			return "", c.s.Classify(what, err)
+		created, cerr := c.api.PutParameter(ctx, in)
+		if cerr != nil {
+			return "", c.s.Classify(what, cerr)
 		}
-		return strconv.FormatInt(out.Version, 10), nil
+		return strconv.FormatInt(created.Version, 10), nil
 	}
 	have, err := c.api.ListTagsForResource(ctx, &ssm.ListTagsForResourceInput{ResourceType: types.ResourceTypeForTaggingParameter, ResourceId: aws.String(key)})
 	if err != nil {
 		return "", c.s.Classify(what+" (reading its tags)", err)
 	}
 	marker, found := tagValue(have.TagList, awsbase.OwnerTag)
-	if _, err := awsbase.Ownership(what, marker, found, owner); err != nil {
+	if _, err = awsbase.Ownership(what, marker, found, owner); err != nil {
 		return "", err
 	}
 	if !sameTags(have.TagList, psTags) {
-		if _, err := c.api.AddTagsToResource(ctx, &ssm.AddTagsToResourceInput{ResourceType: types.ResourceTypeForTaggingParameter, ResourceId: aws.String(key), Tags: psTags}); err != nil {
+		if _, err = c.api.AddTagsToResource(ctx, &ssm.AddTagsToResourceInput{ResourceType: types.ResourceTypeForTaggingParameter, ResourceId: aws.String(key), Tags: psTags}); err != nil {
 			return "", c.s.Classify(what+" (tagging it)", err)
 		}
 	}
@@ -363,7 +363,7 @@ func (c *Client) DeleteSecret(ctx context.Context, key string, owner engine.Owne
 	}
 	marker, found := tagValue(have.TagList, awsbase.OwnerTag)
 	if !found || marker != owner.ID {
-		_, err := awsbase.Ownership(what, marker, found, engine.Owner{ID: owner.ID})
+		_, err = awsbase.Ownership(what, marker, found, engine.Owner{ID: owner.ID})
 		return err
 	}
 	_, err = c.api.DeleteParameter(ctx, &ssm.DeleteParameterInput{Name: aws.String(key)})

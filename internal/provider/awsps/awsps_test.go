@@ -139,8 +139,8 @@ func TestPathAsDataFrom(t *testing.T) {
 		t.Errorf("path CurrentVersion %q, read version %q, err %v", cv, obj.Version, err)
 	}
 	fake.PutParameter("/app/prod/k03", "new", "SecureString")
-	if cv2, err := ops.Versions.CurrentVersion(ctx, "/app/prod/"); err != nil || cv2 == cv {
-		t.Errorf("path version after a change: %q (was %q), err %v", cv2, cv, err)
+	if cv2, verr := ops.Versions.CurrentVersion(ctx, "/app/prod/"); verr != nil || cv2 == cv {
+		t.Errorf("path version after a change: %q (was %q), err %v", cv2, cv, verr)
 	}
 	fake.PutParameter("/app/prod/db_password", "clash", "SecureString")
 	_, err = ops.Reader.GetSecret(ctx, engine.Ref{Key: "/app/prod/"})

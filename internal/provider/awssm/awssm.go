@@ -238,29 +238,29 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 		if c.s.KMSKeyID != "" {
 			in.KmsKeyId = aws.String(c.s.KMSKeyID)
 		}
-		out, err := c.api.CreateSecret(ctx, in)
-		if err != nil {
+		created, cerr := c.api.CreateSecret(ctx, in)
+		if cerr != nil {
 			// ResourceExistsException: a concurrent writer created it
 			// first; the retry will find it.
-			return "", c.s.Classify(what, err)
+			return "", c.s.Classify(what, cerr)
 		}
-		return aws.ToString(out.VersionId), nil
+		return aws.ToString(created.VersionId), nil
 	}
 	marker, found := tagValue(desc.Tags, awsbase.OwnerTag)
-	if _, err := awsbase.Ownership(fmt.Sprintf("writing secret %q in AWS Secrets Manager", key), marker, found, owner); err != nil {
+	if _, err = awsbase.Ownership(fmt.Sprintf("writing secret %q in AWS Secrets Manager", key), marker, found, owner); err != nil {
 		return "", err
 	}
 	if !sameTags(desc.Tags, smTags) {
-		if _, err := c.api.TagResource(ctx, &secretsmanager.TagResourceInput{SecretId: aws.String(key), Tags: smTags}); err != nil {
+		if _, err = c.api.TagResource(ctx, &secretsmanager.TagResourceInput{SecretId: aws.String(key), Tags: smTags}); err != nil {
 			return "", c.s.Classify(what+" (tagging it)", err)
 		}
 	}
 	cur := current(desc.VersionIdsToStages)
 	if cur != "" {
 		// Writing what the secret holds makes no new version.
-		now, err := c.api.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(key), VersionId: aws.String(cur)})
-		if err != nil {
-			return "", c.s.Classify(what+" (reading its current version to compare)", err)
+		now, gerr := c.api.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(key), VersionId: aws.String(cur)})
+		if gerr != nil {
+			return "", c.s.Classify(what+" (reading its current version to compare)", gerr)
 		}
 		if now.SecretString != nil && *now.SecretString == text {
 			return cur, nil
@@ -296,7 +296,7 @@ func (c *Client) DeleteSecret(ctx context.Context, key string, owner engine.Owne
 	}
 	marker, found := tagValue(desc.Tags, awsbase.OwnerTag)
 	if !found || marker != owner.ID {
-		_, err := awsbase.Ownership(what, marker, found, engine.Owner{ID: owner.ID})
+		_, err = awsbase.Ownership(what, marker, found, engine.Owner{ID: owner.ID})
 		return err
 	}
 	_, err = c.api.DeleteSecret(ctx, &secretsmanager.DeleteSecretInput{SecretId: aws.String(key), ForceDeleteWithoutRecovery: aws.Bool(true)})

@@ -86,20 +86,20 @@ func TestReadsStagesBinaryAndARN(t *testing.T) {
 	if err != nil || prev.Version != v1 {
 		t.Fatalf("AWSPREVIOUS: version %q (want %q), err %v", prev.Version, v1, err)
 	}
-	if got, err := engine.Extract("app/db", prev, "nested.k"); err != nil || string(got) != "v" {
-		t.Errorf("property nested.k of AWSPREVIOUS: err %v", err)
+	if got, perr := engine.Extract("app/db", prev, "nested.k"); perr != nil || string(got) != "v" {
+		t.Errorf("property nested.k of AWSPREVIOUS: err %v", perr)
 	}
-	if got, err := engine.Extract("app/db", prev, "port"); err != nil || string(got) != "5432" {
-		t.Errorf("a number member is its JSON text: err %v", err)
+	if got, perr := engine.Extract("app/db", prev, "port"); perr != nil || string(got) != "5432" {
+		t.Errorf("a number member is its JSON text: err %v", perr)
 	}
 	byID, err := ops.Reader.GetSecret(ctx, engine.Ref{Key: "app/db", Version: v1})
 	if err != nil || byID.Version != v1 {
 		t.Fatalf("read by version ID: version %q, err %v", byID.Version, err)
 	}
-	if cv, err := ops.Versions.CurrentVersion(ctx, "app/db"); err != nil || cv != v2 {
-		t.Errorf("CurrentVersion = %q, %v; want %q", cv, err, v2)
+	if cv, verr := ops.Versions.CurrentVersion(ctx, "app/db"); verr != nil || cv != v2 {
+		t.Errorf("CurrentVersion = %q, %v; want %q", cv, verr, v2)
 	}
-	if _, err := ops.Reader.GetSecret(ctx, engine.Ref{Key: "app/db", Version: "NOSUCHSTAGE"}); !errors.Is(err, engine.ErrNotFound) {
+	if _, err = ops.Reader.GetSecret(ctx, engine.Ref{Key: "app/db", Version: "NOSUCHSTAGE"}); !errors.Is(err, engine.ErrNotFound) {
 		t.Errorf("a missing stage: want ErrNotFound, got %v", err)
 	}
 
@@ -264,10 +264,10 @@ func TestPublishingTagsAndRefusesForeign(t *testing.T) {
 		t.Errorf("an unchanged write made version %q (first %q), err %v", v2, v1, err)
 	}
 	fake.PutSecretString("foreign", `{"password":"theirs"}`)
-	if _, err := ops.Writer.PutSecret(ctx, "foreign", pub, owner); !errors.Is(err, engine.ErrNotOwned) {
+	if _, err = ops.Writer.PutSecret(ctx, "foreign", pub, owner); !errors.Is(err, engine.ErrNotOwned) {
 		t.Errorf("foreign secret: want ErrNotOwned, got %v", err)
 	}
-	if err := ops.Writer.DeleteSecret(ctx, "foreign", owner); !errors.Is(err, engine.ErrNotOwned) {
+	if err = ops.Writer.DeleteSecret(ctx, "foreign", owner); !errors.Is(err, engine.ErrNotOwned) {
 		t.Errorf("deleting a foreign secret: want ErrNotOwned, got %v", err)
 	}
 	obj, err := ops.Reader.GetSecret(ctx, engine.Ref{Key: "foreign"})
