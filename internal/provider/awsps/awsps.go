@@ -64,7 +64,10 @@ type Client struct {
 
 // Ops are the client's operations.
 func (c *Client) Ops() engine.Ops {
-	return engine.Ops{Reader: c, Batch: c, BatchLimit: BatchLimit, Versions: c, Writer: c, Checker: c}
+	ops := engine.Ops{Reader: c, Batch: c, BatchLimit: BatchLimit, Versions: c, Writer: c, Checker: c}
+	plain := ops
+	ops.Scope = func(scope string) (engine.Ops, error) { return scoped(plain, scope), nil }
+	return ops
 }
 
 // IsPath tells a path (read as every parameter under it) from a name.

@@ -261,3 +261,43 @@ func TestHundredDueTogetherCostTenCalls(t *testing.T) {
 		t.Errorf("100 parameters due together cost %d batch and %d single calls, want 10 and 0", batches, singles)
 	}
 }
+
+// TestScopeIsAPathOfItsOwn: a publisher confined to namespace team-a
+// writes under /team-a/, whether it names /app/db or app/db, and cannot
+// climb out with "..".
+func TestScopeIsAPathOfItsOwn(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	store, deps := keyStore(t, fake, "scoped")
+	client, err := engine.NewClient("awsps", newOps(t, store, deps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inScope, err := client.InScope("team-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := inScope.AsWriter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	owner := engine.Owner{ID: "PushSecret/team-a/p"}
+	pub := engine.Publication{Fields: map[string][]byte{"k": []byte("v")}}
+	for _, key := range []string{"/app/db", "app/cache"} {
+		if _, err = w.PutSecret(ctx, key, pub, owner); err != nil {
+			t.Fatalf("scoped write of %q: %v", key, err)
+		}
+	}
+	for _, name := range []string{"/team-a/app/db", "/team-a/app/cache"} {
+		if fake.ParameterTags(name)[awsbase.OwnerTag] != owner.ID {
+			t.Errorf("parameter %q was not written in the scope", name)
+		}
+	}
+	if _, err = w.PutSecret(ctx, "/../team-b/db", pub, owner); err == nil {
+		t.Errorf("a key with .. left the scope")
+	}
+	if obj, gerr := inScope.GetSecret(ctx, engine.Ref{Key: "/app/db"}); gerr != nil || string(obj.Fields["k"]) != "v" {
+		t.Errorf("scoped read: %v", gerr)
+	}
+}
