@@ -409,3 +409,15 @@ func page(token string, limit, n int) (int, int, string, *apiError) {
 	}
 	return start, end, next, nil
 }
+
+// ParameterKMSKey is the type and KMS key of a parameter's current version.
+func (s *Server) ParameterKMSKey(name string) (typ, keyID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.params[name]
+	if p == nil {
+		return "", ""
+	}
+	v := p.versions[len(p.versions)-1]
+	return v.typ, v.keyID
+}

@@ -281,3 +281,38 @@ func TestAWSManyExternalSecretsReadInBatches(t *testing.T) {
 		t.Errorf("%d secrets cost %d batch and %d single calls; want only batch calls, at most one per secret", n, batches, singles)
 	}
 }
+
+// TestAWSThrottlingKeepsTheTargetAndBacksOff: with every read throttled,
+// the condition says so, the target keeps its data, and the calls made
+// in the following seconds are printed (the SDK's retryer makes at most
+// awsbase.MaxAttempts attempts per read, then the work queue backs off).
+func TestAWSThrottlingKeepsTheTargetAndBacksOff(t *testing.T) {
+	fake := newAWSFake(t)
+	ns := newNamespace(t, nil)
+	awsKeyStore(t, fake, ns, "sm", "awssm", "busy")
+	fake.PutSecretString("k", `{"v":"`+sentinel+`"}`)
+	newES(t, ns, "es", "sm", withRefresh(time.Second), withData("v", "k", "v"))
+	waitSecretData(t, ns, "es", map[string]string{"v": sentinel})
+
+	actions := []string{"secretsmanager:GetSecretValue", "secretsmanager:BatchGetSecretValue", "secretsmanager:DescribeSecret"}
+	for _, a := range actions {
+		fake.Throttle(a, true)
+	}
+	fake.PutSecretString("k", `{"v":"new"}`)
+	waitCondition(t, ns, "es", "Throttled", "ThrottlingException")
+	waitSecretData(t, ns, "es", map[string]string{"v": sentinel})
+	fake.ResetCalls()
+	time.Sleep(10 * time.Second)
+	calls := 0
+	for _, a := range actions {
+		calls += fake.Calls(a)
+	}
+	t.Logf("throttled store with a 1s refresh: %d calls in 10s, attempts included", calls)
+
+	for _, a := range actions {
+		fake.Throttle(a, false)
+	}
+	waitSecretData(t, ns, "es", map[string]string{"v": "new"})
+	waitReady(t, ns, "es")
+	assertNoLeak(t, ns)
+}

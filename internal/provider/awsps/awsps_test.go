@@ -207,6 +207,9 @@ func TestPublishingTagsAndRefusesForeign(t *testing.T) {
 	if tags := fake.ParameterTags("/pub/db"); tags[awsbase.OwnerTag] != owner.ID || tags["team"] != "a" {
 		t.Errorf("tags = %v", tags)
 	}
+	if typ, key := fake.ParameterKMSKey("/pub/db"); typ != "SecureString" || key != "alias/params" {
+		t.Errorf("written as %s with key %q, want SecureString with alias/params", typ, key)
+	}
 	fake.PutParameter("/foreign", `{"password":"theirs"}`, "SecureString")
 	if _, err := ops.Writer.PutSecret(ctx, "/foreign", pub, owner); !errors.Is(err, engine.ErrNotOwned) {
 		t.Errorf("foreign parameter: want ErrNotOwned, got %v", err)
