@@ -210,3 +210,34 @@ func TestFetcherBatchHonoursTheStoresLimit(t *testing.T) {
 		}
 	}
 }
+
+// versionedBatcher is a batching store that can also tell versions.
+type versionedBatcher struct {
+	batchingReader
+	versionChecks atomic.Int64
+}
+
+func (r *versionedBatcher) CurrentVersion(context.Context, string) (string, error) {
+	r.versionChecks.Add(1)
+	return "1", nil
+}
+
+// TestFetcherBatchReReadsInsteadOfCheckingVersions: when cached reads of a
+// store that batches fall due, they are read again together (a call per
+// batch) rather than confirmed one by one (a call per object).
+func TestFetcherBatchReReadsInsteadOfCheckingVersions(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	f := NewFetcher(clock, nil)
+	f.SetBatching(time.Hour, 10)
+	r := &versionedBatcher{}
+	c, err := NewClient("test", Ops{Reader: r, Batch: r, Versions: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	getAll(f, c, keyNames(10))
+	clock.Advance(2 * time.Minute)
+	getAll(f, c, keyNames(10))
+	if b, v := r.batches.Load(), r.versionChecks.Load(); b != 2 || v != 0 {
+		t.Fatalf("a due refresh of 10 objects: %d batch calls and %d version checks, want 2 and 0", b, v)
+	}
+}

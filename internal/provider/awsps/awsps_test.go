@@ -234,34 +234,42 @@ func TestHundredDueTogetherCostTenCalls(t *testing.T) {
 	for i := range 100 {
 		fake.PutParameter(fmt.Sprintf("/due/%03d", i), fmt.Sprint(i), "SecureString")
 	}
-	f := engine.NewFetcher(nil, nil)
+	clock := &stepClock{t: time.Unix(1000, 0)}
+	f := engine.NewFetcher(clock, nil)
 	// A batch is sent when it is full, so that the count does not depend
 	// on how fast this machine is.
 	f.SetBatching(time.Hour, engine.MaxBatch)
-	fake.ResetCalls()
-	var wg sync.WaitGroup
-	errs := make([]error, 100)
-	for i := range 100 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			got, err := f.Get(context.Background(), "ns/ps", client, engine.Ref{Key: fmt.Sprintf("/due/%03d", i)}, time.Minute)
-			if err == nil && string(got.Object.Value) != fmt.Sprint(i) {
-				err = fmt.Errorf("read another parameter's value")
+	cycle := func() {
+		fake.ResetCalls()
+		var wg sync.WaitGroup
+		errs := make([]error, 100)
+		for i := range 100 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got, err := f.Get(context.Background(), "ns/ps", client, engine.Ref{Key: fmt.Sprintf("/due/%03d", i)}, time.Minute)
+				if err == nil && string(got.Object.Value) != fmt.Sprint(i) {
+					err = fmt.Errorf("read another parameter's value")
+				}
+				errs[i] = err
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("parameter %d: %v", i, err)
 			}
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("parameter %d: %v", i, err)
 		}
 	}
-	batches, singles := fake.Calls("ssm:GetParameters"), fake.Calls("ssm:GetParameter")
-	t.Logf("100 parameters due together: %d GetParameters calls, %d GetParameter calls", batches, singles)
-	if batches != 10 || singles != 0 {
-		t.Errorf("100 parameters due together cost %d batch and %d single calls, want 10 and 0", batches, singles)
+	for _, round := range []string{"first sync", "refresh cycle"} {
+		cycle()
+		batches, singles, checks := fake.Calls("ssm:GetParameters"), fake.Calls("ssm:GetParameter"), fake.Calls("ssm:DescribeParameters")
+		t.Logf("100 parameters due together, %s: %d batch calls, %d single reads, %d version checks", round, batches, singles, checks)
+		if batches != 10 || singles != 0 || checks != 0 {
+			t.Errorf("100 parameters due together, %s: %d batch calls, %d single reads, %d version checks; want 10, 0 and 0", round, batches, singles, checks)
+		}
+		// Every cached read falls due.
+		clock.Advance(2 * time.Minute)
 	}
 }
 
@@ -304,3 +312,13 @@ func TestScopeIsAPathOfItsOwn(t *testing.T) {
 		t.Errorf("scoped read: %v", gerr)
 	}
 }
+
+// stepClock is a clock that tests move forward.
+type stepClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *stepClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *stepClock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }

@@ -310,34 +310,42 @@ func TestHundredDueTogetherCostFiveCalls(t *testing.T) {
 	for i := range 100 {
 		fake.PutSecretString(fmt.Sprintf("due/%03d", i), fmt.Sprintf(`{"n":"%d"}`, i))
 	}
-	f := engine.NewFetcher(nil, nil)
+	clock := &stepClock{t: time.Unix(1000, 0)}
+	f := engine.NewFetcher(clock, nil)
 	// A batch is sent when it is full, so that the count does not depend
 	// on how fast this machine is.
 	f.SetBatching(time.Hour, engine.MaxBatch)
-	fake.ResetCalls()
-	var wg sync.WaitGroup
-	errs := make([]error, 100)
-	for i := range 100 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			got, err := f.Get(context.Background(), "ns/sm", client, engine.Ref{Key: fmt.Sprintf("due/%03d", i)}, time.Minute)
-			if err == nil && string(got.Object.Fields["n"]) != fmt.Sprint(i) {
-				err = fmt.Errorf("read another secret's fields")
+	cycle := func() {
+		fake.ResetCalls()
+		var wg sync.WaitGroup
+		errs := make([]error, 100)
+		for i := range 100 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got, err := f.Get(context.Background(), "ns/sm", client, engine.Ref{Key: fmt.Sprintf("due/%03d", i)}, time.Minute)
+				if err == nil && string(got.Object.Fields["n"]) != fmt.Sprint(i) {
+					err = fmt.Errorf("read another secret's fields")
+				}
+				errs[i] = err
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("secret %d: %v", i, err)
 			}
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("secret %d: %v", i, err)
 		}
 	}
-	batches, singles := fake.Calls("secretsmanager:BatchGetSecretValue"), fake.Calls("secretsmanager:GetSecretValue")
-	t.Logf("100 secrets due together: %d BatchGetSecretValue calls, %d GetSecretValue calls", batches, singles)
-	if batches != 5 || singles != 0 {
-		t.Errorf("100 secrets due together cost %d batch and %d single calls, want 5 and 0", batches, singles)
+	for _, round := range []string{"first sync", "refresh cycle"} {
+		cycle()
+		batches, singles, checks := fake.Calls("secretsmanager:BatchGetSecretValue"), fake.Calls("secretsmanager:GetSecretValue"), fake.Calls("secretsmanager:DescribeSecret")
+		t.Logf("100 secrets due together, %s: %d batch calls, %d single reads, %d version checks", round, batches, singles, checks)
+		if batches != 5 || singles != 0 || checks != 0 {
+			t.Errorf("100 secrets due together, %s: %d batch calls, %d single reads, %d version checks; want 5, 0 and 0", round, batches, singles, checks)
+		}
+		// Every cached read falls due.
+		clock.Advance(2 * time.Minute)
 	}
 }
 
@@ -360,3 +368,13 @@ func TestCheckNeedsNoSecretsPermission(t *testing.T) {
 		t.Errorf("check of an unknown key: %v", err)
 	}
 }
+
+// stepClock is a clock that tests move forward.
+type stepClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *stepClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *stepClock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
