@@ -241,3 +241,35 @@ func TestFetcherBatchReReadsInsteadOfCheckingVersions(t *testing.T) {
 		t.Fatalf("a due refresh of 10 objects: %d batch calls and %d version checks, want 2 and 0", b, v)
 	}
 }
+
+// TestFetcherLoneDueReadIsAVersionCheck: a cached read that falls due
+// alone in its batch window is confirmed by a version check (no value is
+// read) and renewed.
+func TestFetcherLoneDueReadIsAVersionCheck(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	f := NewFetcher(clock, nil)
+	f.SetBatching(time.Millisecond, 10)
+	r := &versionedBatcher{}
+	c, err := NewClient("test", Ops{Reader: r, Batch: r, Versions: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = f.Get(context.Background(), "s", c, Ref{Key: "alone"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Minute)
+	got, err := f.Get(context.Background(), "s", c, Ref{Key: "alone"}, time.Minute)
+	if err != nil || string(got.Object.Value) != "value-of-alone" {
+		t.Fatalf("due read: %v", err)
+	}
+	if b, v := r.batches.Load(), r.versionChecks.Load(); b != 1 || v != 1 {
+		t.Fatalf("a lone due read: %d batch calls and %d version checks, want 1 (the first read) and 1", b, v)
+	}
+	// Renewed: within max age again, no call.
+	if _, err = f.Get(context.Background(), "s", c, Ref{Key: "alone"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if b, v := r.batches.Load(), r.versionChecks.Load(); b != 1 || v != 1 {
+		t.Fatalf("a renewed read was read again: %d batch calls, %d version checks", b, v)
+	}
+}
