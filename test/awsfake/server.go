@@ -237,7 +237,7 @@ func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request, target string
 	}
 	principal, aerr := s.authenticate(r, body, service)
 	if aerr == nil {
-		aerr = s.authorize(principal, action)
+		aerr = s.authorize(principal, action, s.resourceOf(service, body))
 	}
 	if aerr != nil {
 		writeJSONError(w, aerr)
@@ -351,8 +351,30 @@ func (s *Server) authenticate(r *http.Request, body []byte, service string) (str
 	return cred.principal, nil
 }
 
+// resourceOf is the ARN of the secret or parameter a request names, as a
+// refusal names it, or "*".
+func (s *Server) resourceOf(service string, body []byte) string {
+	var in struct {
+		SecretID string `json:"SecretId"`
+		Name     string `json:"Name"`
+	}
+	_ = json.Unmarshal(body, &in)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case service == "secretsmanager" && in.SecretID != "":
+		if sec, e := s.findSecret(in.SecretID); e == nil {
+			return sec.arn
+		}
+		return fmt.Sprintf("arn:aws:secretsmanager:%s:%s:secret:%s", s.Region, Account, in.SecretID)
+	case service == "ssm" && in.Name != "":
+		return s.paramARN(in.Name)
+	}
+	return "*"
+}
+
 // authorize applies the deny list and throttling.
-func (s *Server) authorize(principal, action string) *apiError {
+func (s *Server) authorize(principal, action, resource string) *apiError {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.throttle[action] {
@@ -360,7 +382,7 @@ func (s *Server) authorize(principal, action string) *apiError {
 	}
 	if s.denied[[2]string{roleOf(principal), action}] || s.denied[[2]string{principal, action}] {
 		return &apiError{status: 400, code: "AccessDeniedException", message: fmt.Sprintf(
-			"User: %s is not authorized to perform: %s on resource: %s because no identity-based policy allows the %s action", principal, action, "*", action)}
+			"User: %s is not authorized to perform: %s on resource: %s because no identity-based policy allows the %s action", principal, action, resource, action)}
 	}
 	return nil
 }
@@ -397,7 +419,7 @@ func (s *Server) serveSTS(w http.ResponseWriter, r *http.Request, body []byte) {
 	case "AssumeRole", "GetCallerIdentity":
 		principal, e := s.authenticate(r, body, "sts")
 		if e == nil {
-			e = s.authorize(principal, "sts:"+action)
+			e = s.authorize(principal, "sts:"+action, "*")
 		}
 		if e != nil {
 			aerr = e

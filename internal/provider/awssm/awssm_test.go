@@ -181,7 +181,7 @@ func TestAccessDeniedNamesCallerActionResource(t *testing.T) {
 	if !errors.Is(err, engine.ErrPermissionDenied) {
 		t.Fatalf("want ErrPermissionDenied, got %v", err)
 	}
-	for _, want := range []string{awsfake.UserARN("denied"), "secretsmanager:GetSecretValue", `"app/db"`} {
+	for _, want := range []string{awsfake.UserARN("denied"), "secretsmanager:GetSecretValue", `"app/db"`, "on " + fake.SecretARN("app/db")} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("refusal %q does not name %q", err, want)
 		}
