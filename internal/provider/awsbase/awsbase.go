@@ -75,6 +75,9 @@ func Validate(store provider.Store) error {
 	if a.ControllerCredentials && !store.Cluster() {
 		return fmt.Errorf("%w: %s.auth.controllerCredentials lends the controller's own AWS identity, so only a ClusterSecretStore (an administrator's choice) may set it; use secretRef or jwt in a SecretStore", engine.ErrInvalidConfig, name)
 	}
+	if b.Endpoint != "" && (b.FIPS || b.DualStack) {
+		return fmt.Errorf("%w: %s.endpoint names the endpoint itself, so it cannot be combined with %s.fips or %s.dualStack: use an endpoint URL that is FIPS or dual-stack", engine.ErrInvalidConfig, name, name, name)
+	}
 	if (b.ExternalID != "" || len(b.SessionTags) > 0) && b.Role == "" {
 		return fmt.Errorf("%w: %s.externalID and %s.sessionTags are passed when a role is assumed: set %s.role", engine.ErrInvalidConfig, name, name, name)
 	}

@@ -3,6 +3,8 @@ package awsbase_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/awsbase"
+	"github.com/watchword-dev/watchword/internal/provider/awsps"
 	"github.com/watchword-dev/watchword/internal/provider/awssm"
 	"github.com/watchword-dev/watchword/test/awsfake"
 )
@@ -192,5 +195,78 @@ func TestErrorsCarryNoAWSText(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "ResourceNotFoundException") {
 		t.Errorf("the code is kept: %v", err)
+	}
+}
+
+// hostRecorder is an HTTP client that records the host of each request
+// and answers it with a non-retryable error, without any network.
+type hostRecorder struct {
+	mu    sync.Mutex
+	hosts []string
+}
+
+func (h *hostRecorder) Do(req *http.Request) (*http.Response, error) {
+	h.mu.Lock()
+	h.hosts = append(h.hosts, req.URL.Host)
+	h.mu.Unlock()
+	return &http.Response{StatusCode: 400, Header: http.Header{"Content-Type": {"application/x-amz-json-1.1"}, "X-Amzn-Errortype": {"ValidationException"}},
+		Body: io.NopCloser(strings.NewReader(`{"__type":"ValidationException","message":"x"}`)), Request: req}, nil
+}
+
+// TestEndpoints: the region, FIPS and dual-stack settings and the endpoint
+// override reach the SDK's endpoint resolution.
+func TestEndpoints(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		ssm, fips, dualStack bool
+		endpoint        string
+		want            string
+	}{
+		{name: "regional", want: "secretsmanager.eu-west-1.amazonaws.com"},
+		{name: "fips", fips: true, want: "secretsmanager-fips.eu-west-1.amazonaws.com"},
+		// Secrets Manager's regional endpoints of the aws partition are
+		// dual-stack already (its endpoint rules say so); SSM's are not.
+		{name: "dual-stack", dualStack: true, want: "secretsmanager.eu-west-1.amazonaws.com"},
+		{name: "dual-stack ssm", ssm: true, dualStack: true, want: "ssm.eu-west-1.api.aws"},
+		{name: "fips ssm", ssm: true, fips: true, want: "ssm-fips.eu-west-1.amazonaws.com"},
+		{name: "override", endpoint: "https://vpce-1.secretsmanager.eu-west-1.vpce.amazonaws.com", want: "vpce-1.secretsmanager.eu-west-1.vpce.amazonaws.com"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &hostRecorder{}
+			deps := &awsfake.Deps{}
+			deps.SetSecret("aws", "id", []byte("AKIAEXAMPLEEXAMPLE00"))
+			deps.SetSecret("aws", "secret", []byte("not-a-real-secret-not-a-real-secret-0000"))
+			block := &v1alpha1.AWSProvider{
+				Region: region, FIPS: tc.fips, DualStack: tc.dualStack, Endpoint: tc.endpoint,
+				Auth: &v1alpha1.AWSAuth{SecretRef: &v1alpha1.AWSAuthSecretRef{
+					AccessKeyID: v1alpha1.SecretKeySelector{Name: "aws", Key: "id"}, SecretAccessKey: v1alpha1.SecretKeySelector{Name: "aws", Key: "secret"}}}}
+			store := provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "a", Name: "s", Spec: &v1alpha1.SecretStoreProvider{AWSSM: block}}
+			var factory provider.Factory = awssm.Factory{HTTPClient: rec}
+			if tc.ssm {
+				store.Spec = &v1alpha1.SecretStoreProvider{AWSPS: block}
+				factory = awsps.Factory{HTTPClient: rec}
+			}
+			ops, err := factory.New(context.Background(), store, deps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = ops.Reader.GetSecret(context.Background(), engine.Ref{Key: "k"})
+			if !errors.Is(err, engine.ErrInvalidConfig) {
+				t.Errorf("the recorder's answer: %v", err)
+			}
+			if len(rec.hosts) != 1 || rec.hosts[0] != tc.want {
+				t.Errorf("requests went to %v, want %s", rec.hosts, tc.want)
+			}
+		})
+	}
+}
+
+// TestEndpointOverrideExcludesFIPSAndDualStack: the SDK cannot combine an
+// endpoint override with FIPS or dual-stack; the store says so first.
+func TestEndpointOverrideExcludesFIPSAndDualStack(t *testing.T) {
+	store := provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "a", Name: "s", Spec: &v1alpha1.SecretStoreProvider{AWSSM: &v1alpha1.AWSProvider{
+		Region: region, FIPS: true, Endpoint: "https://vpce.example", Auth: &v1alpha1.AWSAuth{SecretRef: &v1alpha1.AWSAuthSecretRef{}}}}}
+	if err := awsbase.Validate(store); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "awssm.endpoint") {
+		t.Errorf("FIPS with an endpoint override: %v", err)
 	}
 }
