@@ -219,8 +219,8 @@ func TestEndpoints(t *testing.T) {
 	for _, tc := range []struct {
 		name                 string
 		ssm, fips, dualStack bool
-		endpoint        string
-		want            string
+		endpoint             string
+		want                 string
 	}{
 		{name: "regional", want: "secretsmanager.eu-west-1.amazonaws.com"},
 		{name: "fips", fips: true, want: "secretsmanager-fips.eu-west-1.amazonaws.com"},
