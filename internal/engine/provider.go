@@ -30,7 +30,10 @@ type Object struct {
 	// Value is the value of a backend that stores one value per key.
 	Value []byte
 	// Fields are the named values of a structured backend (a Vault
-	// secret, a Kubernetes Secret). Nil for single-value backends.
+	// secret, a Kubernetes Secret). Nil for single-value backends. A
+	// backend whose value is JSON text (AWS) may set both: properties and
+	// dataFrom then use Fields, and a data[] entry without a property gets
+	// Value as it is stored.
 	Fields map[string][]byte
 }
 

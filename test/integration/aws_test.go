@@ -81,18 +81,21 @@ func TestAWSSecretsManagerReadsAndFollowsRotation(t *testing.T) {
 	fake := newAWSFake(t)
 	ns := newNamespace(t, nil)
 	awsKeyStore(t, fake, ns, "sm", "awssm", "reader")
-	first := fake.PutSecretString("app/db", `{"password":"first","conn":{"host":"db.internal","port":5432}}`)
+	text := `{"password":"first","conn":{"host":"db.internal","port":5432}}`
+	first := fake.PutSecretString("app/db", text)
 	newES(t, ns, "db", "sm", withRefresh(2*time.Second),
 		withData("password", "app/db", "password"),
+		withData("whole", "app/db", ""),
 		withDataFrom("app/db", "conn"))
-	waitSecretData(t, ns, "db", map[string]string{"password": "first", "host": "db.internal", "port": "5432"})
+	waitSecretData(t, ns, "db", map[string]string{"password": "first", "whole": text, "host": "db.internal", "port": "5432"})
 	es := waitReady(t, ns, "db")
 	if len(es.Status.Versions) != 1 || es.Status.Versions[0].Version != first {
 		t.Fatalf("versions = %v, want version ID %s", es.Status.Versions, first)
 	}
 
-	second := fake.PutSecretString("app/db", `{"password":"second","conn":{"host":"db.internal","port":5432}}`)
-	waitSecretData(t, ns, "db", map[string]string{"password": "second", "host": "db.internal", "port": "5432"})
+	text = `{"password":"second","conn":{"host":"db.internal","port":5432}}`
+	second := fake.PutSecretString("app/db", text)
+	waitSecretData(t, ns, "db", map[string]string{"password": "second", "whole": text, "host": "db.internal", "port": "5432"})
 	eventually(t, wait, func() (bool, string) {
 		es := getES(t, ns, "db")
 		return len(es.Status.Versions) == 1 && es.Status.Versions[0].Version == second, fmt.Sprint(es.Status.Versions)

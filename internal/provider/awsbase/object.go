@@ -11,12 +11,13 @@ import (
 )
 
 // TextObject is the object of a text value (a SecretString, a parameter's
-// value). A JSON object is returned as fields, one per member: a string
-// member as its text, any other member as its JSON, so that property,
-// dataFrom and a whole-object read work on it as on a structured store.
-// Any other text is a single value.
+// value). A JSON object is returned as fields too, one per member: a string
+// member as its text, any other member as its JSON, so that property and
+// dataFrom work on it as on a structured store; the text itself stays the
+// Value, which a data[] entry without a property gets unchanged. Any other
+// text is a single value.
 func TextObject(version, text string) engine.Object {
-	obj := engine.Object{Version: version}
+	obj := engine.Object{Version: version, Value: []byte(text)}
 	trimmed := strings.TrimSpace(text)
 	if strings.HasPrefix(trimmed, "{") {
 		var members map[string]json.RawMessage
@@ -34,7 +35,6 @@ func TextObject(version, text string) engine.Object {
 			return obj
 		}
 	}
-	obj.Value = []byte(text)
 	return obj
 }
 
