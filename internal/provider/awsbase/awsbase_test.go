@@ -288,3 +288,26 @@ func TestJSONTextIsKeptWhole(t *testing.T) {
 		t.Errorf("dataFrom = %q, %v", all, err)
 	}
 }
+
+// TestControllerCredentials: a ClusterSecretStore that says so uses the
+// controller's own credentials (here from its environment).
+func TestControllerCredentials(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	id, secret := fake.AddUser("controller")
+	t.Setenv("AWS_ACCESS_KEY_ID", id)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", secret)
+	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+	fake.PutSecretString("k", "v")
+	store := provider.Store{Kind: v1alpha1.ClusterSecretStoreKind, Name: "ambient", Spec: &v1alpha1.SecretStoreProvider{AWSSM: &v1alpha1.AWSProvider{
+		Region: region, Endpoint: fake.URL, Auth: &v1alpha1.AWSAuth{ControllerCredentials: true}}}}
+	obj, err := read(t, store, &awsfake.Deps{}, "k")
+	if err != nil || string(obj.Value) != "v" {
+		t.Fatalf("read with the controller's credentials: %v", err)
+	}
+	fake.Deny(awsfake.UserARN("controller"), "secretsmanager:GetSecretValue")
+	if _, err = read(t, store, &awsfake.Deps{}, "k"); !errors.Is(err, engine.ErrPermissionDenied) || !strings.Contains(err.Error(), "the controller's own credentials") {
+		t.Errorf("refusal: %v", err)
+	}
+}
