@@ -9,7 +9,7 @@ BUF := $(CURDIR)/.cache/tools/bin/buf
 CHART := deploy/charts/watchword
 export GOLANGCI_LINT_CACHE ?= $(CURDIR)/.cache/golangci-lint
 
-.PHONY: all build image-binary tools tools-vault tools-lint tools-proto tools-postgres tools-helm deploy-files lint dev bench bench-smoke test test-unit test-integration generate verify-generate vet fmt-check fuzz clean
+.PHONY: all build image-binary tools tools-vault tools-lint tools-proto tools-postgres tools-prometheus tools-helm deploy-files lint dev bench bench-smoke test test-unit test-integration generate verify-generate vet fmt-check fuzz clean
 
 all: build
 
@@ -34,6 +34,9 @@ tools-proto: ## Build buf, the protobuf compiler, from Go modules (cached).
 
 tools-postgres: ## Fetch Debian's postgresql-15 and its libraries into .cache/tools/postgres, without installing them (cached; seconds the first time).
 	./hack/tools.sh postgres
+
+tools-prometheus: ## Fetch Debian's prometheus into .cache/tools/prometheus, without installing it (cached), for the dashboard's test.
+	./hack/tools.sh prometheus
 
 tools-helm: ## Build Helm from its Go module (cached), for the chart's tests.
 	./hack/tools.sh helm
@@ -79,11 +82,12 @@ test-unit: ## Unit tests only (no control plane).
 test-integration: tools ## The integration suite alone; its Vault tests skip unless `make tools-vault` built Vault. RUN=regexp selects tests.
 	$(GO) test -count=1 -timeout 30m ./test/integration $(if $(RUN),-run '$(RUN)')
 
-# test sets WATCHWORD_REQUIRE_VAULT, WATCHWORD_REQUIRE_POSTGRES and
-# WATCHWORD_REQUIRE_HELM, so that a missing Vault binary, PostgreSQL or
-# Helm fails their tests instead of skipping them.
-test: tools-vault tools-postgres tools-helm verify-generate lint vet build image-binary ## Everything, against a real kube-apiserver, etcd, Vault and PostgreSQL.
-	WATCHWORD_REQUIRE_VAULT=1 WATCHWORD_REQUIRE_POSTGRES=1 WATCHWORD_REQUIRE_HELM=1 $(GO) test -count=1 -timeout 30m ./...
+# test sets WATCHWORD_REQUIRE_VAULT, WATCHWORD_REQUIRE_POSTGRES,
+# WATCHWORD_REQUIRE_HELM and WATCHWORD_REQUIRE_PROMETHEUS, so that a missing
+# Vault binary, PostgreSQL, Helm or Prometheus fails their tests instead of
+# skipping them.
+test: tools-vault tools-postgres tools-prometheus tools-helm verify-generate lint vet build image-binary ## Everything, against a real kube-apiserver, etcd, Vault and PostgreSQL.
+	WATCHWORD_REQUIRE_VAULT=1 WATCHWORD_REQUIRE_POSTGRES=1 WATCHWORD_REQUIRE_HELM=1 WATCHWORD_REQUIRE_PROMETHEUS=1 $(GO) test -count=1 -timeout 30m ./...
 	./bin/watchword dev --exit-after-demo --workdir $(CURDIR)/.cache/dev-smoke
 	$(MAKE) --no-print-directory bench-smoke
 
