@@ -69,14 +69,16 @@ func runTemplate(c templateConfig, out io.Writer) error {
 type statusConfig struct {
 	Kubeconfig, Namespace string
 	All                   bool
+	Watch                 bool
 }
 
 func parseStatus(args []string, out io.Writer) (statusConfig, error) {
 	var c statusConfig
-	fs := newFlagSet("status", "status [-n NAMESPACE | -A] [--kubeconfig FILE]", out)
+	fs := newFlagSet("status", "status [-n NAMESPACE | -A] [--watch] [--kubeconfig FILE]", out)
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config, as kubectl)")
 	fs.StringVar(&c.Namespace, "n", "", "namespace (default: the kubeconfig context's)")
 	fs.BoolVar(&c.All, "A", false, "every namespace")
+	fs.BoolVar(&c.Watch, "watch", false, "after the table, print a line for each one that appears, goes or changes, until interrupted")
 	if err := parseFlags(fs, args); err != nil {
 		return c, err
 	}
@@ -99,12 +101,19 @@ func runStatus(ctx context.Context, c statusConfig, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rows, err := cli.Status(ctx, k, ns)
-	if err != nil {
-		return err
-	}
-	if err := cli.PrintStatus(out, rows, time.Now()); err != nil {
-		return err
+	var rows []cli.StatusRow
+	if c.Watch {
+		// Until interrupted; the exit code tells how things are then.
+		if rows, err = cli.WatchStatus(ctx, k, ns, time.Now, out); err != nil {
+			return err
+		}
+	} else {
+		if rows, err = cli.Status(ctx, k, ns); err != nil {
+			return err
+		}
+		if err := cli.PrintStatus(out, rows, time.Now()); err != nil {
+			return err
+		}
 	}
 	for _, r := range rows {
 		if r.Failing() {
@@ -166,7 +175,7 @@ func runRefresh(ctx context.Context, c refreshConfig, out io.Writer) error {
 
 // clusterClient is a client of the cluster the kubeconfig names, found as
 // kubectl finds it, and the namespace to work in.
-func clusterClient(c statusConfig) (client.Client, string, error) {
+func clusterClient(c statusConfig) (client.WithWatch, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = c.Kubeconfig
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
@@ -180,7 +189,7 @@ func clusterClient(c statusConfig) (client.Client, string, error) {
 			return nil, "", fmt.Errorf("the kubeconfig's namespace: %w", err)
 		}
 	}
-	k, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
+	k, err := client.NewWithWatch(cfg, client.Options{Scheme: operator.Scheme()})
 	return k, ns, err
 }
 
