@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,6 +23,11 @@ type templateConfig struct {
 	ExternalSecret, Data string
 	ConfigMaps           multiFlag
 	ShowValues           bool
+	// Live reads the data from the ExternalSecret's store instead of Data,
+	// with the kubeconfig's identity; Namespace is the ExternalSecret's
+	// when its manifest names none.
+	Live                  bool
+	Kubeconfig, Namespace string
 }
 
 // multiFlag is a flag that may be given more than once.
@@ -32,27 +38,39 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func parseTemplate(args []string, out io.Writer) (templateConfig, error) {
 	var c templateConfig
-	fs := newFlagSet("template", "template -f EXTERNALSECRET.yaml --data SAMPLES.yaml [--configmap CM.yaml]… [--show-values]", out)
+	fs := newFlagSet("template", "template -f EXTERNALSECRET.yaml (--data SAMPLES.yaml | --live [-n NS] [--kubeconfig FILE]) [--configmap CM.yaml]… [--show-values]", out)
 	fs.StringVar(&c.ExternalSecret, "f", "", "the ExternalSecret manifest to render")
 	fs.StringVar(&c.Data, "data", "", "sample remote data: a YAML map of remote key to a string or a map of fields")
-	fs.Var(&c.ConfigMaps, "configmap", "a ConfigMap manifest that templateFrom names (repeat for more)")
+	fs.BoolVar(&c.Live, "live", false, "instead of --data: read the data from the store the ExternalSecret names, in the cluster (read-only)")
+	fs.StringVar(&c.Namespace, "n", "", "--live: the ExternalSecret's namespace when its manifest has none (default: the kubeconfig context's)")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "--live: kubeconfig file (default: $KUBECONFIG or ~/.kube/config, as kubectl)")
+	fs.Var(&c.ConfigMaps, "configmap", "a ConfigMap manifest that templateFrom names (repeat for more); with --live, the others are read from the cluster")
 	fs.BoolVar(&c.ShowValues, "show-values", false, "print the rendered values (without it, only keys and sizes)")
 	if err := parseFlags(fs, args); err != nil {
 		return c, err
 	}
-	if c.ExternalSecret == "" || c.Data == "" {
-		return c, errors.New("-f and --data are both needed: the ExternalSecret and the sample data to render it with")
+	switch {
+	case c.ExternalSecret == "":
+		return c, errors.New("-f is needed: the ExternalSecret manifest to render")
+	case c.Live && c.Data != "":
+		return c, errors.New("--data and --live together: give sample data, or read the store with --live")
+	case !c.Live && c.Data == "":
+		return c, errors.New("--data is needed (the sample data to render with), or --live to read the ExternalSecret's store")
+	case !c.Live && (c.Namespace != "" || c.Kubeconfig != ""):
+		return c, errors.New("-n and --kubeconfig are for --live")
+	}
+	if c.Kubeconfig != "" {
+		if err := checkKubeconfig(c.Kubeconfig); err != nil {
+			return c, err
+		}
 	}
 	return c, nil
 }
 
-func runTemplate(c templateConfig, out io.Writer) error {
+func runTemplate(ctx context.Context, c templateConfig, out io.Writer) error {
 	in := cli.TemplateInput{ShowValues: c.ShowValues}
 	var err error
 	if in.ExternalSecret, err = os.ReadFile(c.ExternalSecret); err != nil {
-		return err
-	}
-	if in.Data, err = os.ReadFile(c.Data); err != nil {
 		return err
 	}
 	for _, f := range c.ConfigMaps {
@@ -62,7 +80,42 @@ func runTemplate(c templateConfig, out io.Writer) error {
 		}
 		in.ConfigMaps = append(in.ConfigMaps, b)
 	}
+	if c.Live {
+		return runTemplateLive(ctx, c, in, out)
+	}
+	if in.Data, err = os.ReadFile(c.Data); err != nil {
+		return err
+	}
 	return cli.Template(in, out)
+}
+
+// runTemplateLive renders with the data of the ExternalSecret's store,
+// whose client is built as the controller builds it, with the
+// kubeconfig's identity.
+func runTemplateLive(ctx context.Context, c templateConfig, in cli.TemplateInput, out io.Writer) error {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = c.Kubeconfig
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	cfg, err := loader.ClientConfig()
+	if err != nil {
+		return fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	ns := c.Namespace
+	if ns == "" {
+		if ns, _, err = loader.Namespace(); err != nil {
+			return fmt.Errorf("the kubeconfig's namespace: %w", err)
+		}
+	}
+	k, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	return cli.TemplateLive(ctx, cli.LiveTemplateInput{ExternalSecret: in.ExternalSecret, Namespace: ns, ConfigMaps: in.ConfigMaps,
+		ShowValues: in.ShowValues}, cli.ClusterReader{Client: k, Kube: kube, Config: cfg, Registry: registry()}, out)
 }
 
 // statusConfig is `watchword status`'s.
