@@ -53,12 +53,12 @@ type grafanaQuery struct {
 	Expr  string `json:"expr"`
 }
 
+// grafanaVariable is a template variable. Its query is a string for a
+// data source variable, an object for a query variable.
 type grafanaVariable struct {
-	Name  string `json:"name"`
-	Type  string `json:"type"`
-	Query struct {
-		Query string `json:"query"`
-	} `json:"query"`
+	Name  string          `json:"name"`
+	Type  string          `json:"type"`
+	Query json.RawMessage `json:"query"`
 }
 
 // panelQuery is one query of a panel, named for failure messages.
@@ -205,7 +205,7 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 	newWorkload(t, ns, "typo", typo, envFrom("app"))
 	waitRecorded(t, ns, "web", "app")
 	waitRecorded(t, ns, "typo", "app")
-	newPush(t, ns, "copy", "app", pushTo("remote"), pushKey("password", "copy"))
+	newPush(t, ns, "copy", "app", pushTo("copy", viaStore(v1alpha1.SecretStoreKind, "remote")), pushKey("password", ""))
 	waitPushReady(t, ns, "copy")
 
 	// A rotation: the store's watch tells it, the target follows, the
@@ -263,9 +263,13 @@ func jobVariable(t *testing.T, q promv1.API, dash grafanaDashboard, job string) 
 		if v.Name != "job" {
 			continue
 		}
-		m := labelValues.FindStringSubmatch(v.Query.Query)
+		var query struct {
+			Query string `json:"query"`
+		}
+		must(t, json.Unmarshal(v.Query, &query))
+		m := labelValues.FindStringSubmatch(query.Query)
 		if m == nil {
-			t.Fatalf("the job variable's query %q is not label_values(METRIC, LABEL)", v.Query.Query)
+			t.Fatalf("the job variable's query %q is not label_values(METRIC, LABEL)", query.Query)
 		}
 		var values []string
 		eventually(t, 2*time.Minute, func() (bool, string) {
