@@ -7,7 +7,9 @@
 # linter compiled in (hack/tools/lint), and with `proto` only buf
 # (hack/tools/proto), the protobuf compiler `make generate` runs for
 # api/plugin, and with `helm` only Helm (hack/tools/helm), which the tests
-# run to lint and render the chart in deploy/charts/watchword. Each is cached under .cache/tools,
+# run to lint and render the chart in deploy/charts/watchword, and with
+# `refdocs` only crd-ref-docs (hack/tools/refdocs), which `make generate`
+# runs to write docs/api-reference.md. Each is cached under .cache/tools,
 # keyed on its pinned version, and linked into .cache/tools/bin. Nothing is
 # downloaded but Go modules, except for `postgres`: PostgreSQL for the
 # example plugin's tests, and `prometheus`: the Prometheus server for the
@@ -143,6 +145,12 @@ fi
 if [ "${1:-}" = proto ]; then
   proto_dir="$root/hack/tools/proto"
   build buf "$proto_dir" "$(version_of "$proto_dir" github.com/bufbuild/buf)" github.com/bufbuild/buf/cmd/buf
+  exit 0
+fi
+
+if [ "${1:-}" = refdocs ]; then
+  refdocs_dir="$root/hack/tools/refdocs"
+  build refdocs "$refdocs_dir" "$(version_of "$refdocs_dir" github.com/elastic/crd-ref-docs)" github.com/elastic/crd-ref-docs
   exit 0
 fi
 
