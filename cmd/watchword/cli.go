@@ -74,9 +74,9 @@ func runTemplate(ctx context.Context, c templateConfig, out io.Writer) error {
 		return err
 	}
 	for _, f := range c.ConfigMaps {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
+		b, rerr := os.ReadFile(f)
+		if rerr != nil {
+			return rerr
 		}
 		in.ConfigMaps = append(in.ConfigMaps, b)
 	}

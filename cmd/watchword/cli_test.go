@@ -13,7 +13,7 @@ func TestParseTemplateAndStatus(t *testing.T) {
 	if err != nil || c.ExternalSecret != "es.yaml" || len(c.ConfigMaps) != 2 || c.ShowValues {
 		t.Fatalf("parseTemplate = %+v, %v", c, err)
 	}
-	if _, err := parseTemplate([]string{"-f", "es.yaml"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--data is needed") {
+	if _, err = parseTemplate([]string{"-f", "es.yaml"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--data is needed") {
 		t.Errorf("parseTemplate without --data = %v", err)
 	}
 	c, err = parseTemplate([]string{"-f", "es.yaml", "--live", "-n", "team-a"}, io.Discard)

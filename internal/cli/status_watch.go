@@ -39,7 +39,7 @@ func WatchStatus(ctx context.Context, c client.WithWatch, ns string, now func() 
 	if err != nil {
 		return nil, err
 	}
-	if err := PrintStatus(out, rows, now()); err != nil {
+	if err = PrintStatus(out, rows, now()); err != nil {
 		return nil, err
 	}
 	shown := map[rowKey]StatusRow{}
@@ -47,7 +47,7 @@ func WatchStatus(ctx context.Context, c client.WithWatch, ns string, now func() 
 		shown[keyOf(r)] = r
 	}
 	for {
-		if err := follow(ctx, c, ns, versions, shown, now, out); err != nil && ctx.Err() == nil {
+		if err = follow(ctx, c, ns, versions, shown, now, out); err != nil && ctx.Err() == nil {
 			return current(shown), err
 		}
 		select {

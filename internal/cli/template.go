@@ -44,7 +44,7 @@ func Template(in TemplateInput, out io.Writer) error {
 		return err
 	}
 	samples := map[string]any{}
-	if err := yaml.Unmarshal(in.Data, &samples); err != nil {
+	if err = yaml.Unmarshal(in.Data, &samples); err != nil {
 		return fmt.Errorf("reading the sample data: %w", err)
 	}
 	objs := map[engine.Ref]engine.Object{}
@@ -53,9 +53,9 @@ func Template(in TemplateInput, out io.Writer) error {
 		if !ok {
 			return fmt.Errorf("the sample data has no remote key %q, which the ExternalSecret reads; add it to the data file", ref.Key)
 		}
-		obj, err := object(ref.Key, sample)
-		if err != nil {
-			return err
+		obj, oerr := object(ref.Key, sample)
+		if oerr != nil {
+			return oerr
 		}
 		objs[ref] = obj
 	}

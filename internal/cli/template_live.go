@@ -44,7 +44,7 @@ type LiveStore interface {
 // ExternalSecret's store, with a client built as the controller builds it
 // (close releases it), and the ConfigMaps templateFrom names.
 type LiveCluster interface {
-	Store(ctx context.Context, namespace string, ref v1alpha1.StoreRef) (store LiveStore, describe string, close func(), err error)
+	Store(ctx context.Context, namespace string, ref v1alpha1.StoreRef) (store LiveStore, describe string, release func(), err error)
 	ConfigMap(ctx context.Context, namespace, name string) (map[string]string, error)
 }
 
@@ -70,11 +70,11 @@ func TemplateLive(ctx context.Context, in LiveTemplateInput, cluster LiveCluster
 	defer closeStore()
 	objs := map[engine.Ref]engine.Object{}
 	for _, ref := range engine.Refs(&es.Spec) {
-		obj, err := store.GetSecret(ctx, ref)
-		if err != nil {
+		obj, gerr := store.GetSecret(ctx, ref)
+		if gerr != nil {
 			// As in a condition: the reason and the redacted message,
 			// since a store's error may repeat what it was sent.
-			class, msg := failure.Describe(err)
+			class, msg := failure.Describe(gerr)
 			return fmt.Errorf("reading remote key %q from %s: %s: %s", ref.Key, describe, class.Reason, msg)
 		}
 		objs[ref] = obj

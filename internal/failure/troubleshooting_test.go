@@ -27,7 +27,7 @@ func TestEveryReasonHasATroubleshootingSection(t *testing.T) {
 	}
 	for _, f := range failureFiles {
 		if !strings.HasSuffix(f, "_test.go") {
-			reasons = append(reasons, constants(t, f, func(name string, typ ast.Expr) bool {
+			reasons = append(reasons, constants(t, f, func(_ string, typ ast.Expr) bool {
 				id, ok := typ.(*ast.Ident)
 				return ok && id.Name == "Reason"
 			})...)

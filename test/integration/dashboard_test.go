@@ -333,11 +333,14 @@ func startControllerProcess(t *testing.T, flags ...string) {
 	go func() { done <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
+		// The exit status after a signal says nothing useful.
 		select {
-		case <-done:
+		case werr := <-done:
+			_ = werr
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			werr := <-done
+			_ = werr
 		}
 		_ = out.Close()
 		if t.Failed() {

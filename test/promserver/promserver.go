@@ -136,7 +136,7 @@ func Start(ctx context.Context, bin, job string, targets ...string) (*Server, er
 		return nil, err
 	}
 	cfgFile := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfgFile, raw, 0o600); err != nil {
+	if err = os.WriteFile(cfgFile, raw, 0o600); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
@@ -197,11 +197,14 @@ func (s *Server) waitReady(ctx context.Context) error {
 func (s *Server) Stop() {
 	if s.cmd != nil && s.cmd.Process != nil {
 		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		// The server's exit status after a signal says nothing useful.
 		select {
-		case <-s.done:
+		case err := <-s.done:
+			_ = err
 		case <-time.After(30 * time.Second):
 			_ = s.cmd.Process.Kill()
-			<-s.done
+			err := <-s.done
+			_ = err
 		}
 	}
 	_ = os.RemoveAll(s.dir)
