@@ -35,6 +35,17 @@ func TestRefreshEndsOnItsOwnFailure(t *testing.T) {
 		t.Errorf("annotation %q, forceSyncFailedValue %q, forceSyncedValue %q: want the request recorded as failed",
 			asked, es.Status.ForceSyncFailedValue, es.Status.ForceSyncedValue)
 	}
+
+	// A terminal failure, which waits for a change, answers the request
+	// too: the new annotation value is such a change.
+	newES(t, ns, "bad-template", "store", withData("user", "db", "user"), withTemplate(&v1alpha1.ExternalSecretTemplate{
+		Data: map[string]string{"user": "{{ .user | nosuchfunc }}"}}))
+	waitCondition(t, ns, "bad-template", "TemplateError")
+	out.Reset()
+	err = cli.Refresh(context.Background(), k8s, ns, []string{"bad-template"}, 10*time.Minute, time.Now, &out)
+	if err == nil || !strings.Contains(out.String(), "ExternalSecret "+ns+"/bad-template did not sync: TemplateError") {
+		t.Fatalf("refresh = %v, output %q: want the terminal failure of this request", err, out.String())
+	}
 }
 
 // TestRefreshDoesNotEndOnAnOlderFailure: an ExternalSecret whose status
