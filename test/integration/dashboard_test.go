@@ -153,8 +153,9 @@ var labelValues = regexp.MustCompile(`^label_values\(\s*([^,]+?)\s*,\s*([a-z_]+)
 // holds another, publishes and refuses a notification. Then the
 // dashboard's job variable and every query of every panel, with the
 // variables filled in as Grafana fills them, return data through the
-// /api/v1/query API: no panel refers to a metric or label that does not
-// exist.
+// /api/v1/query API: no panel refers to a metric that does not exist.
+// After a second rotation, the panels that count rotations, restarts and
+// publications show it.
 func TestDashboardQueriesReturnData(t *testing.T) {
 	promBin, skip, err := promserver.Lookup()
 	must(t, err)
@@ -252,6 +253,54 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 		t.Fatalf("%d of %d dashboard queries returned no data:\n%s", len(missing), len(queries), strings.Join(missing, "\n"))
 	}
 	t.Logf("all %d dashboard queries returned data; job variable: %q", len(queries), jobValue)
+
+	// A counter's series appears with its first increment, which rate()
+	// and increase() cannot see (they need two samples). A second
+	// rotation, now that the series exist, must show in the panels that
+	// count rotations, restarts and publications.
+	rotate(t, remote, "password", "three")
+	waitSecretData(t, ns, "app", map[string]string{"password": "three"})
+	deps.waitRestarts(t, "web", 2, 2*wait)
+	counted := map[string]bool{"Rotations, by store/A": true, "Rotations in range/A": true,
+		"Workloads restarted/A": true, "Publications, by outcome/A": true}
+	for _, pq := range queries {
+		if !counted[pq.panel] {
+			continue
+		}
+		delete(counted, pq.panel)
+		eventually(t, 2*time.Minute, func() (bool, string) {
+			got, _, err := q.Query(context.Background(), fill(pq.expr), time.Now())
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, smp := range got.(model.Vector) {
+				if smp.Value > 0 {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%s shows no second rotation: %s", pq.panel, got)
+		})
+	}
+	if len(counted) > 0 {
+		t.Errorf("the dashboard has no panels %v", counted)
+	}
+	for _, pq := range queries {
+		t.Logf("%s: %s", pq.panel, seriesOf(q, fill(pq.expr)))
+	}
+}
+
+// seriesOf describes the answer to a query: its series' labels and values.
+func seriesOf(q promv1.API, expr string) string {
+	v, _, err := q.Query(context.Background(), expr, time.Now())
+	if err != nil {
+		return err.Error()
+	}
+	vec, _ := v.(model.Vector)
+	parts := make([]string, 0, len(vec))
+	for _, s := range vec {
+		parts = append(parts, fmt.Sprintf("%s=%.3g", s.Metric, float64(s.Value)))
+	}
+	return fmt.Sprintf("%d series: %s", len(vec), strings.Join(parts, ", "))
 }
 
 // jobVariable evaluates the dashboard's job variable, a label_values()
