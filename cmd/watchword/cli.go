@@ -28,6 +28,9 @@ type templateConfig struct {
 	// when its manifest names none.
 	Live                  bool
 	Kubeconfig, Namespace string
+	// Name, with Live, reads the ExternalSecret from the cluster instead
+	// of a file.
+	Name string
 }
 
 // multiFlag is a flag that may be given more than once.
@@ -38,11 +41,12 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func parseTemplate(args []string, out io.Writer) (templateConfig, error) {
 	var c templateConfig
-	fs := newFlagSet("template", "template -f EXTERNALSECRET.yaml (--data SAMPLES.yaml | --live [-n NS] [--kubeconfig FILE]) [--configmap CM.yaml]… [--show-values]", out)
+	fs := newFlagSet("template", "template (-f EXTERNALSECRET.yaml (--data SAMPLES.yaml | --live) | --live --name NAME) [-n NS] [--kubeconfig FILE] [--configmap CM.yaml]… [--show-values]", out)
 	fs.StringVar(&c.ExternalSecret, "f", "", "the ExternalSecret manifest to render")
 	fs.StringVar(&c.Data, "data", "", "sample remote data: a YAML map of remote key to a string or a map of fields")
 	fs.BoolVar(&c.Live, "live", false, "instead of --data: read the data from the store the ExternalSecret names, in the cluster (read-only)")
-	fs.StringVar(&c.Namespace, "n", "", "--live: the ExternalSecret's namespace when its manifest has none (default: the kubeconfig context's)")
+	fs.StringVar(&c.Name, "name", "", "--live: instead of -f, the ExternalSecret of the cluster to render (its spec as stored)")
+	fs.StringVar(&c.Namespace, "n", "", "--live: the ExternalSecret's namespace when its manifest has none, or that of --name (default: the kubeconfig context's)")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "--live: kubeconfig file (default: $KUBECONFIG or ~/.kube/config, as kubectl)")
 	fs.Var(&c.ConfigMaps, "configmap", "a ConfigMap manifest that templateFrom names (repeat for more); with --live, the others are read from the cluster")
 	fs.BoolVar(&c.ShowValues, "show-values", false, "print the rendered values (without it, only keys and sizes)")
@@ -50,8 +54,10 @@ func parseTemplate(args []string, out io.Writer) (templateConfig, error) {
 		return c, err
 	}
 	switch {
-	case c.ExternalSecret == "":
-		return c, errors.New("-f is needed: the ExternalSecret manifest to render")
+	case c.Name != "" && (!c.Live || c.ExternalSecret != ""):
+		return c, errors.New("--name is for --live, instead of -f: give one")
+	case c.ExternalSecret == "" && c.Name == "":
+		return c, errors.New("-f is needed: the ExternalSecret manifest to render (or --live --name NAME for one of the cluster)")
 	case c.Live && c.Data != "":
 		return c, errors.New("--data and --live together: give sample data, or read the store with --live")
 	case !c.Live && c.Data == "":
@@ -70,8 +76,10 @@ func parseTemplate(args []string, out io.Writer) (templateConfig, error) {
 func runTemplate(ctx context.Context, c templateConfig, out io.Writer) error {
 	in := cli.TemplateInput{ShowValues: c.ShowValues}
 	var err error
-	if in.ExternalSecret, err = os.ReadFile(c.ExternalSecret); err != nil {
-		return err
+	if c.ExternalSecret != "" {
+		if in.ExternalSecret, err = os.ReadFile(c.ExternalSecret); err != nil {
+			return err
+		}
 	}
 	for _, f := range c.ConfigMaps {
 		b, rerr := os.ReadFile(f)
@@ -113,6 +121,11 @@ func runTemplateLive(ctx context.Context, c templateConfig, in cli.TemplateInput
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
+	}
+	if c.Name != "" {
+		if in.ExternalSecret, err = cli.StoredExternalSecret(ctx, k, ns, c.Name); err != nil {
+			return err
+		}
 	}
 	return cli.TemplateLive(ctx, cli.LiveTemplateInput{ExternalSecret: in.ExternalSecret, Namespace: ns, ConfigMaps: in.ConfigMaps,
 		ShowValues: in.ShowValues}, cli.ClusterReader{Client: k, Kube: kube, Config: cfg, Registry: registry()}, out)

@@ -20,10 +20,14 @@ func TestParseTemplateAndStatus(t *testing.T) {
 	if err != nil || !c.Live || c.Namespace != "team-a" || c.Data != "" {
 		t.Errorf("parseTemplate --live = %+v, %v", c, err)
 	}
+	if c, err = parseTemplate([]string{"--live", "--name", "app", "-n", "team-a"}, io.Discard); err != nil || c.Name != "app" || c.ExternalSecret != "" {
+		t.Errorf("parseTemplate --live --name = %+v, %v", c, err)
+	}
 	for bad, want := range map[string][]string{
 		"--data and --live together": {"-f", "es.yaml", "--live", "--data", "d.yaml"},
 		"are for --live":             {"-f", "es.yaml", "--data", "d.yaml", "-n", "team-a"},
 		"-f is needed":               {"--live"},
+		"--name is for --live":       {"--name", "app", "--data", "d.yaml"},
 	} {
 		if _, err := parseTemplate(want, io.Discard); err == nil || !strings.Contains(err.Error(), bad) {
 			t.Errorf("parseTemplate(%q) = %v, want %q", want, err, bad)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
@@ -129,6 +130,19 @@ func (c ClusterReader) Store(ctx context.Context, namespace string, ref v1alpha1
 		}
 	}
 	return ops.Reader, r.Describe() + " (" + name + ")", closeOps, nil
+}
+
+// StoredExternalSecret reads an ExternalSecret of the cluster as a
+// manifest for TemplateLive: its metadata's name and namespace, and its
+// spec as stored.
+func StoredExternalSecret(ctx context.Context, c client.Reader, namespace, name string) ([]byte, error) {
+	var es v1alpha1.ExternalSecret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &es); err != nil {
+		return nil, fmt.Errorf("reading ExternalSecret %s/%s: %w", namespace, name, err)
+	}
+	manifest := v1alpha1.ExternalSecret{TypeMeta: es.TypeMeta, Spec: es.Spec}
+	manifest.Name, manifest.Namespace = es.Name, es.Namespace
+	return yaml.Marshal(manifest)
 }
 
 // ConfigMap reads a ConfigMap's data.

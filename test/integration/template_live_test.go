@@ -88,4 +88,14 @@ spec:
 	if err != nil && strings.Contains(err.Error(), sentinel) {
 		t.Error("the error holds a value")
 	}
+
+	// --name: an ExternalSecret of the cluster, as stored.
+	newES(t, ns, "stored", "store", withData("user", "db", "user"))
+	stored, err := cli.StoredExternalSecret(context.Background(), k8s, ns, "stored")
+	must(t, err)
+	out.Reset()
+	must(t, cli.TemplateLive(context.Background(), cli.LiveTemplateInput{ExternalSecret: stored, ShowValues: true}, reader, &out))
+	if !strings.Contains(out.String(), `Secret "stored"`) || !strings.Contains(out.String(), `user: "app"`) {
+		t.Errorf("the stored ExternalSecret rendered as:\n%s", out.String())
+	}
 }
