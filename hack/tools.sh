@@ -7,10 +7,13 @@
 # linter compiled in (hack/tools/lint), and with `proto` only buf
 # (hack/tools/proto), the protobuf compiler `make generate` runs for
 # api/plugin, and with `helm` only Helm (hack/tools/helm), which the tests
-# run to lint and render the chart in deploy/charts/watchword. Each is cached under .cache/tools,
+# run to lint and render the chart in deploy/charts/watchword, and with
+# `refdocs` only crd-ref-docs (hack/tools/refdocs), which `make generate`
+# runs to write docs/api-reference.md. Each is cached under .cache/tools,
 # keyed on its pinned version, and linked into .cache/tools/bin. Nothing is
 # downloaded but Go modules, except for `postgres`: PostgreSQL for the
-# example plugin's tests, from Debian's packages (see postgres below).
+# example plugin's tests, and `prometheus`: the Prometheus server for the
+# Grafana dashboard's test, both from Debian's packages (see below).
 # $WATCHWORD_TOOLS_CACHE moves the cache elsewhere.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -102,9 +105,52 @@ if [ "${1:-}" = postgres ]; then
   exit 0
 fi
 
+# prometheus: Debian's prometheus package, fetched with `apt-get download`
+# and unpacked with `dpkg-deb -x` into .cache/tools/prometheus/root, the
+# same way as postgres above. Only the server binary is used (it links
+# nothing but libc), so its web-UI dependencies are left out. Nothing is
+# installed; test/promserver runs the unpacked binary on loopback for the
+# dashboard's test. Skipped when the stamp is there.
+prometheus_packages=(prometheus)
+if [ "${1:-}" = prometheus ]; then
+  pm="$cache/prometheus"
+  if [ -f "$pm/stamp" ] && [ "$(cat "$pm/stamp")" = "${prometheus_packages[*]}" ]; then
+    echo ">> Prometheus ready in $pm/root"
+    exit 0
+  fi
+  echo ">> fetching Prometheus from Debian's packages: ${prometheus_packages[*]}"
+  start=$SECONDS
+  rm -rf "$pm"
+  mkdir -p "$pm/debs" "$pm/root"
+  chmod 1777 "$pm/debs"
+  if ! (cd "$pm/debs" && apt-get download -q "${prometheus_packages[@]}"); then
+    if [ "$(id -u)" = 0 ]; then
+      echo ">> fetching Debian's package lists (apt-get update) and trying again"
+      apt-get update -q >/dev/null
+    fi
+    (cd "$pm/debs" && apt-get download -q "${prometheus_packages[@]}") || {
+      echo "!! apt-get download failed: it needs Debian's package lists (run apt-get update once, as root)" >&2
+      rm -rf "$pm"; exit 1; }
+  fi
+  chmod 755 "$pm/debs"
+  for deb in "$pm"/debs/*.deb; do dpkg-deb -x "$deb" "$pm/root"; done
+  rm -rf "$pm/debs"
+  [ -x "$pm"/root/usr/bin/prometheus ] || { echo "!! no prometheus binary after unpacking" >&2; exit 1; }
+  ln -sfn ../prometheus/root/usr/bin/prometheus "$bin/prometheus"
+  echo "${prometheus_packages[*]}" >"$pm/stamp"
+  echo ">> Prometheus ready in $pm/root, in $((SECONDS - start))s"
+  exit 0
+fi
+
 if [ "${1:-}" = proto ]; then
   proto_dir="$root/hack/tools/proto"
   build buf "$proto_dir" "$(version_of "$proto_dir" github.com/bufbuild/buf)" github.com/bufbuild/buf/cmd/buf
+  exit 0
+fi
+
+if [ "${1:-}" = refdocs ]; then
+  refdocs_dir="$root/hack/tools/refdocs"
+  build refdocs "$refdocs_dir" "$(version_of "$refdocs_dir" github.com/elastic/crd-ref-docs)" github.com/elastic/crd-ref-docs
   exit 0
 fi
 

@@ -86,7 +86,7 @@ func main() {
 	case "template":
 		c, perr := parseTemplate(os.Args[2:], os.Stderr)
 		exitOnFlagError(cmd, perr)
-		err = runTemplate(c, os.Stdout)
+		err = runTemplate(ctx, c, os.Stdout)
 	case "status":
 		c, perr := parseStatus(os.Args[2:], os.Stderr)
 		exitOnFlagError(cmd, perr)

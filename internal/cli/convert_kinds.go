@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"text/template"
@@ -218,8 +219,22 @@ func (c *converter) templateFrom(e any, path string) map[string]any {
 func (c *converter) checkTemplate(text, path string) {
 	if _, err := template.New("t").Funcs(engine.FuncMap()).Parse(text); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "template: t:")
+		if m := undefinedFunc.FindStringSubmatch(msg); m != nil && esoOnlyFuncs[m[1]] != "" {
+			c.drop(path, fmt.Sprintf("the template calls External Secrets Operator's %s, which Watchword does not carry: %s; see docs/templates.md", m[1], esoOnlyFuncs[m[1]]))
+			return
+		}
 		c.drop(path, "the template does not parse with Watchword's functions ("+msg+"); see docs/templates.md")
 	}
+}
+
+// undefinedFunc finds the function named in a template parse error.
+var undefinedFunc = regexp.MustCompile(`function "([A-Za-z0-9_]+)" not defined`)
+
+// esoOnlyFuncs are External Secrets Operator's own template functions that
+// Watchword does not offer, with what to use instead.
+var esoOnlyFuncs = map[string]string{
+	"filterCertChain": `for filterCertChain "leaf" use pemLeaf (the first certificate of the bundle); for "intermediate" and "root" use pemChain (every certificate after the first, in order), or filterPEM "CERTIFICATE" for all of them`,
+	"rsaDecrypt":      "templates do not decrypt: keep the plaintext in the store (which protects it on its own), or decrypt it before it is stored",
 }
 
 // remoteRef carries key, property and version of an ESO remote reference
