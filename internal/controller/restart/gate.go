@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 // Ref names a workload.
@@ -46,24 +44,20 @@ const pollHeld = 2 * time.Second
 
 // Gate admits restarts one at a time across the cluster: a workload whose
 // rollout is in progress waits for it; every restart waits until the
-// workload restarted before it is available again; and restarts are
-// spaced to at most perMinute a minute. Its time is the caller's clock.
+// workload restarted before it is available again; and restarts keep to
+// the rate. Its time is the caller's clock.
 type Gate struct {
-	mu        sync.Mutex
-	limiter   *rate.Limiter
-	perMinute float64
-	last      *Ref
-	held      map[Ref]bool
+	mu   sync.Mutex
+	rate Rate
+	// admitted is when the last restart was admitted.
+	admitted time.Time
+	last     *Ref
+	held     map[Ref]bool
 }
 
-// NewGate limits restarts to perMinute a minute, spaced evenly; zero or
-// less means no limit.
-func NewGate(perMinute float64) *Gate {
-	limit := rate.Inf
-	if perMinute > 0 {
-		limit = rate.Limit(perMinute / 60)
-	}
-	return &Gate{limiter: rate.NewLimiter(limit, 1), perMinute: perMinute, held: map[Ref]bool{}}
+// NewGate limits restarts to the rate; a zero rate means no limit.
+func NewGate(rate Rate) *Gate {
+	return &Gate{rate: rate, held: map[Ref]bool{}}
 }
 
 // Admit tells whether ref, whose due restart is asked for at now, goes
@@ -95,13 +89,30 @@ func (g *Gate) judge(now time.Time, ref Ref, rollingOut bool, available func(Ref
 		return Verdict{Reason: HeldPrevious, RetryAfter: pollHeld,
 			Message: fmt.Sprintf("the restart waits until %s, restarted before it, is available again", *g.last)}
 	}
-	r := g.limiter.ReserveN(now, 1)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
+	if d := g.rateWait(now); d > 0 {
 		return Verdict{Reason: HeldRate, RetryAfter: d,
-			Message: fmt.Sprintf("the restart waits %s: at most %g restarts a minute across the cluster (--restart-rate)", d.Round(time.Second), g.perMinute)}
+			Message: fmt.Sprintf("the restart waits %s: at most %s across the cluster, spaced evenly (--restart-rate %s)", d.Round(time.Second), g.rate.Text(), g.rate)}
 	}
+	g.admitted = now
 	return Verdict{Go: true}
+}
+
+// rateWait is how long a restart asked for at now waits for the rate:
+// restarts are admitted at least one interval (window/count) apart, so no
+// window holds more than count of them. A time earlier than the last
+// admitted one (callers read the clock before they take the lock, so
+// times can arrive out of order) waits for the interval after it, never
+// fills a gap before it: the admitted times only grow.
+//
+// Written here rather than with golang.org/x/time/rate: its Limiter works
+// in fractional tokens, so even spacing comes out a few nanoseconds short
+// of the interval, and a time before its last one moves its clock back,
+// which lets one restart too many into a window.
+func (g *Gate) rateWait(now time.Time) time.Duration {
+	if g.rate.Unlimited() || g.admitted.IsZero() {
+		return 0
+	}
+	return max(g.admitted.Add(g.rate.Interval()).Sub(now), 0)
 }
 
 // Settled tells the gate that ref owes no due restart any more (it was

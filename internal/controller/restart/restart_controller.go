@@ -97,9 +97,9 @@ type Reconciler struct {
 
 // Options tune the restart controllers.
 type Options struct {
-	// RestartRate caps restarts across the cluster, per minute; zero or
-	// less means no cap.
-	RestartRate float64
+	// RestartRate caps restarts across the cluster; a zero rate means no
+	// cap.
+	RestartRate Rate
 }
 
 // Setup registers one controller per workload kind, sharing one gate.
