@@ -38,9 +38,11 @@ type Verdict struct {
 	Report bool
 }
 
-// pollHeld is how often a restart held for another workload's rollout
-// asks again.
-const pollHeld = 2 * time.Second
+// pollHeld is how often a restart held for a rollout asks again. It is
+// the fallback: a change of a cached (labelled) workload wakes the
+// restarts that wait for it at once (Observed); a workload that only an
+// ExternalSecret lists is not watched, and is asked about this often.
+const pollHeld = 5 * time.Second
 
 // Gate admits restarts one at a time across the cluster: a workload whose
 // rollout is in progress waits for it; every restart waits until the
@@ -52,7 +54,9 @@ type Gate struct {
 	// admitted is when the last restart was admitted.
 	admitted time.Time
 	last     *Ref
-	held     map[Ref]bool
+	// lastAvailable: last has been seen available since its restart.
+	lastAvailable bool
+	held          map[Ref]bool
 }
 
 // NewGate limits restarts to the rate; a zero rate means no limit.
@@ -72,7 +76,7 @@ func (g *Gate) Admit(now time.Time, ref Ref, rollingOut bool, available func(Ref
 	if v.Go {
 		delete(g.held, ref)
 		last := ref
-		g.last = &last
+		g.last, g.lastAvailable = &last, false
 		return v
 	}
 	v.Report = !g.held[ref]
@@ -123,12 +127,40 @@ func (g *Gate) Settled(ref Ref) {
 	delete(g.held, ref)
 }
 
-// Forget drops what the gate remembers of a workload that is gone.
-func (g *Gate) Forget(ref Ref) {
+// Observed tells the gate whether ref's rollout has finished, as its
+// latest version says. When ref is the workload restarted last and has
+// just become available again, it returns the held restarts, which may
+// go now: their reconciles need not wait for their next poll.
+func (g *Gate) Observed(ref Ref, available bool) []Ref {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.last == nil || *g.last != ref || available == g.lastAvailable {
+		return nil
+	}
+	g.lastAvailable = available
+	if !available {
+		return nil
+	}
+	return g.waiting()
+}
+
+// Forget drops what the gate remembers of a workload that is gone, and
+// returns the held restarts when it was the one restarted last.
+func (g *Gate) Forget(ref Ref) []Ref {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.held, ref)
-	if g.last != nil && *g.last == ref {
-		g.last = nil
+	if g.last == nil || *g.last != ref {
+		return nil
 	}
+	g.last = nil
+	return g.waiting()
+}
+
+func (g *Gate) waiting() []Ref {
+	out := make([]Ref, 0, len(g.held))
+	for r := range g.held {
+		out = append(out, r)
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -118,5 +119,47 @@ func TestGateRateWithTimesOutOfOrder(t *testing.T) {
 	// (a time that comes late waits, and the next may be later still).
 	if len(admitted) < 75 {
 		t.Errorf("%d restarts admitted in 30s at %s, want nearly 90", len(admitted), rate)
+	}
+}
+
+// TestGateWakesHeldRestarts: when the workload restarted last becomes
+// available, the restarts held meanwhile are returned once, to be asked
+// about again at once.
+func TestGateWakesHeldRestarts(t *testing.T) {
+	a, b, c := Ref{"Deployment", "ns", "a"}, Ref{"Deployment", "ns", "b"}, Ref{"DaemonSet", "ns", "c"}
+	rolledOut := map[Ref]bool{}
+	available := func(r Ref) bool { return rolledOut[r] }
+	g := NewGate(Rate{})
+	if got := g.Observed(a, true); got != nil {
+		t.Fatalf("nothing restarted yet, yet %v woken", got)
+	}
+	if v := g.Admit(at(0), a, false, available); !v.Go {
+		t.Fatalf("a held: %+v", v)
+	}
+	for _, r := range []Ref{b, c} {
+		if v := g.Admit(at(1), r, false, available); v.Go || v.Reason != HeldPrevious {
+			t.Fatalf("%s while a rolls out: %+v", r, v)
+		}
+	}
+	if got := g.Observed(b, true); got != nil {
+		t.Errorf("b is not the one restarted last, yet %v woken", got)
+	}
+	if got := g.Observed(a, false); got != nil {
+		t.Errorf("a still rolling out, yet %v woken", got)
+	}
+	got := g.Observed(a, true)
+	slices.SortFunc(got, func(x, y Ref) int { return strings.Compare(x.String(), y.String()) })
+	if want := []Ref{c, b}; !slices.Equal(got, want) {
+		t.Errorf("a available: woke %v, want %v", got, want)
+	}
+	if got := g.Observed(a, true); got != nil {
+		t.Errorf("a seen available again: woke %v, want nothing new", got)
+	}
+	rolledOut[a] = true
+	if v := g.Admit(at(2), b, false, available); !v.Go {
+		t.Fatalf("b after a is available: %+v", v)
+	}
+	if got := g.Forget(b); len(got) != 1 || got[0] != c {
+		t.Errorf("b gone: woke %v, want [%s]", got, c)
 	}
 }

@@ -93,6 +93,8 @@ type Reconciler struct {
 	// holds holds, per workload, the hold outside the gate (a closed or
 	// invalid window) already reported, so that each gets one event.
 	holds *sync.Map
+	// wakes reconciles held workloads at once, by kind name.
+	wakes map[string]chan event.GenericEvent
 }
 
 // Options tune the restart controllers.
@@ -109,9 +111,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, recorder record.EventRecorder,
 	}
 	gate := NewGate(opts.RestartRate)
 	warned, recorded, holds, readers := &sync.Map{}, &sync.Map{}, &sync.Map{}, &sync.Map{}
+	wakes := map[string]chan event.GenericEvent{}
+	for _, k := range append(kinds, rolloutKind) {
+		wakes[k.name] = make(chan event.GenericEvent, wakeBuffer)
+	}
 	newReconciler := func(k kind) *Reconciler {
 		return &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Class: class, Clock: clock, Gate: gate, kind: k,
-			warned: warned, recorded: recorded, holds: holds, readers: readers}
+			warned: warned, recorded: recorded, holds: holds, readers: readers, wakes: wakes}
 	}
 	for _, k := range kinds {
 		readers.Store(k.name, mgr.GetClient())
@@ -154,7 +160,30 @@ func (r *Reconciler) register(mgr ctrl.Manager, workloads cache.Cache) error {
 			builder.WithPredicates(rotationMoved)).
 		WatchesRawSource(source.Kind(mgr.GetCache(), client.Object(&v1alpha1.ExternalSecret{}),
 			handler.EnqueueRequestsFromMapFunc(r.listed), listChanged)).
+		WatchesRawSource(source.Channel(r.wakes[r.kind.name], &handler.EnqueueRequestForObject{})).
 		Complete(r)
+}
+
+// wakeBuffer bounds the wake-ups waiting for each kind's controller; one
+// that does not fit is dropped, and its restart asks again after pollHeld.
+const wakeBuffer = 1024
+
+// wake reconciles the held workloads now, rather than at their next poll.
+func (r *Reconciler) wake(refs []Ref) {
+	for _, ref := range refs {
+		for _, k := range append(kinds, rolloutKind) {
+			if k.name != ref.Kind {
+				continue
+			}
+			obj := k.newObj()
+			obj.SetNamespace(ref.Namespace)
+			obj.SetName(ref.Name)
+			select {
+			case r.wakes[k.name] <- event.GenericEvent{Object: obj}:
+			default:
+			}
+		}
+	}
 }
 
 // rotationMoved passes the updates of ExternalSecrets whose
@@ -208,7 +237,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}
-		r.Gate.Forget(ref)
+		r.wake(r.Gate.Forget(ref))
 		r.recorded.Delete(ref)
 		r.holds.Delete(ref)
 		if len(listers) > 0 {
@@ -218,6 +247,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, nil
 	}
+	// This reconcile may come from the workload's own change: if it is
+	// the workload restarted last and is now available, the restarts
+	// held for it go now.
+	r.wake(r.Gate.Observed(ref, !r.inProgress(ref, obj)))
 	ann := obj.GetAnnotations()
 	optedIn := obj.GetLabels()[Label] == LabelValue
 	if (!optedIn && len(listers) == 0) || ann[ClassAnnotation] != r.Class || !obj.GetDeletionTimestamp().IsZero() {
