@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/restart"
 )
 
@@ -293,4 +294,32 @@ func TestRestartAutoFindsProjectedItemsAndPullSecrets(t *testing.T) {
 	deps.keepRestarts(t, ns, "projected", 1)
 	deps.keepRestarts(t, ns, "pull", 2)
 	waitRolledOut(t, ns, "projected", 2, 2*wait)
+}
+
+// TestRestartListedWorkloadCreatedLater: a Deployment listed by an
+// ExternalSecret before it exists is watched for: once created it takes
+// the current rotation as its baseline (well before the 5 minute
+// fallback look), and is restarted once for the next rotation.
+func TestRestartListedWorkloadCreatedLater(t *testing.T) {
+	ns := newNamespace(t, nil)
+	deps := watchDeployments(t, ns)
+	src := rotationSource(t, ns, map[string]string{"a": "1"})
+	newES(t, ns, "creds", "remote", withRefresh(time.Second), withData("a", "upstream", "a"),
+		withRestartWorkloads(v1alpha1.WorkloadReference{Kind: v1alpha1.WorkloadDeployment, Name: "late"}))
+	waitSecretData(t, ns, "creds", map[string]string{"a": "1"})
+	waitEvent(t, ns, "creds", restart.ReasonWorkloadNotFound, `Deployment "late"`)
+	rotate(t, src, "a", "2")
+	eventually(t, wait, func() (bool, string) {
+		return getES(t, ns, "creds").Status.LastRotationTime != nil, "no rotation recorded"
+	})
+
+	newDeployment(t, ns, "late", nil, map[string]string{restart.DebounceAnnotation: "1s"}, envKey("creds", "a"))
+	waitRecorded(t, ns, "late", "creds")
+	waitRolledOut(t, ns, "late", 1, 2*wait)
+	deps.keepRestarts(t, ns, "late", 0)
+
+	rotate(t, src, "a", "3")
+	deps.waitRestarts(t, "late", 1, 2*wait)
+	deps.keepRestarts(t, ns, "late", 1)
+	waitRolledOut(t, ns, "late", 2, 2*wait)
 }

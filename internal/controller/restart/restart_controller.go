@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -95,6 +96,8 @@ type Reconciler struct {
 	holds *sync.Map
 	// wakes reconciles held workloads at once, by kind name.
 	wakes map[string]chan event.GenericEvent
+	// arrivals watches for the listed workloads that do not exist yet.
+	arrivals *arrivals
 }
 
 // Options tune the restart controllers.
@@ -115,9 +118,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, recorder record.EventRecorder,
 	for _, k := range append(kinds, rolloutKind) {
 		wakes[k.name] = make(chan event.GenericEvent, wakeBuffer)
 	}
+	meta, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return err
+	}
+	awaited := &arrivals{ctx: ctx, meta: meta, waiting: map[Ref]context.CancelFunc{},
+		arrived: func(ref Ref) { wake(wakes, []Ref{ref}) }}
 	newReconciler := func(k kind) *Reconciler {
 		return &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Class: class, Clock: clock, Gate: gate, kind: k,
-			warned: warned, recorded: recorded, holds: holds, readers: readers, wakes: wakes}
+			warned: warned, recorded: recorded, holds: holds, readers: readers, wakes: wakes, arrivals: awaited}
 	}
 	for _, k := range kinds {
 		readers.Store(k.name, mgr.GetClient())
@@ -169,7 +178,10 @@ func (r *Reconciler) register(mgr ctrl.Manager, workloads cache.Cache) error {
 const wakeBuffer = 1024
 
 // wake reconciles the held workloads now, rather than at their next poll.
-func (r *Reconciler) wake(refs []Ref) {
+func (r *Reconciler) wake(refs []Ref) { wake(r.wakes, refs) }
+
+// wake reconciles the workloads now, through their kind's channel.
+func wake(wakes map[string]chan event.GenericEvent, refs []Ref) {
 	for _, ref := range refs {
 		for _, k := range append(kinds, rolloutKind) {
 			if k.name != ref.Kind {
@@ -179,7 +191,7 @@ func (r *Reconciler) wake(refs []Ref) {
 			obj.SetNamespace(ref.Namespace)
 			obj.SetName(ref.Name)
 			select {
-			case r.wakes[k.name] <- event.GenericEvent{Object: obj}:
+			case wakes[k.name] <- event.GenericEvent{Object: obj}:
 			default:
 			}
 		}
@@ -241,12 +253,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.recorded.Delete(ref)
 		r.holds.Delete(ref)
 		if len(listers) > 0 {
-			// Listed but missing, and not watched: look again, so that it
-			// is taken as the baseline soon after it appears.
-			return ctrl.Result{RequeueAfter: relookMissing}, nil
+			// Listed but missing: its creation is watched for, so that it
+			// is taken as the baseline as soon as it appears (before a
+			// rotation can come); looking again now and then is the
+			// fallback.
+			r.arrivals.await(ref)
+			return ctrl.Result{RequeueAfter: relookListed}, nil
 		}
+		r.arrivals.forget(ref)
 		return ctrl.Result{}, nil
 	}
+	r.arrivals.forget(ref)
 	// This reconcile may come from the workload's own change: if it is
 	// the workload restarted last and is now available, the restarts
 	// held for it go now.
