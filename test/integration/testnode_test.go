@@ -63,8 +63,16 @@ func registerTestNode() error {
 		}
 		// Status is not taken on create.
 		created.Status = n.Status
-		if _, err = kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		if created, err = kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 			testNodeOnce.err = fmt.Errorf("reporting the test node Ready: %w", err)
+			return
+		}
+		// The API server taints a new node not-ready (TaintNodesByCondition)
+		// until the node lifecycle controller, which does not run here,
+		// sees it Ready: a DaemonSet would place no pod on it.
+		created.Spec.Taints = nil
+		if _, err = kube.CoreV1().Nodes().Update(ctx, created, metav1.UpdateOptions{}); err != nil {
+			testNodeOnce.err = fmt.Errorf("removing the not-ready taint of the test node: %w", err)
 		}
 	})
 	return testNodeOnce.err
