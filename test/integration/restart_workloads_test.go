@@ -52,9 +52,19 @@ func TestRestartFiftyDeploymentsKeepToTheRate(t *testing.T) {
 	}
 	allRestarted := time.Since(started)
 	var times []time.Time
+	consistently(t, 3*time.Second, func() (bool, string) {
+		for _, name := range names {
+			if got := deps.count(name); got != 1 {
+				return false, fmt.Sprintf("%s restarted %d times, want 1", name, got)
+			}
+		}
+		return true, ""
+	})
 	for _, name := range names {
 		waitRolledOut(t, ns, name, 2, 2*wait)
-		deps.keepRestarts(t, ns, name, 1)
+		if owed := getDeployment(t, ns, name).Annotations[restart.PendingAnnotation]; owed != "" {
+			t.Errorf("%s still owes %q", name, owed)
+		}
 		at, err := time.Parse(time.RFC3339Nano, getDeployment(t, ns, name).Spec.Template.Annotations[restart.RestartedAtAnnotation])
 		must(t, err)
 		times = append(times, at)
