@@ -182,7 +182,7 @@ func (r *podRunner) sync(key string) error {
 	switch {
 	case pod.DeletionTimestamp != nil:
 		// The containers have stopped: the kubelet deletes the pod for good.
-		err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0),
+		err = pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0),
 			Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return nil
@@ -191,7 +191,7 @@ func (r *podRunner) sync(key string) error {
 	case draining:
 		return nil
 	case pod.Spec.NodeName == "":
-		err := pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, UID: pod.UID},
+		err = pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, UID: pod.UID},
 			Target: corev1.ObjectReference{Kind: "Node", Name: testNodeName}}, metav1.CreateOptions{})
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return nil

@@ -55,7 +55,7 @@ func (a *arrivals) await(ref Ref) {
 	ctx, cancel := context.WithCancel(a.ctx)
 	a.waiting[ref] = cancel
 	go func() {
-		defer a.done(ref, ctx)
+		defer a.done(ctx, ref)
 		a.watch(ctx, ref, gvr)
 	}()
 }
@@ -75,7 +75,7 @@ func (a *arrivals) forget(ref Ref) {
 
 // done removes the watch of ref that ctx belongs to, if it is still the
 // current one.
-func (a *arrivals) done(ref Ref, ctx context.Context) {
+func (a *arrivals) done(ctx context.Context, ref Ref) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, ok := a.waiting[ref]; ok && ctx.Err() == nil {

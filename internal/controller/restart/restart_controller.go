@@ -130,7 +130,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, recorder record.EventRecorder,
 	}
 	for _, k := range kinds {
 		readers.Store(k.name, mgr.GetClient())
-		if err := newReconciler(k).register(mgr, mgr.GetCache()); err != nil {
+		if err = newReconciler(k).register(mgr, mgr.GetCache()); err != nil {
 			return err
 		}
 	}
