@@ -1,6 +1,8 @@
 // Package integration runs Watchword against a real kube-apiserver, etcd and
-// kube-controller-manager (garbage collection), started once for the
-// package. Each test works in namespaces of its own. The Vault server is
+// kube-controller-manager (garbage collection, namespaces and the workload
+// controllers: Deployments, ReplicaSets, StatefulSets, DaemonSets),
+// started once for the package; a test node (testnode_test.go) stands in
+// for a scheduler and a kubelet where a test needs pods to run. Each test works in namespaces of its own. The Vault server is
 // started by the first test that needs it (needVault); without a vault
 // binary those tests skip, or fail when $WATCHWORD_REQUIRE_VAULT is set.
 package integration
