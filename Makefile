@@ -9,7 +9,7 @@ BUF := $(CURDIR)/.cache/tools/bin/buf
 CHART := deploy/charts/watchword
 export GOLANGCI_LINT_CACHE ?= $(CURDIR)/.cache/golangci-lint
 
-.PHONY: all build image-binary tools tools-vault tools-lint tools-proto tools-postgres tools-helm deploy-files lint dev bench bench-smoke test test-unit test-integration generate verify-generate vet fmt-check fuzz clean
+.PHONY: all build image-binary tools tools-vault tools-lint tools-proto tools-postgres tools-barbican tools-helm deploy-files lint dev bench bench-smoke test test-unit test-integration generate verify-generate vet fmt-check fuzz clean
 
 all: build
 
@@ -34,6 +34,9 @@ tools-proto: ## Build buf, the protobuf compiler, from Go modules (cached).
 
 tools-postgres: ## Fetch Debian's postgresql-15 and its libraries into .cache/tools/postgres, without installing them (cached; seconds the first time).
 	./hack/tools.sh postgres
+
+tools-barbican: ## Fetch Debian's barbican-api and keystone, and what they need that the system lacks, into .cache/tools/barbican, without installing them (cached; about 30 MB, under a minute the first time).
+	./hack/tools.sh barbican
 
 tools-helm: ## Build Helm from its Go module (cached), for the chart's tests.
 	./hack/tools.sh helm
@@ -79,11 +82,12 @@ test-unit: ## Unit tests only (no control plane).
 test-integration: tools ## The integration suite alone; its Vault tests skip unless `make tools-vault` built Vault. RUN=regexp selects tests.
 	$(GO) test -count=1 -timeout 30m ./test/integration $(if $(RUN),-run '$(RUN)')
 
-# test sets WATCHWORD_REQUIRE_VAULT, WATCHWORD_REQUIRE_POSTGRES and
-# WATCHWORD_REQUIRE_HELM, so that a missing Vault binary, PostgreSQL or
-# Helm fails their tests instead of skipping them.
-test: tools-vault tools-postgres tools-helm verify-generate lint vet build image-binary ## Everything, against a real kube-apiserver, etcd, Vault and PostgreSQL.
-	WATCHWORD_REQUIRE_VAULT=1 WATCHWORD_REQUIRE_POSTGRES=1 WATCHWORD_REQUIRE_HELM=1 $(GO) test -count=1 -timeout 30m ./...
+# test sets WATCHWORD_REQUIRE_VAULT, WATCHWORD_REQUIRE_POSTGRES,
+# WATCHWORD_REQUIRE_BARBICAN and WATCHWORD_REQUIRE_HELM, so that a missing
+# Vault binary, PostgreSQL, Barbican or Helm fails their tests instead of
+# skipping them.
+test: tools-vault tools-postgres tools-barbican tools-helm verify-generate lint vet build image-binary ## Everything, against a real kube-apiserver, etcd, Vault, PostgreSQL, Barbican and Keystone.
+	WATCHWORD_REQUIRE_VAULT=1 WATCHWORD_REQUIRE_POSTGRES=1 WATCHWORD_REQUIRE_BARBICAN=1 WATCHWORD_REQUIRE_HELM=1 $(GO) test -count=1 -timeout 30m ./...
 	./bin/watchword dev --exit-after-demo --workdir $(CURDIR)/.cache/dev-smoke
 	$(MAKE) --no-print-directory bench-smoke
 
