@@ -130,7 +130,7 @@ func serviceClient(ctx context.Context, spec *v1alpha1.BarbicanProvider, deps pr
 	}
 	sc, err := openstack.NewKeyManagerV1(pc, eo)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Keystone's catalog has no key-manager endpoint (interface %q, region %q) for %s; set barbican.endpoint, region or interface",
+		return nil, fmt.Errorf("%w: Keystone's catalog has no key-manager endpoint (interface %q, region %q) for the login %s; set barbican.endpoint, region or interface",
 			engine.ErrInvalidConfig, orDefault(spec.Interface, "public"), spec.Region, who)
 	}
 	return sc, nil
