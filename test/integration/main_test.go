@@ -29,6 +29,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/localcluster"
 	"github.com/watchword-dev/watchword/internal/operator"
 	"github.com/watchword-dev/watchword/internal/provider"
+	"github.com/watchword-dev/watchword/internal/provider/barbican"
 	"github.com/watchword-dev/watchword/internal/provider/fake"
 	kubeprovider "github.com/watchword-dev/watchword/internal/provider/kubernetes"
 	pluginprovider "github.com/watchword-dev/watchword/internal/provider/plugin"
@@ -52,6 +53,7 @@ var (
 // reads made of each store, so tests can tell when the provider was called.
 func registry() provider.Registry {
 	return provider.Registry{
+		"barbican":   countingFactory{barbican.Factory{}},
 		"fake":       countingFactory{fake.Factory{}},
 		"kubernetes": countingFactory{kubeprovider.Factory{}},
 		"plugin":     countingFactory{pluginprovider.Factory{}},
