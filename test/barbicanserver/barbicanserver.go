@@ -204,7 +204,7 @@ func Run(ctx context.Context, root string, opts Options) (_ *Server, err error) 
 			s.Close()
 		}
 	}()
-	if err := os.WriteFile(filepath.Join(dir, "launch.py"), launcher, 0o600); err != nil {
+	if err = os.WriteFile(filepath.Join(dir, "launch.py"), launcher, 0o600); err != nil {
 		return nil, err
 	}
 	if s.port, err = freePort(); err != nil {
@@ -212,16 +212,16 @@ func Run(ctx context.Context, root string, opts Options) (_ *Server, err error) 
 	}
 	s.URL = "http://127.0.0.1:" + strconv.Itoa(s.port)
 	if opts.Keystone {
-		if err := s.startKeystone(ctx); err != nil {
+		if err = s.startKeystone(ctx); err != nil {
 			return nil, err
 		}
 	} else {
 		s.ProjectID = randomHex(16)
 	}
-	if err := s.writeBarbicanConfig(); err != nil {
+	if err = s.writeBarbicanConfig(); err != nil {
 		return nil, err
 	}
-	if err := s.Restart(ctx); err != nil {
+	if err = s.Restart(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -414,10 +414,12 @@ func (p *process) waitHTTP(ctx context.Context, url string) error {
 func (p *process) stop() {
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case err := <-p.done:
+		_ = err // the exit status after a signal says nothing useful
 	case <-time.After(20 * time.Second):
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
+		err := <-p.done
+		_ = err
 	}
 }
 

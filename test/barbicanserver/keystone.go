@@ -42,15 +42,15 @@ func (s *Server) startKeystone(ctx context.Context) error {
 	// credential_setup write: 32 random bytes, URL-safe base64, in files
 	// 0 (staged) and 1 (primary).
 	for _, repo := range []string{"fernet", "credential"} {
-		if err := os.MkdirAll(filepath.Join(dir, repo), 0o700); err != nil {
+		if err = os.MkdirAll(filepath.Join(dir, repo), 0o700); err != nil {
 			return err
 		}
 		for _, name := range []string{"0", "1"} {
 			key := make([]byte, 32)
-			if _, err := rand.Read(key); err != nil {
+			if _, err = rand.Read(key); err != nil {
 				return err
 			}
-			if err := os.WriteFile(filepath.Join(dir, repo, name), []byte(base64.URLEncoding.EncodeToString(key)), 0o600); err != nil {
+			if err = os.WriteFile(filepath.Join(dir, repo, name), []byte(base64.URLEncoding.EncodeToString(key)), 0o600); err != nil {
 				return err
 			}
 		}
@@ -68,10 +68,10 @@ key_repository = %[1]s/fernet
 [credential]
 key_repository = %[1]s/credential
 `, dir)
-	if err := os.WriteFile(filepath.Join(dir, "keystone.conf"), []byte(conf), 0o600); err != nil {
+	if err = os.WriteFile(filepath.Join(dir, "keystone.conf"), []byte(conf), 0o600); err != nil {
 		return err
 	}
-	if err := s.run(ctx, "keystone-setup", dir, "keystone-setup", filepath.Join(dir, "keystone.conf"), k.AdminPassword, k.AuthURL); err != nil {
+	if err = s.run(ctx, "keystone-setup", dir, "keystone-setup", filepath.Join(dir, "keystone.conf"), k.AdminPassword, k.AuthURL); err != nil {
 		return err
 	}
 	p, err := s.spawn("keystone", dir, "keystone", dir, strconv.Itoa(port))
@@ -79,11 +79,11 @@ key_repository = %[1]s/credential
 		return err
 	}
 	s.keystone = p
-	if err := p.waitHTTP(ctx, k.AuthURL); err != nil {
+	if err = p.waitHTTP(ctx, k.AuthURL); err != nil {
 		return err
 	}
 	s.Keystone = k
-	if err := s.provision(ctx); err != nil {
+	if err = s.provision(ctx); err != nil {
 		return fmt.Errorf("provisioning Keystone: %w", err)
 	}
 	s.ProjectID = k.ProjectID
@@ -121,14 +121,14 @@ func (s *Server) provision(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating the role: %w", err)
 	}
-	if err := roles.Assign(ctx, id, role.ID, roles.AssignOpts{UserID: user.ID, ProjectID: project.ID}).ExtractErr(); err != nil {
+	if err = roles.Assign(ctx, id, role.ID, roles.AssignOpts{UserID: user.ID, ProjectID: project.ID}).ExtractErr(); err != nil {
 		return fmt.Errorf("assigning the role: %w", err)
 	}
 	svc, err := services.Create(ctx, id, services.CreateOpts{Type: "key-manager", Extra: map[string]any{"name": "barbican"}}).Extract()
 	if err != nil {
 		return fmt.Errorf("creating the key-manager service: %w", err)
 	}
-	if _, err := endpoints.Create(ctx, id, endpoints.CreateOpts{
+	if _, err = endpoints.Create(ctx, id, endpoints.CreateOpts{
 		Availability: gophercloud.AvailabilityPublic, Region: "RegionOne", URL: s.URL, ServiceID: svc.ID,
 	}).Extract(); err != nil {
 		return fmt.Errorf("creating Barbican's endpoint: %w", err)

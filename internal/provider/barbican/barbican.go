@@ -115,7 +115,7 @@ func serviceClient(ctx context.Context, spec *v1alpha1.BarbicanProvider, deps pr
 		return nil, fmt.Errorf("%w: barbican.authURL %q: %v", engine.ErrInvalidConfig, spec.AuthURL, err)
 	}
 	pc.HTTPClient = http.Client{Timeout: callTimeout}
-	if err := openstack.Authenticate(ctx, pc, opts); err != nil {
+	if err = openstack.Authenticate(ctx, pc, opts); err != nil {
 		return nil, classify("logging in to Keystone at "+spec.AuthURL+" "+who, err)
 	}
 	if endpoint != "" {

@@ -169,7 +169,7 @@ func TestReadsTheExactNameOnly(t *testing.T) {
 	if !errors.Is(err, engine.ErrNotFound) {
 		t.Fatalf("reading exact/db_a, which only LIKE-matches others: expected ErrNotFound, got %v", err)
 	}
-	if _, err := ops.Versions.CurrentVersion(ctx, "exact/db%"); !errors.Is(err, engine.ErrNotFound) {
+	if _, err = ops.Versions.CurrentVersion(ctx, "exact/db%"); !errors.Is(err, engine.ErrNotFound) {
 		t.Errorf("the version of exact/db%%: expected ErrNotFound, got %v", err)
 	}
 	first, err := seed(ctx, c, "exact/db_a", "text/plain", []byte("first"))

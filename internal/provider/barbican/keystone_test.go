@@ -39,7 +39,7 @@ func TestKeystoneLogins(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := ops.Checker.Check(ctx); err != nil {
+			if err = ops.Checker.Check(ctx); err != nil {
 				t.Fatal(err)
 			}
 			key := "keystone/" + strings.ReplaceAll(name, " ", "-")

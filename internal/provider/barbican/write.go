@@ -74,14 +74,14 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 		return "", err
 	}
 	if cur := current(list); cur != nil {
-		mine, err := c.checkOwner(ctx, key, cur, owner)
-		if err != nil {
-			return "", err
+		mine, oerr := c.checkOwner(ctx, key, cur, owner)
+		if oerr != nil {
+			return "", oerr
 		}
 		if mine {
-			old, err := c.payload(ctx, key, cur)
-			if err != nil {
-				return "", err
+			old, perr := c.payload(ctx, key, cur)
+			if perr != nil {
+				return "", perr
 			}
 			if bytes.Equal(old, payload) && cur.ContentTypes["default"] == textPlain {
 				return version(cur), nil
@@ -93,7 +93,7 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 		return "", err
 	}
 	for i := range list {
-		if err := c.deleteIfMine(ctx, key, &list[i], owner); err != nil {
+		if err = c.deleteIfMine(ctx, key, &list[i], owner); err != nil {
 			return "", fmt.Errorf("published %s as version %s, but deleting an older secret of it failed: %w", where(key), version(s), err)
 		}
 	}
@@ -114,10 +114,10 @@ func (c *Client) create(ctx context.Context, key string, payload []byte, meta ma
 		}
 		return step
 	}
-	if _, err := secrets.CreateMetadata(ctx, c.sc, id, secrets.MetadataOpts(meta)).Extract(); err != nil {
+	if _, err = secrets.CreateMetadata(ctx, c.sc, id, secrets.MetadataOpts(meta)).Extract(); err != nil {
 		return nil, undo(classify("marking "+where(key)+" as owned", err))
 	}
-	if err := secrets.Update(ctx, c.sc, id, secrets.UpdateOpts{ContentType: textPlain, Payload: string(payload)}).ExtractErr(); err != nil {
+	if err = secrets.Update(ctx, c.sc, id, secrets.UpdateOpts{ContentType: textPlain, Payload: string(payload)}).ExtractErr(); err != nil {
 		return nil, undo(classify("storing the payload of "+where(key), err))
 	}
 	s, err := secrets.Get(ctx, c.sc, id).Extract()
