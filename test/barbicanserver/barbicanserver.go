@@ -351,7 +351,8 @@ func (s *Server) spawn(name, home string, args ...string) (*process, error) {
 		return nil, err
 	}
 	defer func() { _ = logf.Close() }()
-	_, _ = fmt.Fprintf(logf, "=== %s: %s %s\n", time.Now().UTC().Format(time.RFC3339), name, strings.Join(args, " "))
+	// The arguments are left out: keystone-setup's hold the admin password.
+	_, _ = fmt.Fprintf(logf, "=== %s: %s\n", time.Now().UTC().Format(time.RFC3339), name)
 	cmd := exec.Command(python, append([]string{"-W", "ignore", filepath.Join(s.dir, "launch.py")}, args...)...)
 	cmd.Env = s.environment(home)
 	cmd.Dir = s.dir

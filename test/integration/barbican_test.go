@@ -62,8 +62,8 @@ func barbicanNamed(t *testing.T, c *gophercloud.ServiceClient, name string) []se
 }
 
 // TestBarbicanReadsByNameFollowsNewSecretsAndSurvivesAnOutage: an
-// ExternalSecret reads a property of a JSON secret by name from a real,
-// token-less Barbican; a new secret of the name reaches the target; with
+// ExternalSecret reads properties of a JSON secret by name from a real,
+// token-less Barbican, and another one all its members with dataFrom; a new secret of the name reaches the target; with
 // Barbican stopped the target is kept and the condition says
 // StoreUnavailable; once Barbican is back on the same port and data, the
 // ExternalSecret is Ready again and follows the next new secret.
@@ -79,7 +79,9 @@ func TestBarbicanReadsByNameFollowsNewSecretsAndSurvivesAnOutage(t *testing.T) {
 	barbicanPut(t, c, "app/dbx", `{"user":"other","password":"other"}`) // a LIKE match, not the name
 	newES(t, ns, "es", "barbican", withData("password", "app/db", "password"), withData("user", "app/db", "user"),
 		withRefresh(2*time.Second))
+	newES(t, ns, "all", "barbican", withDataFrom("app/db", ""))
 	waitSecretData(t, ns, "es", map[string]string{"password": sentinel, "user": "app"})
+	waitSecretData(t, ns, "all", map[string]string{"password": sentinel, "user": "app"})
 	es := waitReady(t, ns, "es")
 	if v := es.Status.Versions; len(v) != 1 || !strings.HasPrefix(v[0].Version, first+"@") {
 		t.Errorf("status versions %+v: expected the secret's <uuid>@<created>", v)
