@@ -4,6 +4,7 @@ package v1alpha1
 // where it is, and how Watchword authenticates (Keystone v3, or token-less
 // for a deployment without Keystone).
 // +kubebuilder:validation:XValidation:rule="has(self.auth.noAuth) || (has(self.authURL) && size(self.authURL) > 0)",message="barbican.authURL is required: it is Keystone's v3 URL (only auth.noAuth goes without it)",fieldPath=".authURL"
+// +kubebuilder:validation:XValidation:rule="!(has(self.caBundle) && has(self.caProvider))",message="barbican: set caBundle or caProvider, not both",fieldPath=".caProvider"
 // +kubebuilder:validation:XValidation:rule="!has(self.auth.noAuth) || (has(self.endpoint) && size(self.endpoint) > 0)",message="barbican.endpoint is required with auth.noAuth: without Keystone there is no catalog to find Barbican in",fieldPath=".endpoint"
 type BarbicanProvider struct {
 	// authURL is Keystone's v3 identity URL, such as
@@ -31,6 +32,18 @@ type BarbicanProvider struct {
 	// +optional
 	// +kubebuilder:validation:Enum=public;internal;admin
 	Interface string `json:"interface,omitempty"`
+
+	// caBundle is a PEM bundle of the certificate authorities that
+	// Keystone's and Barbican's certificates chain to, instead of the
+	// system's. Set it or caProvider, not both.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1048576
+	CABundle []byte `json:"caBundle,omitempty"`
+
+	// caProvider reads the CA bundle from a Secret or a ConfigMap. Set it
+	// or caBundle, not both.
+	// +optional
+	CAProvider *CAProvider `json:"caProvider,omitempty"`
 
 	// auth says how to authenticate. Exactly one method is set.
 	// +required

@@ -13,6 +13,8 @@ package barbican
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -48,6 +50,8 @@ func (Factory) Validate(store provider.Store) error {
 		return fmt.Errorf("%w: barbican.auth must set exactly one of applicationCredential, password or noAuth", engine.ErrInvalidConfig)
 	case a.NoAuth != nil && spec.Endpoint == "":
 		return fmt.Errorf("%w: barbican.endpoint is required with auth.noAuth: without Keystone there is no catalog to find Barbican in", engine.ErrInvalidConfig)
+	case len(spec.CABundle) > 0 && spec.CAProvider != nil:
+		return fmt.Errorf("%w: barbican: set caBundle or caProvider, not both", engine.ErrInvalidConfig)
 	case a.NoAuth == nil && spec.AuthURL == "":
 		return fmt.Errorf("%w: barbican.authURL is required: it is Keystone's v3 URL (only auth.noAuth goes without it)", engine.ErrInvalidConfig)
 	}
@@ -62,10 +66,15 @@ func (Factory) Validate(store provider.Store) error {
 	return nil
 }
 
-// Refs names the Secret of the auth method set in the block.
+// Refs names the CA bundle's Secret or ConfigMap and the Secret of the
+// auth method set in the block.
 func (Factory) Refs(store provider.Store) []provider.ObjectRef {
-	a := store.Spec.Barbican.Auth
+	spec := store.Spec.Barbican
+	a := spec.Auth
 	var out []provider.ObjectRef
+	if spec.CAProvider != nil {
+		out = append(out, provider.CAProviderRef("barbican.caProvider", *spec.CAProvider))
+	}
 	if a.ApplicationCredential != nil {
 		out = append(out, provider.SecretKeyRef("barbican.auth.applicationCredential.secretRef", a.ApplicationCredential.SecretRef))
 	}
@@ -99,8 +108,12 @@ func serviceClient(ctx context.Context, spec *v1alpha1.BarbicanProvider, deps pr
 	if endpoint != "" {
 		endpoint = strings.TrimSuffix(endpoint, "/v1") + "/v1/"
 	}
+	hc, err := httpClient(ctx, spec, deps)
+	if err != nil {
+		return nil, err
+	}
 	if a := spec.Auth.NoAuth; a != nil {
-		pc := &gophercloud.ProviderClient{HTTPClient: http.Client{Timeout: callTimeout}}
+		pc := &gophercloud.ProviderClient{HTTPClient: hc}
 		return &gophercloud.ServiceClient{
 			ProviderClient: pc, Endpoint: endpoint, ResourceBase: endpoint, Type: "key-manager",
 			MoreHeaders: map[string]string{"X-Project-Id": a.ProjectID},
@@ -114,7 +127,7 @@ func serviceClient(ctx context.Context, spec *v1alpha1.BarbicanProvider, deps pr
 	if err != nil {
 		return nil, fmt.Errorf("%w: barbican.authURL %q: %v", engine.ErrInvalidConfig, spec.AuthURL, err)
 	}
-	pc.HTTPClient = http.Client{Timeout: callTimeout}
+	pc.HTTPClient = hc
 	if err = openstack.Authenticate(ctx, pc, opts); err != nil {
 		return nil, classify("logging in to Keystone at "+spec.AuthURL+" "+who, err)
 	}
@@ -134,6 +147,34 @@ func serviceClient(ctx context.Context, spec *v1alpha1.BarbicanProvider, deps pr
 			engine.ErrInvalidConfig, orDefault(spec.Interface, "public"), spec.Region, who)
 	}
 	return sc, nil
+}
+
+// httpClient is the HTTP client of Keystone and Barbican: with the CA
+// bundle of the spec as its roots when one is given, the system's
+// otherwise.
+func httpClient(ctx context.Context, spec *v1alpha1.BarbicanProvider, deps provider.Deps) (http.Client, error) {
+	ca := spec.CABundle
+	if p := spec.CAProvider; p != nil {
+		var err error
+		if p.Type == "ConfigMap" {
+			ca, err = deps.ConfigMapValue(ctx, p.Namespace, p.Name, p.Key)
+		} else {
+			ca, err = deps.SecretValue(ctx, v1alpha1.SecretKeySelector{Name: p.Name, Key: p.Key, Namespace: p.Namespace})
+		}
+		if err != nil {
+			return http.Client{}, err
+		}
+	}
+	if len(ca) == 0 {
+		return http.Client{Timeout: callTimeout}, nil
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return http.Client{}, fmt.Errorf("%w: the CA bundle of barbican.caBundle or caProvider holds no PEM certificate", engine.ErrInvalidConfig)
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return http.Client{Timeout: callTimeout, Transport: t}, nil
 }
 
 // authOptions reads the credentials of the auth method, and says who logs

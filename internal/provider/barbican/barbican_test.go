@@ -5,8 +5,12 @@ import (
 	"context"
 	b64 "encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -34,8 +38,12 @@ func (d deps) SecretValue(_ context.Context, sel v1alpha1.SecretKeySelector) ([]
 	}
 	return []byte(v), nil
 }
-func (deps) ConfigMapValue(context.Context, string, string, string) ([]byte, error) {
-	return nil, errors.New("no ConfigMaps")
+func (d deps) ConfigMapValue(_ context.Context, _, name, key string) ([]byte, error) {
+	v, ok := d["configmap:"+name+"/"+key]
+	if !ok {
+		return nil, fmt.Errorf("configmap %s/%s: %w", name, key, engine.ErrNotFound)
+	}
+	return []byte(v), nil
 }
 func (deps) ServiceAccountToken(context.Context, v1alpha1.ServiceAccountSelector) (string, int64, error) {
 	return "", 0, errors.New("no service accounts")
@@ -372,5 +380,44 @@ func TestValidate(t *testing.T) {
 		if err := (Factory{}).Validate(store(spec)); !errors.Is(err, engine.ErrInvalidConfig) {
 			t.Errorf("%s: expected ErrInvalidConfig, got %v", name, err)
 		}
+	}
+}
+
+// TestTLSWithACABundle reaches Barbican over TLS (a loopback proxy with a
+// certificate of its own in front of the real server): with the proxy's
+// CA from caBundle or from a ConfigMap through caProvider the secret is
+// read; with the system's roots the certificate is refused.
+func TestTLSWithACABundle(t *testing.T) {
+	s := sharedServer(t)
+	ctx := context.Background()
+	if _, err := seed(ctx, seedClient(s), "tls/db", "text/plain", []byte("over TLS")); err != nil {
+		t.Fatal(err)
+	}
+	target, err := url.Parse(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httptest.NewTLSServer(httputil.NewSingleHostReverseProxy(target))
+	defer proxy.Close()
+	ca := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: proxy.Certificate().Raw}))
+	noAuth := v1alpha1.BarbicanAuth{NoAuth: &v1alpha1.BarbicanNoAuth{ProjectID: s.ProjectID}}
+	for name, spec := range map[string]*v1alpha1.BarbicanProvider{
+		"caBundle":   {Endpoint: proxy.URL, CABundle: []byte(ca), Auth: noAuth},
+		"caProvider": {Endpoint: proxy.URL, CAProvider: &v1alpha1.CAProvider{Type: "ConfigMap", Name: "ca", Key: "ca.crt"}, Auth: noAuth},
+	} {
+		ops := newOps(t, spec, deps{"configmap:ca/ca.crt": ca})
+		obj, err := ops.Reader.GetSecret(ctx, engine.Ref{Key: "tls/db"})
+		if err != nil || string(obj.Value) != "over TLS" {
+			t.Errorf("%s: reading over TLS: %v", name, err)
+		}
+	}
+	ops := newOps(t, &v1alpha1.BarbicanProvider{Endpoint: proxy.URL, Auth: noAuth}, nil)
+	_, err = ops.Reader.GetSecret(ctx, engine.Ref{Key: "tls/db"})
+	if !errors.Is(err, engine.ErrUnavailable) || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("without the CA: expected ErrUnavailable naming the certificate, got %v", err)
+	}
+	_, err = Factory{}.New(ctx, store(&v1alpha1.BarbicanProvider{Endpoint: proxy.URL, CABundle: []byte("not PEM"), Auth: noAuth}), nil)
+	if !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("a CA bundle without a certificate: expected ErrInvalidConfig, got %v", err)
 	}
 }
