@@ -406,9 +406,9 @@ func TestTLSWithACABundle(t *testing.T) {
 		"caProvider": {Endpoint: proxy.URL, CAProvider: &v1alpha1.CAProvider{Type: "ConfigMap", Name: "ca", Key: "ca.crt"}, Auth: noAuth},
 	} {
 		ops := newOps(t, spec, deps{"configmap:ca/ca.crt": ca})
-		obj, err := ops.Reader.GetSecret(ctx, engine.Ref{Key: "tls/db"})
-		if err != nil || string(obj.Value) != "over TLS" {
-			t.Errorf("%s: reading over TLS: %v", name, err)
+		obj, rerr := ops.Reader.GetSecret(ctx, engine.Ref{Key: "tls/db"})
+		if rerr != nil || string(obj.Value) != "over TLS" {
+			t.Errorf("%s: reading over TLS: %v", name, rerr)
 		}
 	}
 	ops := newOps(t, &v1alpha1.BarbicanProvider{Endpoint: proxy.URL, Auth: noAuth}, nil)
