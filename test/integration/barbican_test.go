@@ -125,6 +125,7 @@ func TestBarbicanReadsByNameFollowsNewSecretsAndSurvivesAnOutage(t *testing.T) {
 // store that logs in to a real Keystone with an application credential
 // from a Secret: the secret appears in Barbican with the ownership marker,
 // an unmarked secret of another name is refused and left as it was, a
+// second store logging in with a password reads it back, a
 // changed source makes a new secret and removes the old one, and deleting
 // the PushSecret removes what it published and nothing else.
 func TestBarbicanPublishesBehindKeystone(t *testing.T) {
@@ -167,6 +168,16 @@ func TestBarbicanPublishesBehindKeystone(t *testing.T) {
 		firstID = id
 		return f["password"] == sentinel && f["user"] == "app", "published: " + id
 	})
+	// A second store logs in with the user's password, the project by
+	// name, and reads back what was published.
+	createSecret(t, ns, "openstack-password", map[string]string{"password": k.Password})
+	must(t, k8s.Create(context.Background(), &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "barbican-password"},
+		Spec: v1alpha1.SecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{Barbican: &v1alpha1.BarbicanProvider{
+			AuthURL: k.AuthURL, Auth: v1alpha1.BarbicanAuth{Password: &v1alpha1.BarbicanPasswordAuth{
+				Username: k.Username, ProjectName: k.ProjectName,
+				PasswordSecretRef: v1alpha1.SecretKeySelector{Name: "openstack-password", Key: "password"}}}}}}}))
+	newES(t, ns, "read-back", "barbican-password", withData("user", "team/db", "user"))
+	waitSecretData(t, ns, "read-back", map[string]string{"user": "app"})
 	if list := barbicanNamed(t, c, "team/foreign"); len(list) != 1 || !strings.HasSuffix(list[0].SecretRef, foreign) {
 		t.Errorf("the unmarked secret was changed: %d secrets of its name", len(list))
 	}
