@@ -27,6 +27,8 @@ import (
 	"github.com/watchword-dev/watchword/internal/memlimit"
 	"github.com/watchword-dev/watchword/internal/operator"
 	"github.com/watchword-dev/watchword/internal/provider"
+	"github.com/watchword-dev/watchword/internal/provider/awsps"
+	"github.com/watchword-dev/watchword/internal/provider/awssm"
 	"github.com/watchword-dev/watchword/internal/provider/barbican"
 	"github.com/watchword-dev/watchword/internal/provider/fake"
 	"github.com/watchword-dev/watchword/internal/provider/kubernetes"
@@ -36,10 +38,11 @@ import (
 	"github.com/watchword-dev/watchword/pkg/conformance"
 )
 
-// registry lists the providers of this build. The API also knows awssm;
-// stores that use it report that it is not implemented.
+// registry lists the providers of this build.
 func registry() provider.Registry {
 	return provider.Registry{
+		"awsps":      awsps.Factory{},
+		"awssm":      awssm.Factory{},
 		"barbican":   barbican.Factory{},
 		"fake":       fake.Factory{},
 		"kubernetes": kubernetes.Factory{},

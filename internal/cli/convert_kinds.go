@@ -339,7 +339,7 @@ func (c *converter) store(kind string, m map[string]any) []map[string]any {
 	case "aws":
 		ok = c.aws(dst, block, path)
 	default:
-		c.drop(path, fmt.Sprintf("Watchword has no %s provider (it has fake, kubernetes, vault, plugin, and awssm in its API): the store is not converted", name))
+		c.drop(path, fmt.Sprintf("Watchword has no %s provider (it has fake, kubernetes, vault, plugin, awssm and awsps): the store is not converted", name))
 		return nil
 	}
 	if !ok {
@@ -355,7 +355,7 @@ func (c *converter) store(kind string, m map[string]any) []map[string]any {
 // makes no store: the store is reported as not converted.
 func (c *converter) provider(dst map[string]any, name string, block map[string]any, path string, t reflect.Type) bool {
 	carried, _ := c.carry(block, t, path).(map[string]any)
-	if auth, ok := carried["auth"].(map[string]any); ok && len(auth) == 0 && name != "awssm" {
+	if auth, ok := carried["auth"].(map[string]any); ok && len(auth) == 0 && name != "awssm" && name != "awsps" {
 		c.drop(path+".auth", "no authentication method that Watchword has: the store is not converted")
 		return false
 	}
@@ -469,8 +469,14 @@ func (c *converter) vault(dst map[string]any, b map[string]any, path string) boo
 }
 
 func (c *converter) aws(dst map[string]any, b map[string]any, path string) bool {
-	if s := takeString(b, "service"); s != "SecretsManager" {
-		c.drop(path, fmt.Sprintf("AWS service %s is not in Watchword's API (only SecretsManager, as awssm): the store is not converted", s))
+	block := ""
+	switch s := takeString(b, "service"); s {
+	case "SecretsManager":
+		block = "awssm"
+	case "ParameterStore":
+		block = "awsps"
+	default:
+		c.drop(path, fmt.Sprintf("AWS service %s is not in Watchword's API (only SecretsManager, as awssm, and ParameterStore, as awsps): the store is not converted", s))
 		return false
 	}
 	if auth := takeMap(b, "auth"); auth != nil {
@@ -478,14 +484,14 @@ func (c *converter) aws(dst map[string]any, b map[string]any, path string) bool 
 			out := map[string]any{}
 			set(out, "accessKeyID", takeMap(ref, "accessKeyIDSecretRef"))
 			set(out, "secretAccessKey", takeMap(ref, "secretAccessKeySecretRef"))
-			if _, ok := take(ref, "sessionTokenSecretRef"); ok {
-				c.drop(path+".auth.secretRef.sessionTokenSecretRef", "session tokens are not in Watchword's API")
-			}
+			set(out, "sessionToken", takeMap(ref, "sessionTokenSecretRef"))
 			c.leftovers(ref, path+".auth.secretRef")
 			auth["secretRef"] = out
 		}
 		b["auth"] = auth
 	}
-	c.note(path, "Watchword's API accepts awssm, but the provider is not implemented yet: the store will report so")
-	return c.provider(dst, "awssm", b, path, reflect.TypeFor[v1alpha1.AWSSMProvider]())
+	if auth, _ := b["auth"].(map[string]any); len(auth) == 0 {
+		c.note(path, fmt.Sprintf("no AWS auth: External Secrets Operator used the controller's own credentials, which Watchword uses only when a ClusterSecretStore sets %s.auth.controllerCredentials; set auth.jwt (web identity) or auth.secretRef", block))
+	}
+	return c.provider(dst, block, b, path, reflect.TypeFor[v1alpha1.AWSProvider]())
 }

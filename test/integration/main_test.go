@@ -29,6 +29,8 @@ import (
 	"github.com/watchword-dev/watchword/internal/localcluster"
 	"github.com/watchword-dev/watchword/internal/operator"
 	"github.com/watchword-dev/watchword/internal/provider"
+	"github.com/watchword-dev/watchword/internal/provider/awsps"
+	"github.com/watchword-dev/watchword/internal/provider/awssm"
 	"github.com/watchword-dev/watchword/internal/provider/barbican"
 	"github.com/watchword-dev/watchword/internal/provider/fake"
 	kubeprovider "github.com/watchword-dev/watchword/internal/provider/kubernetes"
@@ -53,6 +55,8 @@ var (
 // reads made of each store, so tests can tell when the provider was called.
 func registry() provider.Registry {
 	return provider.Registry{
+		"awsps":      countingFactory{awsps.Factory{}},
+		"awssm":      countingFactory{awssm.Factory{}},
 		"barbican":   countingFactory{barbican.Factory{}},
 		"fake":       countingFactory{fake.Factory{}},
 		"kubernetes": countingFactory{kubeprovider.Factory{}},

@@ -137,9 +137,9 @@ func (c *Client) payload(ctx context.Context, key string, s *secrets.Secret) ([]
 }
 
 // GetSecret reads the newest secret of a name, or a secret by reference,
-// or a pinned version. A text payload that is a JSON object comes as
-// fields, one per member, so that property and dataFrom select from it;
-// any other payload is a single value, byte for byte.
+// or a pinned version. The payload is the value, byte for byte; a text
+// payload that is a JSON object also comes as fields, one per member, so
+// that property and dataFrom select from it.
 func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, error) {
 	s, err := c.resolve(ctx, ref.Key, ref.Version)
 	if err != nil {
@@ -152,30 +152,33 @@ func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, 
 	return objectOf(version(s), s.ContentTypes["default"], b), nil
 }
 
-// objectOf is the object of a payload: the members of a text JSON object
-// as fields (a string member as its text, any other as its JSON), or the
-// payload as a single value.
+// objectOf is the object of a payload: the payload as the Value, which a
+// data entry without a property gets byte for byte, and for a text JSON
+// object its members as fields too (a string member as its text, any other
+// as its JSON).
 func objectOf(ver, contentType string, payload []byte) engine.Object {
-	obj := engine.Object{Version: ver}
-	if strings.HasPrefix(contentType, "text/plain") {
-		if t := bytes.TrimSpace(payload); bytes.HasPrefix(t, []byte("{")) {
-			var members map[string]json.RawMessage
-			dec := json.NewDecoder(bytes.NewReader(t))
-			if dec.Decode(&members) == nil && !dec.More() && members != nil {
-				obj.Fields = make(map[string][]byte, len(members))
-				for k, raw := range members {
-					var s string
-					if bytes.HasPrefix(raw, []byte(`"`)) && json.Unmarshal(raw, &s) == nil {
-						obj.Fields[k] = []byte(s)
-					} else {
-						obj.Fields[k] = []byte(raw)
-					}
-				}
-				return obj
-			}
+	obj := engine.Object{Version: ver, Value: payload}
+	if !strings.HasPrefix(contentType, "text/plain") {
+		return obj
+	}
+	t := bytes.TrimSpace(payload)
+	if !bytes.HasPrefix(t, []byte("{")) {
+		return obj
+	}
+	var members map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(t))
+	if dec.Decode(&members) != nil || dec.More() || members == nil {
+		return obj
+	}
+	obj.Fields = make(map[string][]byte, len(members))
+	for k, raw := range members {
+		var s string
+		if bytes.HasPrefix(raw, []byte(`"`)) && json.Unmarshal(raw, &s) == nil {
+			obj.Fields[k] = []byte(s)
+		} else {
+			obj.Fields[k] = []byte(raw)
 		}
 	}
-	obj.Value = payload
 	return obj
 }
 

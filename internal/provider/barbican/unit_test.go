@@ -44,6 +44,9 @@ func TestObjectOf(t *testing.T) {
 		"a JSON object, binary type": {"application/octet-stream", `{"a":"x"}`, nil},
 	} {
 		obj := objectOf("v", c.contentType, []byte(c.payload))
+		if string(obj.Value) != c.payload {
+			t.Errorf("%s: the value is not the payload as stored", name)
+		}
 		if c.fields == nil {
 			if obj.Fields != nil || string(obj.Value) != c.payload {
 				t.Errorf("%s: expected the payload as a single value, got fields %v", name, obj.Fields)
