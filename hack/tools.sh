@@ -12,8 +12,9 @@
 # runs to write docs/api-reference.md. Each is cached under .cache/tools,
 # keyed on its pinned version, and linked into .cache/tools/bin. Nothing is
 # downloaded but Go modules, except for `postgres`: PostgreSQL for the
-# example plugin's tests, and `prometheus`: the Prometheus server for the
-# Grafana dashboard's test, both from Debian's packages (see below).
+# example plugin's tests, `prometheus`: the Prometheus server for the
+# Grafana dashboard's test, and `barbican`: OpenStack Barbican and Keystone
+# for the Barbican provider's tests, all from Debian's packages (see below).
 # $WATCHWORD_TOOLS_CACHE moves the cache elsewhere.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -139,6 +140,53 @@ if [ "${1:-}" = prometheus ]; then
   ln -sfn ../prometheus/root/usr/bin/prometheus "$bin/prometheus"
   echo "${prometheus_packages[*]}" >"$pm/stamp"
   echo ">> Prometheus ready in $pm/root, in $((SECONDS - start))s"
+  exit 0
+fi
+
+# barbican: OpenStack Barbican and Keystone for the Barbican provider's
+# tests, from Debian's packages. apt is asked which packages installing
+# barbican-api, keystone and waitress (the WSGI server test/barbicanserver
+# runs them in) would add to this system: that closure, and nothing the
+# system already has, is fetched with `apt-get download` and unpacked with
+# `dpkg-deb -x` into .cache/tools/barbican/root. Nothing is installed:
+# test/barbicanserver runs the system python3 with PYTHONPATH into that
+# tree. Skipped when the stamp is there.
+barbican_packages=(barbican-api keystone python3-waitress)
+if [ "${1:-}" = barbican ]; then
+  bb="$cache/barbican"
+  if [ -f "$bb/stamp" ] && [ "$(cat "$bb/stamp")" = "${barbican_packages[*]}" ]; then
+    echo ">> Barbican and Keystone ready in $bb/root"
+    exit 0
+  fi
+  echo ">> fetching Barbican and Keystone from Debian's packages: ${barbican_packages[*]} and what they need"
+  start=$SECONDS
+  closure() { # the packages an install would add, one a line
+    apt-get install -s -q --no-install-recommends "${barbican_packages[@]}" 2>/dev/null | awk '$1 == "Inst" { print $2 }'
+  }
+  # A fresh machine may have no package lists yet: as root, fetch them
+  # once and ask again; otherwise say what to run.
+  pkgs=$(closure) || true
+  if [ -z "$pkgs" ] && [ "$(id -u)" = 0 ]; then
+    echo ">> fetching Debian's package lists (apt-get update) and asking again"
+    apt-get update -q >/dev/null
+    pkgs=$(closure) || true
+  fi
+  [ -n "$pkgs" ] || { echo "!! apt cannot resolve ${barbican_packages[*]}: it needs Debian's package lists (run apt-get update once, as root)" >&2; exit 1; }
+  rm -rf "$bb"
+  mkdir -p "$bb/debs" "$bb/root"
+  # Writable by everyone for the download only, for apt's download user.
+  chmod 1777 "$bb/debs"
+  # shellcheck disable=SC2086 # one package name a word
+  (cd "$bb/debs" && apt-get download -q $pkgs >/dev/null) || { echo "!! apt-get download failed" >&2; rm -rf "$bb"; exit 1; }
+  chmod 755 "$bb/debs"
+  echo ">> $(echo "$pkgs" | wc -l) packages, $(du -sh "$bb/debs" | cut -f1) downloaded; unpacking"
+  for deb in "$bb"/debs/*.deb; do dpkg-deb -x "$deb" "$bb/root"; done
+  rm -rf "$bb/debs"
+  for mod in barbican keystone waitress; do
+    [ -d "$bb/root/usr/lib/python3/dist-packages/$mod" ] || { echo "!! no $mod module after unpacking" >&2; exit 1; }
+  done
+  echo "${barbican_packages[*]}" >"$bb/stamp"
+  echo ">> Barbican and Keystone ready in $bb/root ($(du -sh "$bb/root" | cut -f1)), in $((SECONDS - start))s"
   exit 0
 fi
 

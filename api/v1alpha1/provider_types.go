@@ -7,7 +7,7 @@ import (
 // SecretStoreProvider is the union of provider blocks. Exactly one is set.
 // Both store specs embed it inline, so this one rule validates the spec of
 // either kind.
-// +kubebuilder:validation:XValidation:rule="[has(self.awsps), has(self.awssm), has(self.fake), has(self.kubernetes), has(self.plugin), has(self.vault)].exists_one(x, x)",message="set exactly one provider block in spec (one of: awsps, awssm, fake, kubernetes, plugin, vault)"
+// +kubebuilder:validation:XValidation:rule="[has(self.awsps), has(self.awssm), has(self.barbican), has(self.fake), has(self.kubernetes), has(self.plugin), has(self.vault)].exists_one(x, x)",message="set exactly one provider block in spec (one of: awsps, awssm, barbican, fake, kubernetes, plugin, vault)"
 type SecretStoreProvider struct {
 	// awsps configures AWS Systems Manager Parameter Store.
 	// +optional
@@ -16,6 +16,10 @@ type SecretStoreProvider struct {
 	// awssm configures AWS Secrets Manager.
 	// +optional
 	AWSSM *AWSProvider `json:"awssm,omitempty"`
+
+	// barbican reads and writes secrets of OpenStack Barbican.
+	// +optional
+	Barbican *BarbicanProvider `json:"barbican,omitempty"`
 
 	// fake is a store whose data lives in this spec: static values with
 	// versions, an optional simulated latency and an optional injected

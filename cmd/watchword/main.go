@@ -29,6 +29,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/awsps"
 	"github.com/watchword-dev/watchword/internal/provider/awssm"
+	"github.com/watchword-dev/watchword/internal/provider/barbican"
 	"github.com/watchword-dev/watchword/internal/provider/fake"
 	"github.com/watchword-dev/watchword/internal/provider/kubernetes"
 	"github.com/watchword-dev/watchword/internal/provider/plugin"
@@ -42,6 +43,7 @@ func registry() provider.Registry {
 	return provider.Registry{
 		"awsps":      awsps.Factory{},
 		"awssm":      awssm.Factory{},
+		"barbican":   barbican.Factory{},
 		"fake":       fake.Factory{},
 		"kubernetes": kubernetes.Factory{},
 		"plugin":     plugin.Factory{},

@@ -33,6 +33,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/awsps"
 	"github.com/watchword-dev/watchword/internal/provider/awssm"
+	"github.com/watchword-dev/watchword/internal/provider/barbican"
 	"github.com/watchword-dev/watchword/internal/provider/fake"
 	kubeprovider "github.com/watchword-dev/watchword/internal/provider/kubernetes"
 	pluginprovider "github.com/watchword-dev/watchword/internal/provider/plugin"
@@ -58,6 +59,7 @@ func registry() provider.Registry {
 	return provider.Registry{
 		"awsps":      countingFactory{awsps.Factory{}},
 		"awssm":      countingFactory{awssm.Factory{}},
+		"barbican":   countingFactory{barbican.Factory{}},
 		"fake":       countingFactory{fake.Factory{}},
 		"kubernetes": countingFactory{kubeprovider.Factory{}},
 		"plugin":     countingFactory{pluginprovider.Factory{}},
