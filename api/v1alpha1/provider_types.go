@@ -179,8 +179,16 @@ type FakeProviderData struct {
 type FakeProviderError struct {
 	// reason is the class of the error.
 	// +required
-	// +kubebuilder:validation:Enum=NotFound;PermissionDenied;Unavailable;Throttled;InvalidConfig
+	// +kubebuilder:validation:Enum=NotFound;PermissionDenied;Unauthenticated;Unavailable;Throttled;InvalidConfig
 	Reason string `json:"reason"`
+
+	// retryAfter, with reason Throttled, is how long the store asks to
+	// wait before the next call, as a Retry-After header would.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="retryAfter must be a duration such as 5s"
+	RetryAfter *metav1.Duration `json:"retryAfter,omitempty"`
 
 	// message is the text of the error.
 	// +optional

@@ -102,6 +102,8 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	addLogFlags(fs, &c.Log)
 	fs.StringVar(&o.ControllerClass, "controller-class", "", "serve only stores whose spec.controller equals this (empty: stores without one)")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "concurrent ExternalSecret reconciles (at least 1)")
+	fs.Float64Var(&o.StoreCallsPerMinute, "store-calls-per-minute", 0, "call budget of a store that sets no spec.limits.callsPerMinute, in calls per minute (0: none)")
+	fs.IntVar(&o.StoreMaxConcurrentCalls, "store-max-concurrent-calls", 0, "calls in flight at most to a store that sets no spec.limits.maxConcurrentCalls (0: half of --workers)")
 	fs.Float64Var(&o.RestartRate, "restart-rate", o.RestartRate, "restarts of workloads for rotations per minute, across the cluster (0: no cap)")
 	qps := float64(o.QPS)
 	fs.Float64Var(&qps, "kube-api-qps", qps, "requests per second to the API server (above 0)")
@@ -126,6 +128,12 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	}
 	if o.Workers < 1 {
 		return c, fmt.Errorf("--workers %d: use a whole number of at least 1", o.Workers)
+	}
+	if !(o.StoreCallsPerMinute >= 0) || math.IsInf(o.StoreCallsPerMinute, 0) {
+		return c, fmt.Errorf("--store-calls-per-minute %g: use a number of calls per minute, 0 or more (0: no budget)", o.StoreCallsPerMinute)
+	}
+	if o.StoreMaxConcurrentCalls < 0 {
+		return c, fmt.Errorf("--store-max-concurrent-calls %d: use a whole number, 0 or more (0: half of --workers)", o.StoreMaxConcurrentCalls)
 	}
 	if !classPattern.MatchString(o.ControllerClass) {
 		return c, fmt.Errorf("--controller-class %q: no store could name it; a store's spec.controller has at most 63 lower-case letters, digits, '-' and '.', starting and ending with a letter or digit", o.ControllerClass)

@@ -3,6 +3,7 @@ package externalsecret
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -132,6 +133,12 @@ func (r *Reconciler) fail(ctx context.Context, s *scope, err error) (ctrl.Result
 		ctrl.LoggerFrom(ctx).Info("sync failed; waiting for a change", "reason", class.Reason, "error", msg, "recheckIn", recheck)
 		return ctrl.Result{RequeueAfter: recheck}, nil
 	default:
+		if wait, ok := failure.RetryAfter(err); ok {
+			// The store is held (it refused the credentials or asked
+			// to slow down) or its call budget is spent: try when
+			// that ends, not sooner nor much later.
+			return ctrl.Result{RequeueAfter: wait + time.Duration(rand.Int64N(int64(wait/10)+1))}, nil
+		}
 		// The work queue retries with exponential backoff; the error's
 		// text is redacted, as it is logged.
 		return ctrl.Result{}, failure.Redacted(err)

@@ -45,7 +45,11 @@ func (r *Reconciler) record(_ context.Context, s *scope) (bool, error) {
 	}
 	conditions.Set(&st.Conditions, conditions.Outcome{Err: err,
 		Message: fmt.Sprintf("%d of %d destinations published, %d failing", published(s), len(s.ps.Spec.Destinations), len(s.failures))}, gen)
-	if !failure.Terminal(err) {
+	if wait, ok := failure.RetryAfter(err); ok && !failure.Terminal(err) {
+		// The store is held or its call budget is spent: try when that
+		// ends.
+		s.outcome = ctrl.Result{RequeueAfter: wait}
+	} else if !failure.Terminal(err) {
 		s.outcome, s.retry = ctrl.Result{}, failure.Redacted(err)
 	}
 	return true, nil
