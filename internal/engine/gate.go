@@ -414,3 +414,8 @@ type gatedChecker struct {
 func (c gatedChecker) Check(ctx context.Context) error {
 	return c.g.do(ctx, c.inner.Check)
 }
+
+// ThrottledFor returns an error of class ErrThrottled that asks to wait d
+// before the next call (a store's Retry-After): the gate holds the store
+// that long. msg names what was asked, never a value.
+func ThrottledFor(d time.Duration, msg string) error { return failure.ThrottledFor(d, msg) }
