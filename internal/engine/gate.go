@@ -40,6 +40,12 @@ const (
 	// AuthHoldMax.
 	ThrottleHoldFirst = 2 * time.Second
 	ThrottleHoldMax   = time.Minute
+	// SlotWait is the longest a call waits for a free call slot (of
+	// MaxConcurrent); then it is refused with ErrStoreBusy, so that the
+	// workers of a slow store do not wait on it and other stores are
+	// served. BusyRetry is when such a call asks to be tried again.
+	SlotWait  = 100 * time.Millisecond
+	BusyRetry = time.Second
 	// MaxBudgetWait is the longest a call waits for the budget; a call
 	// that would wait longer is refused with ErrThrottled and the time to
 	// wait, so that a worker is not held for long.
@@ -51,12 +57,27 @@ const (
 	RefusedBudget          = "budget"
 	RefusedUnauthenticated = "unauthenticated"
 	RefusedThrottled       = "throttled"
+	RefusedBusy            = "busy"
 )
+
+// ErrStoreBusy is the error of a call that found every call slot of its
+// store taken (maxConcurrentCalls): it was not sent, and asks to be tried
+// again in BusyRetry. It is of class ErrUnavailable. A caller that can
+// simply try again later does so without reporting a failure.
+var ErrStoreBusy = fmt.Errorf("every call slot of the store is in use: %w", failure.ErrUnavailable)
+
+type busyError struct{ limit int }
+
+func (e *busyError) Error() string {
+	return fmt.Sprintf("the store has %d calls in flight, its limit (maxConcurrentCalls): %v", e.limit, ErrStoreBusy)
+}
+func (e *busyError) Unwrap() error             { return ErrStoreBusy }
+func (e *busyError) RetryAfter() time.Duration { return BusyRetry }
 
 // GateObserver is told of what a gate does with each call: sent to the
 // store, delayed for the budget (then sent), or refused without reaching
 // the store, with the cause (RefusedBudget, RefusedUnauthenticated,
-// RefusedThrottled).
+// RefusedThrottled, RefusedBusy).
 type GateObserver interface {
 	CallSent()
 	CallDelayed()
@@ -189,9 +210,15 @@ func (g *Gate) do(ctx context.Context, call func(context.Context) error) error {
 	}
 	slots := g.slotsNow()
 	if slots != nil {
+		t := time.NewTimer(SlotWait)
 		select {
 		case slots <- struct{}{}:
+			t.Stop()
+		case <-t.C:
+			g.obs.CallRefused(RefusedBusy)
+			return &busyError{limit: cap(slots)}
 		case <-ctx.Done():
+			t.Stop()
 			return fmt.Errorf("waiting for a free call slot of the store: %w: %v", failure.ErrUnavailable, ctx.Err())
 		}
 		defer func() { <-slots }()

@@ -108,8 +108,11 @@ func TestGateBudgetBoundsTheCallsOfEveryCaller(t *testing.T) {
 
 func TestGateBoundsConcurrentCalls(t *testing.T) {
 	// Outcome: with maxConcurrentCalls 3, never more than 3 calls are in
-	// flight at once, whatever the number of callers.
-	g := NewGate(GateLimits{MaxConcurrent: 3}, nil, nil)
+	// flight at once; a caller that finds every slot taken for SlotWait
+	// is refused with ErrStoreBusy (class Unavailable, retry in
+	// BusyRetry) instead of holding its worker.
+	obs := &countingObserver{}
+	g := NewGate(GateLimits{MaxConcurrent: 3}, nil, obs)
 	var inFlight, most atomic.Int64
 	release := make(chan struct{})
 	slow := readerFunc(func(ctx context.Context, _ Ref) (Object, error) {
@@ -126,25 +129,38 @@ func TestGateBoundsConcurrentCalls(t *testing.T) {
 	})
 	r := gatedReader{slow, g}
 	var wg sync.WaitGroup
+	var ok, busy atomic.Int64
 	for range 20 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := r.GetSecret(context.Background(), Ref{Key: "k"}); err != nil {
+			_, err := r.GetSecret(context.Background(), Ref{Key: "k"})
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case errors.Is(err, ErrStoreBusy) && errors.Is(err, ErrUnavailable):
+				if d, has := failure.RetryAfter(err); !has || d != BusyRetry {
+					t.Errorf("a busy refusal asks to retry after %s, %v", d, has)
+				}
+				busy.Add(1)
+			default:
 				t.Error(err)
 			}
 		}()
 	}
-	// Let the callers pile up, then let them through.
-	for inFlight.Load() < 3 {
+	// The 17 callers without a slot give up after SlotWait; then the 3
+	// calls in flight end.
+	for busy.Load() < 17 {
 		time.Sleep(time.Millisecond)
 	}
-	time.Sleep(20 * time.Millisecond)
 	close(release)
 	wg.Wait()
-	t.Logf("20 callers, limit 3: at most %d calls were in flight", most.Load())
-	if most.Load() != 3 {
-		t.Fatalf("at most %d calls were in flight, want 3", most.Load())
+	t.Logf("20 callers, limit 3: at most %d calls in flight, %d sent, %d refused as busy", most.Load(), ok.Load(), busy.Load())
+	if most.Load() != 3 || ok.Load() != 3 || busy.Load() != 17 {
+		t.Fatalf("at most %d in flight, %d sent, %d busy; want 3, 3, 17", most.Load(), ok.Load(), busy.Load())
+	}
+	if obs.refused[RefusedBusy] != 17 {
+		t.Fatalf("the observer counted %d busy refusals, want 17", obs.refused[RefusedBusy])
 	}
 }
 

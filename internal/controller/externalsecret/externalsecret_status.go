@@ -2,6 +2,7 @@ package externalsecret
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/conditions"
+	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
 )
 
@@ -102,6 +104,12 @@ func markStale(s *scope, class failure.Class, msg string) {
 // fail records a failed sync and decides how to retry. The target is left
 // as it is: it keeps its last good data.
 func (r *Reconciler) fail(ctx context.Context, s *scope, err error) (ctrl.Result, error) {
+	if errors.Is(err, engine.ErrStoreBusy) {
+		// Not a failure: the store has as many calls in flight as it
+		// allows. The worker is freed for other stores, and the sync
+		// tried again shortly, with nothing recorded.
+		return ctrl.Result{RequeueAfter: engine.BusyRetry + time.Duration(rand.Int64N(int64(engine.BusyRetry)))}, nil
+	}
 	class, msg := failure.Describe(err)
 	st := &s.es.Status
 	switch {
