@@ -41,7 +41,7 @@ const (
 	ThrottleHoldFirst = 2 * time.Second
 	ThrottleHoldMax   = time.Minute
 	// SlotWait is the longest a call waits for a free call slot (of
-	// MaxConcurrent); then it is refused with ErrStoreBusy, so that the
+	// MaxConcurrent); then it is refused with ErrHeldBack, so that the
 	// workers of a slow store do not wait on it and other stores are
 	// served. BusyRetry is when such a call asks to be tried again.
 	SlotWait  = 100 * time.Millisecond
@@ -60,19 +60,32 @@ const (
 	RefusedBusy            = "busy"
 )
 
-// ErrStoreBusy is the error of a call that found every call slot of its
-// store taken (maxConcurrentCalls): it was not sent, and asks to be tried
-// again in BusyRetry. It is of class ErrUnavailable. A caller that can
-// simply try again later does so without reporting a failure.
-var ErrStoreBusy = fmt.Errorf("every call slot of the store is in use: %w", failure.ErrUnavailable)
+// ErrHeldBack is the error of a call that the store's own call limits
+// held back: every call slot was taken (maxConcurrentCalls) or the call
+// budget was spent. The call was not sent, and its error says when to try
+// again (failure.RetryAfter). It is of class ErrThrottled. A caller that
+// can simply try again later does so without reporting a failure: nothing
+// failed, the data it holds is as good as it was.
+var ErrHeldBack = fmt.Errorf("held back by the store's call limits: %w", failure.ErrThrottled)
 
 type busyError struct{ limit int }
 
 func (e *busyError) Error() string {
-	return fmt.Sprintf("the store has %d calls in flight, its limit (maxConcurrentCalls): %v", e.limit, ErrStoreBusy)
+	return fmt.Sprintf("the store has %d calls in flight, its limit (maxConcurrentCalls): %v", e.limit, ErrHeldBack)
 }
-func (e *busyError) Unwrap() error             { return ErrStoreBusy }
+func (e *busyError) Unwrap() error             { return ErrHeldBack }
 func (e *busyError) RetryAfter() time.Duration { return BusyRetry }
+
+type budgetError struct {
+	perMinute float64
+	wait      time.Duration
+}
+
+func (e *budgetError) Error() string {
+	return fmt.Sprintf("the store's call budget (%s calls per minute) is spent: %v", trimFloat(e.perMinute), ErrHeldBack)
+}
+func (e *budgetError) Unwrap() error             { return ErrHeldBack }
+func (e *budgetError) RetryAfter() time.Duration { return e.wait }
 
 // GateObserver is told of what a gate does with each call: sent to the
 // store, delayed for the budget (then sent), or refused without reaching
@@ -279,7 +292,7 @@ func (g *Gate) spend(ctx context.Context) error {
 		if wait == rate.InfDuration {
 			wait = time.Minute
 		}
-		return failure.ThrottledFor(wait, fmt.Sprintf("the store's call budget (%s calls per minute) is spent", trimFloat(perMinute)))
+		return &budgetError{perMinute: perMinute, wait: wait}
 	}
 	g.obs.CallDelayed()
 	if err := g.sleep(ctx, wait); err != nil {

@@ -83,7 +83,7 @@ func TestGateBudgetBoundsTheCallsOfEveryCaller(t *testing.T) {
 		_, err := r.GetSecret(context.Background(), Ref{Key: "k"})
 		if err != nil {
 			refused++
-			if !errors.Is(err, ErrThrottled) {
+			if !errors.Is(err, ErrHeldBack) || !errors.Is(err, ErrThrottled) {
 				t.Fatalf("a refusal of the budget has class %s, want Throttled: %v", failure.Classify(err).Reason, err)
 			}
 			if d, ok := failure.RetryAfter(err); !ok || d <= 0 {
@@ -109,7 +109,7 @@ func TestGateBudgetBoundsTheCallsOfEveryCaller(t *testing.T) {
 func TestGateBoundsConcurrentCalls(t *testing.T) {
 	// Outcome: with maxConcurrentCalls 3, never more than 3 calls are in
 	// flight at once; a caller that finds every slot taken for SlotWait
-	// is refused with ErrStoreBusy (class Unavailable, retry in
+	// is refused with ErrHeldBack (class Throttled, retry in
 	// BusyRetry) instead of holding its worker.
 	obs := &countingObserver{}
 	g := NewGate(GateLimits{MaxConcurrent: 3}, nil, obs)
@@ -138,7 +138,7 @@ func TestGateBoundsConcurrentCalls(t *testing.T) {
 			switch {
 			case err == nil:
 				ok.Add(1)
-			case errors.Is(err, ErrStoreBusy) && errors.Is(err, ErrUnavailable):
+			case errors.Is(err, ErrHeldBack) && errors.Is(err, ErrThrottled):
 				if d, has := failure.RetryAfter(err); !has || d != BusyRetry {
 					t.Errorf("a busy refusal asks to retry after %s, %v", d, has)
 				}

@@ -104,11 +104,12 @@ func markStale(s *scope, class failure.Class, msg string) {
 // fail records a failed sync and decides how to retry. The target is left
 // as it is: it keeps its last good data.
 func (r *Reconciler) fail(ctx context.Context, s *scope, err error) (ctrl.Result, error) {
-	if errors.Is(err, engine.ErrStoreBusy) {
-		// Not a failure: the store has as many calls in flight as it
-		// allows. The worker is freed for other stores, and the sync
-		// tried again shortly, with nothing recorded.
-		return ctrl.Result{RequeueAfter: engine.BusyRetry + time.Duration(rand.Int64N(int64(engine.BusyRetry)))}, nil
+	if wait, ok := failure.RetryAfter(err); ok && errors.Is(err, engine.ErrHeldBack) {
+		// Not a failure: the store's own call limits (calls in flight,
+		// call budget) hold the call back. The worker is freed for
+		// other stores, and the sync tried again when the limit allows,
+		// with jitter, with nothing recorded: the target keeps its data.
+		return ctrl.Result{RequeueAfter: wait + time.Duration(rand.Int64N(int64(wait/2)+1))}, nil
 	}
 	class, msg := failure.Describe(err)
 	st := &s.es.Status
