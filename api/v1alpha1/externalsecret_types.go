@@ -146,10 +146,12 @@ const (
 // ExternalSecretTemplate is a blueprint for the target Secret.
 type ExternalSecretTemplate struct {
 	// type of the Secret, such as kubernetes.io/dockerconfigjson. The
-	// service-account-token type is refused.
+	// token types (kubernetes.io/service-account-token,
+	// bootstrap.kubernetes.io/token), which grant access to the cluster,
+	// are refused.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="self != 'kubernetes.io/service-account-token'",message="template.type kubernetes.io/service-account-token is not allowed: Watchword never writes service account tokens"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['kubernetes.io/service-account-token', 'bootstrap.kubernetes.io/token'])",message="template.type kubernetes.io/service-account-token or bootstrap.kubernetes.io/token is not allowed: Watchword never writes tokens that grant access to the cluster"
 	Type string `json:"type,omitempty"`
 
 	// metadata sets labels and annotations of the Secret.
