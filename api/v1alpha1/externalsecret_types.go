@@ -288,7 +288,7 @@ type ExternalSecretSpec struct {
 	// +kubebuilder:default="1h"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="refreshInterval must be a Go duration such as 30s, 15m or 1h, or 0 to sync once"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h)){1,4})$')",message="refreshInterval must be a Go duration such as 30s, 15m or 1h (up to four parts of at most 5 digits), or 0 to sync once"
 	RefreshInterval *metav1.Duration `json:"refreshInterval,omitempty"`
 
 	// target is the Secret to write.

@@ -138,7 +138,7 @@ type FakeProvider struct {
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="latency must be a duration such as 5ms or 1s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h)){1,4}$')",message="latency must be a duration such as 5ms or 1s"
 	Latency *metav1.Duration `json:"latency,omitempty"`
 
 	// error makes every read fail with this error: for tests
@@ -187,7 +187,7 @@ type FakeProviderError struct {
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="retryAfter must be a duration such as 5s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h)){1,4}$')",message="retryAfter must be a duration such as 5s"
 	RetryAfter *metav1.Duration `json:"retryAfter,omitempty"`
 
 	// message is the text of the error.

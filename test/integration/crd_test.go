@@ -177,8 +177,10 @@ var ruleCases = []ruleCase{
 
 	// ExternalSecrets.
 	{rule: "refreshInterval must be a Go duration", kinds: []string{kindES},
-		valid:   `{secretStoreRef: {name: s}, refreshInterval: 1h30m, data: [{secretKey: k, remoteRef: {key: k}}]}`,
-		invalid: []string{`{secretStoreRef: {name: s}, refreshInterval: every hour, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
+		valid: `{secretStoreRef: {name: s}, refreshInterval: 1h30m, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+		invalid: []string{`{secretStoreRef: {name: s}, refreshInterval: every hour, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+			// Stored, it could not be decoded: the whole kind could not be listed.
+			`{secretStoreRef: {name: s}, refreshInterval: 9999999999h, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
 	{rule: "template.type kubernetes.io/service-account-token or bootstrap.kubernetes.io/token is not allowed", kinds: []string{kindES},
 		valid: `{secretStoreRef: {name: s}, target: {template: {type: kubernetes.io/tls}}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
 		invalid: []string{
@@ -201,7 +203,7 @@ var ruleCases = []ruleCase{
 	// PushSecrets.
 	{rule: "refreshInterval must be a Go duration", kinds: []string{kindPS},
 		valid:   `{secretName: s, refreshInterval: "0", destinations: [{name: d}]}`,
-		invalid: []string{`{secretName: s, refreshInterval: daily, destinations: [{name: d}]}`}},
+		invalid: []string{`{secretName: s, refreshInterval: daily, destinations: [{name: d}]}`, `{secretName: s, refreshInterval: 9999999999h, destinations: [{name: d}]}`}},
 	{rule: "metadata.type kubernetes.io/service-account-token or bootstrap.kubernetes.io/token is not allowed", kinds: []string{kindPS},
 		valid: `{secretName: s, destinations: [{name: d, metadata: {type: kubernetes.io/tls}}]}`,
 		invalid: []string{
