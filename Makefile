@@ -9,7 +9,7 @@ BUF := $(CURDIR)/.cache/tools/bin/buf
 CHART := deploy/charts/watchword
 export GOLANGCI_LINT_CACHE ?= $(CURDIR)/.cache/golangci-lint
 
-.PHONY: all build image-binary tools tools-vault tools-lint tools-proto tools-postgres tools-helm deploy-files lint dev bench bench-smoke test test-unit test-integration generate verify-generate vet fmt-check fuzz clean
+.PHONY: all build image-binary tools tools-vault tools-lint tools-proto tools-postgres tools-helm deploy-files lint dev bench bench-smoke test test-unit test-integration generate verify-generate vet fmt-check fuzz fuzz-smoke clean
 
 all: build
 
@@ -85,6 +85,7 @@ test-integration: tools ## The integration suite alone; its Vault tests skip unl
 # Helm fails their tests instead of skipping them.
 test: tools-vault tools-postgres tools-helm verify-generate lint vet build image-binary ## Everything, against a real kube-apiserver, etcd, Vault and PostgreSQL.
 	WATCHWORD_REQUIRE_VAULT=1 WATCHWORD_REQUIRE_POSTGRES=1 WATCHWORD_REQUIRE_HELM=1 $(GO) test -count=1 -timeout 30m ./...
+	$(MAKE) --no-print-directory fuzz-smoke
 	./bin/watchword dev --exit-after-demo --workdir $(CURDIR)/.cache/dev-smoke
 	$(MAKE) --no-print-directory bench-smoke
 
@@ -94,10 +95,33 @@ bench: build tools ## The scale benchmark against the raw limit (BENCH_ARGS to c
 bench-smoke: build tools ## A small run of the benchmark, as CI does.
 	$(GO) run ./test/bench -n 300 -keys 30 -unrelated 2000 -refresh 10s -cycles 1 -steady 10s -restart-window 5s -out .cache/bench-smoke.json
 
-fuzz: ## Run each fuzz target for a short while.
-	$(GO) test ./internal/engine -run '^$$' -fuzz FuzzParsePath -fuzztime 20s
-	$(GO) test ./internal/engine -run '^$$' -fuzz FuzzRender -fuzztime 20s
-	$(GO) test ./internal/cli -run '^$$' -fuzz FuzzConvert -fuzztime 20s
+# FUZZ_TARGETS lists every fuzz target as package:Target. go test -fuzz
+# runs one target at a time, so each gets its own run.
+FUZZ_TARGETS := \
+	./internal/engine:FuzzParsePath \
+	./internal/engine:FuzzRender \
+	./internal/engine:FuzzDecodeValue \
+	./api/v1alpha1:FuzzParseDuration \
+	./internal/pluginwire:FuzzPluginStatus \
+	./internal/pluginwire:FuzzParseEndpoint \
+	./internal/refreshhook:FuzzParseNotification \
+	./internal/controller/restart:FuzzParseWindow \
+	./internal/cli:FuzzConvert
+# FUZZTIME is how long make fuzz runs each target.
+FUZZTIME ?= 60s
+
+fuzz: ## Run each fuzz target for FUZZTIME (60s by default).
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} ($${t%%:*}) for $(FUZZTIME)"; \
+		$(GO) test $${t%%:*} -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME); done
+
+# fuzz-smoke runs a fixed number of executions per target, not a time:
+# a time limit can end while the fuzzer handles a new input, which fails
+# the run with no failing input.
+fuzz-smoke: ## Run each fuzz target for 2,000 executions, as make test does.
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} ($${t%%:*}) for 2000 executions"; \
+		$(GO) test $${t%%:*} -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime 2000x; done
 
 clean:
 	rm -rf bin .watchword-dev
