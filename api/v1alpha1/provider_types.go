@@ -182,8 +182,8 @@ type FakeProviderError struct {
 	// +kubebuilder:validation:Enum=NotFound;PermissionDenied;Unauthenticated;Unavailable;Throttled;InvalidConfig
 	Reason string `json:"reason"`
 
-	// retryAfter, with reason Throttled, is how long the store asks to
-	// wait before the next call, as a Retry-After header would.
+	// retryAfter is how long the store asks to wait before the next call,
+	// as a Retry-After header would, with reason Throttled.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64

@@ -115,7 +115,7 @@ func TestGateBoundsConcurrentCalls(t *testing.T) {
 	g := NewGate(GateLimits{MaxConcurrent: 3}, nil, obs)
 	var inFlight, most atomic.Int64
 	release := make(chan struct{})
-	slow := readerFunc(func(ctx context.Context, _ Ref) (Object, error) {
+	slow := readerFunc(func(context.Context, Ref) (Object, error) {
 		n := inFlight.Add(1)
 		for {
 			m := most.Load()
