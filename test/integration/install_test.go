@@ -348,7 +348,7 @@ func TestHelmChartDefaults(t *testing.T) {
 	}
 	assertCRDsAreGenerated(t, r)
 	assertRulesAreGenerated(t, r.one(t, "ClusterRole"))
-	assertPolicyNamesTheRelease(t, r, "system:serviceaccount:"+ns+":wwdef")
+	assertPolicyNamesTheRelease(t, r, "system:serviceaccount:"+ns+":"+r.one(t, "ServiceAccount").GetName())
 	d := r.deployment(t)
 	if *d.Spec.Replicas != 1 || slices.Contains(args(t, d), "--leader-elect") {
 		t.Errorf("defaults: replicas %d, args %v: want one replica without leader election", *d.Spec.Replicas, args(t, d))
