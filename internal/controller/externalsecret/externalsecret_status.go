@@ -142,10 +142,11 @@ func (r *Reconciler) fail(ctx context.Context, s *scope, err error) (ctrl.Result
 		ctrl.LoggerFrom(ctx).Info("sync failed; waiting for a change", "reason", class.Reason, "error", msg, "recheckIn", recheck)
 		return ctrl.Result{RequeueAfter: recheck}, nil
 	default:
-		if wait, ok := failure.RetryAfter(err); ok {
-			// The store is held (it refused the credentials or asked
-			// to slow down) or its call budget is spent: try when
-			// that ends, not sooner nor much later.
+		if wait, ok := failure.RetryAfter(err); ok && !errors.Is(err, engine.ErrUnauthenticated) {
+			// The store asked to slow down: try when its hold ends,
+			// not sooner nor much later. (A hold after refused
+			// credentials keeps the backoff: new credentials end it
+			// at once, and the next try must not wait for its end.)
 			return ctrl.Result{RequeueAfter: wait + time.Duration(rand.Int64N(int64(wait/10)+1))}, nil
 		}
 		// The work queue retries with exponential backoff; the error's
