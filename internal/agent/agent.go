@@ -208,7 +208,9 @@ func (a *Agent) compute(ctx context.Context, maxAge time.Duration) []computed {
 // Once computes every target and writes them only when all succeeded:
 // for an init container, which must leave either every file or none.
 func (a *Agent) Once(ctx context.Context) error {
-	results := a.compute(ctx, 0)
+	// Any read made during this one run is fresh enough for every
+	// directory that shares its object.
+	results := a.compute(ctx, a.cfg.RefreshInterval.Duration/2)
 	var errs []error
 	for _, r := range results {
 		if r.err != nil {
