@@ -18,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/watchword-dev/watchword/internal/agent"
 	"github.com/watchword-dev/watchword/test/vaultserver"
 )
 
@@ -431,4 +434,59 @@ func TestAgentOnceWritesEverythingOrExitsWithTheReason(t *testing.T) {
 	if _, err := os.Stat(sealedDir); !os.IsNotExist(err) {
 		t.Errorf("--once wrote into %s although it failed: %v", sealedDir, err)
 	}
+}
+
+// TestAgentConfigExamplesInDocs parses every agent config the docs and
+// deploy/agent show (```yaml agent-config blocks, deploy/agent/agent.yaml
+// and the config in deploy/agent/pod.yaml) as the agent does, and applies
+// the objects of deploy/agent/pod.yaml with a server-side dry run.
+func TestAgentConfigExamplesInDocs(t *testing.T) {
+	parsed := 0
+	for _, file := range docFiles(t) {
+		blocks, err := docBlocks(file)
+		must(t, err)
+		for _, b := range blocks {
+			if b.info != infoAgentConfig {
+				continue
+			}
+			parsed++
+			if _, err := agent.ParseConfig(b.String(), []byte(b.body)); err != nil {
+				t.Errorf("%v", err)
+			}
+		}
+	}
+	body, err := os.ReadFile("../../deploy/agent/agent.yaml")
+	must(t, err)
+	if _, err := agent.ParseConfig("deploy/agent/agent.yaml", body); err != nil {
+		t.Errorf("%v", err)
+	}
+	pod, err := os.ReadFile("../../deploy/agent/pod.yaml")
+	must(t, err)
+	objs, err := docObjects(string(pod))
+	must(t, err)
+	ns := newNamespace(t, nil)
+	for _, u := range objs {
+		if u.GetKind() == "ConfigMap" {
+			cfg, _, _ := unstructured.NestedString(u.Object, "data", "agent.yaml")
+			parsed++
+			if _, err := agent.ParseConfig("deploy/agent/pod.yaml ConfigMap", []byte(cfg)); err != nil {
+				t.Errorf("%v", err)
+			}
+		}
+		u.SetNamespace(ns)
+		if u.GetKind() == "RoleBinding" {
+			subjects, _, _ := unstructured.NestedSlice(u.Object, "subjects")
+			for _, s := range subjects {
+				s.(map[string]any)["namespace"] = ns
+			}
+			must(t, unstructured.SetNestedSlice(u.Object, subjects, "subjects"))
+		}
+		if err := dryRunCreate(u); err != nil {
+			t.Errorf("deploy/agent/pod.yaml: %s %q was refused: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+	if parsed < 3 {
+		t.Errorf("only %d agent configs found in the docs and the pod example", parsed)
+	}
+	t.Logf("%d agent configs parsed, %d objects of the pod example applied", parsed+1, len(objs))
 }
