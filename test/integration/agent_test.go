@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,8 +19,13 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/agent"
 	"github.com/watchword-dev/watchword/test/vaultserver"
 )
@@ -489,4 +495,99 @@ func TestAgentConfigExamplesInDocs(t *testing.T) {
 		t.Errorf("only %d agent configs found in the docs and the pod example", parsed)
 	}
 	t.Logf("%d agent configs parsed, %d objects of the pod example applied", parsed+1, len(objs))
+}
+
+// TestAgentFollowsAnExternalSecretWithKubernetesAuth: in Kubernetes mode
+// the agent follows an ExternalSecret with creationPolicy None by name and
+// logs in to the real Vault with a projected service-account token
+// (audience vault) through Vault's Kubernetes auth method, which checks it
+// with a TokenReview against the test API server. No credential is stored:
+// the token file is all the agent has. A rotation reaches the files, and
+// an ExternalSecret whose Secret the controller writes is refused.
+func TestAgentFollowsAnExternalSecretWithKubernetesAuth(t *testing.T) {
+	needVault(t)
+	ctx := context.Background()
+	ns := newNamespace(t, nil)
+	const sa, mount, prefix = "payments", "agent-kube", "agent-kube"
+
+	// Vault's Kubernetes auth, reviewing tokens with the login token
+	// itself, which may review tokens (system:auth-delegator).
+	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}}))
+	must(t, k8s.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ns + "-review"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "system:auth-delegator"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: sa}}}))
+	if err := vaultSrv.Do(http.MethodPost, "sys/auth/"+mount, map[string]any{"type": "kubernetes"}, nil); err != nil && !strings.Contains(err.Error(), "path is already in use") {
+		t.Fatal(err)
+	}
+	must(t, vaultSrv.Do(http.MethodPost, "auth/"+mount+"/config", map[string]any{
+		"kubernetes_host": restCfg.Host, "kubernetes_ca_cert": string(restCfg.CAData), "disable_local_ca_jwt": true}, nil))
+	must(t, vaultSrv.Policy(prefix, fmt.Sprintf(`
+path "secret/data/%[1]s/*" { capabilities = ["read"] }
+path "secret/metadata/%[1]s/*" { capabilities = ["read"] }
+`, prefix)))
+	must(t, vaultSrv.Do(http.MethodPost, "auth/"+mount+"/role/payments", map[string]any{
+		"bound_service_account_names": []string{sa}, "bound_service_account_namespaces": []string{ns},
+		"audience": "vault", "policies": []string{prefix}, "token_ttl": "1h"}, nil))
+	must(t, vaultSrv.PutKV2("secret", prefix+"/db", map[string]any{"user": "payments", "password": "kube-pw-1"}))
+
+	// The projected token, as the kubelet would write it.
+	exp := int64(3600)
+	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{"vault"}, ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	must(t, err)
+	tokenFile := filepath.Join(t.TempDir(), "vault")
+	must(t, os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600))
+
+	must(t, k8s.Create(ctx, &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vault"},
+		Spec: v1alpha1.SecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{Vault: &v1alpha1.VaultProvider{
+			Server: vaultSrv.Addr(), Path: "secret", Version: v1alpha1.VaultKVv2,
+			Auth: v1alpha1.VaultAuth{Kubernetes: &v1alpha1.VaultKubernetesAuth{MountPath: mount, Role: "payments",
+				ServiceAccountRef: v1alpha1.ServiceAccountSelector{Name: sa}}}}}}}))
+	es := func(name string, policy v1alpha1.CreationPolicy) *v1alpha1.ExternalSecret {
+		return &v1alpha1.ExternalSecret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1alpha1.ExternalSecretSpec{SecretStoreRef: v1alpha1.StoreRef{Name: "vault"},
+				Target: v1alpha1.ExternalSecretTarget{CreationPolicy: policy},
+				Data: []v1alpha1.ExternalSecretData{
+					{SecretKey: "db-user", RemoteRef: v1alpha1.RemoteReference{Key: prefix + "/db", Property: "user"}},
+					{SecretKey: "db-password", RemoteRef: v1alpha1.RemoteReference{Key: prefix + "/db", Property: "password"}}}}}
+	}
+	must(t, k8s.Create(ctx, es("payments-db", v1alpha1.CreationPolicyNone)))
+	must(t, k8s.Create(ctx, es("owned", v1alpha1.CreationPolicyOwner)))
+
+	kc, err := cluster.Kubeconfig()
+	must(t, err)
+	kcFile := filepath.Join(t.TempDir(), "kubeconfig")
+	must(t, os.WriteFile(kcFile, kc, 0o600))
+	dir := filepath.Join(t.TempDir(), "db")
+	cfg := writeAgentConfig(t, fmt.Sprintf(`kind: AgentConfig
+refreshInterval: 1s
+serviceAccountTokenFile: %s
+kubernetes:
+  namespace: %s
+  externalSecrets:
+    - {name: payments-db, directory: %s, mode: "0400"}
+`, tokenFile, ns, dir))
+	startAgent(t, cfg, "--kubeconfig", kcFile)
+	eventually(t, time.Minute, func() (bool, string) {
+		return fileIs(filepath.Join(dir, "db-password"), "kube-pw-1") && fileIs(filepath.Join(dir, "db-user"), "payments"), "the first delivery"
+	})
+	must(t, vaultSrv.PutKV2("secret", prefix+"/db", map[string]any{"user": "payments", "password": "kube-pw-2"}))
+	eventually(t, time.Minute, func() (bool, string) { return fileIs(filepath.Join(dir, "db-password"), "kube-pw-2"), "the rotation" })
+
+	// An ExternalSecret whose Secret the controller writes is not
+	// followed: --once fails naming the policy, and writes nothing.
+	ownedDir := filepath.Join(t.TempDir(), "owned")
+	out, err := exec.Command(watchwordBinary(t), "agent", "--once", "--kubeconfig", kcFile, "--config", writeAgentConfig(t, fmt.Sprintf(`kind: AgentConfig
+serviceAccountTokenFile: %s
+kubernetes:
+  namespace: %s
+  externalSecrets:
+    - {name: owned, directory: %s}
+`, tokenFile, ns, ownedDir))).CombinedOutput()
+	if err == nil || !bytes.Contains(out, []byte(`creationPolicy "Owner"`)) {
+		t.Errorf("following an ExternalSecret with creationPolicy Owner: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(ownedDir); !os.IsNotExist(err) {
+		t.Errorf("--once wrote into %s although it failed", ownedDir)
+	}
 }
