@@ -383,7 +383,9 @@ func counts(reads map[string]int, f func(map[string]int, string) int, objects []
 // TestAgentOnceWritesEverythingOrExitsWithTheReason: `--once`, as an init
 // container runs it, exits 0 with the files written; with Vault sealed it
 // exits 1 naming the directory and the reason, writes nothing and prints
-// no value. It uses a Vault of its own, which it seals.
+// no value. An agent running as a service meanwhile keeps its last good
+// files while Vault is sealed, and delivers again once it is unsealed,
+// without a restart. It uses a Vault of its own, which it seals.
 func TestAgentOnceWritesEverythingOrExitsWithTheReason(t *testing.T) {
 	needVault(t) // for the skip or failure without a vault binary
 	bin, _, err := vaultserver.Lookup()
@@ -395,7 +397,8 @@ func TestAgentOnceWritesEverythingOrExitsWithTheReason(t *testing.T) {
 	must(t, srv.PutKV2("secret", "once/app", map[string]any{"password": secretValue}))
 	tokenFile := agentVaultToken(t, srv, "once")
 	config := func(dir string) string {
-		return writeAgentConfig(t, agentStore(srv.Addr(), tokenFile)+fmt.Sprintf(`deliveries:
+		return writeAgentConfig(t, agentStore(srv.Addr(), tokenFile)+fmt.Sprintf(`refreshInterval: 1s
+deliveries:
   - directory: %s
     store: vault
     mode: "0400"
@@ -420,6 +423,12 @@ func TestAgentOnceWritesEverythingOrExitsWithTheReason(t *testing.T) {
 		t.Errorf("the output holds the value:\n%s", out)
 	}
 
+	// A service on the same Vault, to see it keep its files while
+	// Vault is sealed and recover without a restart.
+	serviceDir := filepath.Join(t.TempDir(), "service")
+	service := startAgent(t, config(serviceDir))
+	eventually(t, time.Minute, func() (bool, string) { return fileIs(filepath.Join(serviceDir, "password"), secretValue), "the service's delivery" })
+
 	must(t, srv.Seal())
 	sealedDir := filepath.Join(t.TempDir(), "sealed")
 	cmd := exec.Command(watchwordBinary(t), "agent", "--once", "--config", config(sealedDir))
@@ -439,6 +448,21 @@ func TestAgentOnceWritesEverythingOrExitsWithTheReason(t *testing.T) {
 	}
 	if _, err := os.Stat(sealedDir); !os.IsNotExist(err) {
 		t.Errorf("--once wrote into %s although it failed: %v", sealedDir, err)
+	}
+
+	eventually(t, time.Minute, func() (bool, string) {
+		return strings.Contains(service.output.String(), "Vault is sealed"), "the service to report the sealed Vault"
+	})
+	if !fileIs(filepath.Join(serviceDir, "password"), secretValue) {
+		t.Error("the service lost its last good files while Vault was sealed")
+	}
+	must(t, srv.Unseal())
+	must(t, srv.PutKV2("secret", "once/app", map[string]any{"password": secretValue + "-2"}))
+	eventually(t, time.Minute, func() (bool, string) {
+		return fileIs(filepath.Join(serviceDir, "password"), secretValue+"-2"), "the service to deliver after Vault was unsealed"
+	})
+	if strings.Contains(service.output.String(), secretValue) {
+		t.Errorf("the service's output holds a value:\n%s", service.output.String())
 	}
 }
 
