@@ -169,6 +169,14 @@ func (a *Agent) client(ctx context.Context, id string, store provider.Store) (*e
 		return old, nil
 	}
 	a.clients[id] = c
+	// A client of an older generation of the same store is done with.
+	for other, oc := range a.clients {
+		if other != id && storeLabel(other) == storeLabel(id) {
+			_ = oc.Close()
+			delete(a.clients, other)
+			a.fetcher.Forget(other)
+		}
+	}
 	return c, nil
 }
 

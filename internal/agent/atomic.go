@@ -102,6 +102,13 @@ func (w *AtomicWriter) Current(t Target) bool {
 // when dir already holds t. On an error before the swap, dir is left as it
 // was (the new directory is removed).
 func (w *AtomicWriter) Write(t Target) (changed bool, err error) {
+	// Names can come from the store (dataFrom): none may leave the
+	// directory or take the place of the writer's own entries.
+	for _, name := range slices.Sorted(maps.Keys(t.Files)) {
+		if msg := fileNameProblem(name); msg != "" {
+			return false, fmt.Errorf("file name %q: %s", name, msg)
+		}
+	}
 	if w.Current(t) {
 		return false, nil
 	}

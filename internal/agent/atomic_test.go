@@ -124,3 +124,20 @@ func TestAtomicWriterLeavesForeignFilesAndFailsCleanly(t *testing.T) {
 		t.Errorf("want an error about creating the directory, got %v", err)
 	}
 }
+
+func TestAtomicWriterRefusesNamesThatLeaveTheDirectory(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "out")
+	for _, name := range []string{"../escape", "..data", "a/b", ""} {
+		_, err := NewAtomicWriter(dir).Write(Target{Files: map[string][]byte{name: []byte("x")}, Mode: 0o600, UID: -1, GID: -1})
+		if err == nil {
+			t.Errorf("name %q was written", name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "escape")); !os.IsNotExist(err) {
+		t.Error("a file was written outside the directory")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Error("a refused write created the directory")
+	}
+}

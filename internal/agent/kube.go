@@ -53,6 +53,9 @@ func (a *Agent) followed(namespace, name string) func(ctx context.Context) (*v1a
 		// The store is shared with nothing here, but Resolve's contract
 		// says not to modify it: keep a copy of the spec.
 		store.Spec = store.Spec.DeepCopy()
-		return es.Spec.DeepCopy(), store, r.ID(), nil
+		// The ID changes with the store's generation, so that a changed
+		// store gets a new client; what precedes @ names it in metrics.
+		id := fmt.Sprintf("%s/%s/%s@%s/%d", store.Kind, store.Namespace, store.Name, r.UID, r.Generation)
+		return es.Spec.DeepCopy(), store, id, nil
 	}
 }
