@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -324,7 +325,7 @@ func TestAgentTenDirectoriesShareOneReadPerObject(t *testing.T) {
 			fmt.Fprintf(&b, "      - {name: %s, remoteRef: {key: %s/%s, property: value}}\n", o, prefix, o)
 		}
 	}
-	startAgent(t, writeAgentConfig(t, b.String()))
+	ag := startAgent(t, writeAgentConfig(t, b.String()), "--health-addr", "127.0.0.1:0")
 	allHold := func(name, want string) func() (bool, string) {
 		return func() (bool, string) {
 			for i := range 10 {
@@ -344,6 +345,12 @@ func TestAgentTenDirectoriesShareOneReadPerObject(t *testing.T) {
 		if got := data(first, o); got != 1 {
 			t.Errorf("first delivery: %d data reads of %s for ten directories, want 1", got, o)
 		}
+	}
+	// The agent's own count agrees, on its metrics endpoint.
+	addr := ag.healthAddr(t)
+	must(t, getOK("http://"+addr+"/readyz"))
+	if m := ag.metric(t, addr, `watchword_agent_store_reads_total{store="config/vault"}`); m != 3 {
+		t.Errorf("the agent counted %v store reads, want 3", m)
 	}
 	time.Sleep(5 * time.Second) // about two refreshes with nothing new
 	idle := auditReads(t, auditFile)
@@ -370,6 +377,50 @@ func TestAgentTenDirectoriesShareOneReadPerObject(t *testing.T) {
 			t.Errorf("after b changed: %d data reads of %s in all, want %d", got, o, want)
 		}
 	}
+}
+
+// healthAddr is the address the agent's endpoints listen on, from its log.
+func (a *runningAgent) healthAddr(t *testing.T) string {
+	t.Helper()
+	re := regexp.MustCompile(`"serving health and metrics","address":"([^"]+)"`)
+	var addr string
+	eventually(t, 30*time.Second, func() (bool, string) {
+		if m := re.FindStringSubmatch(a.output.String()); m != nil {
+			addr = m[1]
+		}
+		return addr != "", "the agent to log its health address"
+	})
+	return addr
+}
+
+// metric reads one sample of the agent's /metrics.
+func (a *runningAgent) metric(t *testing.T, addr, sample string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	must(t, err)
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), sample+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			must(t, err)
+			return f
+		}
+	}
+	t.Fatalf("no sample %s on /metrics", sample)
+	return 0
+}
+
+func getOK(url string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
+	}
+	return nil
 }
 
 func counts(reads map[string]int, f func(map[string]int, string) int, objects []string) map[string]int {
