@@ -58,9 +58,9 @@ func runAgent(ctx context.Context, c agentConfig) error {
 		if err != nil {
 			return fmt.Errorf("loading the cluster configuration: %w", err)
 		}
-		k, err := client.New(rc, client.Options{Scheme: operator.Scheme()})
-		if err != nil {
-			return err
+		k, kerr := client.New(rc, client.Options{Scheme: operator.Scheme()})
+		if kerr != nil {
+			return kerr
 		}
 		opts.Kube, opts.Local = k, rc
 	}

@@ -21,9 +21,9 @@ const actionTimeout = 2 * time.Minute
 // never the output of the command (which could print a value).
 func (a *Action) Run(ctx context.Context) error {
 	if len(a.Command) > 0 {
-		ctx, cancel := context.WithTimeout(ctx, actionTimeout)
+		cctx, cancel := context.WithTimeout(ctx, actionTimeout)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, a.Command[0], a.Command[1:]...)
+		cmd := exec.CommandContext(cctx, a.Command[0], a.Command[1:]...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("onChange command %q: %w", a.Command[0], err)

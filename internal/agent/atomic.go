@@ -101,7 +101,7 @@ func (w *AtomicWriter) Current(t Target) bool {
 // Write makes dir hold t, atomically. It does nothing and returns false
 // when dir already holds t. On an error before the swap, dir is left as it
 // was (the new directory is removed).
-func (w *AtomicWriter) Write(t Target) (changed bool, err error) {
+func (w *AtomicWriter) Write(t Target) (bool, error) {
 	// Names can come from the store (dataFrom): none may leave the
 	// directory or take the place of the writer's own entries.
 	for _, name := range slices.Sorted(maps.Keys(t.Files)) {
@@ -120,15 +120,15 @@ func (w *AtomicWriter) Write(t Target) (changed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if err := w.swap(ts); err != nil {
+	if err = w.swap(ts); err != nil {
 		_ = os.RemoveAll(filepath.Join(w.Dir, ts))
 		return false, err
 	}
-	if err := w.links(t); err != nil {
+	if err = w.links(t); err != nil {
 		return true, err
 	}
 	if oldTS != "" && oldTS != ts && strings.HasPrefix(oldTS, tsPrefix) && !strings.Contains(oldTS, "/") {
-		if err := os.RemoveAll(filepath.Join(w.Dir, oldTS)); err != nil {
+		if err = os.RemoveAll(filepath.Join(w.Dir, oldTS)); err != nil {
 			return true, fmt.Errorf("removing the previous version: %w", pathless(err))
 		}
 	}

@@ -43,9 +43,9 @@ func TestAtomicWriterLaysOutLikeAProjectedVolume(t *testing.T) {
 		t.Fatalf("..data is %q (%v), want a link to a timestamped directory", ts, err)
 	}
 	for _, n := range []string{"a", "b"} {
-		l, err := os.Readlink(filepath.Join(dir, n))
-		if err != nil || l != "..data/"+n {
-			t.Errorf("%s links to %q (%v), want ..data/%s", n, l, err, n)
+		l, lerr := os.Readlink(filepath.Join(dir, n))
+		if lerr != nil || l != "..data/"+n {
+			t.Errorf("%s links to %q (%v), want ..data/%s", n, l, lerr, n)
 		}
 		fi, err := os.Stat(filepath.Join(dir, n))
 		if err != nil || fi.Mode().Perm() != 0o440 {
@@ -77,11 +77,11 @@ func TestAtomicWriterLaysOutLikeAProjectedVolume(t *testing.T) {
 	if got := readSet(t, dir, "a", "c"); got["a"] != "10" || got["c"] != "30" {
 		t.Errorf("read %v", got)
 	}
-	if _, err := os.Lstat(filepath.Join(dir, "b")); !os.IsNotExist(err) {
-		t.Errorf("the link of a file no longer delivered stays: %v", err)
+	if _, serr := os.Lstat(filepath.Join(dir, "b")); !os.IsNotExist(serr) {
+		t.Errorf("the link of a file no longer delivered stays: %v", serr)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ts)); !os.IsNotExist(err) {
-		t.Errorf("the previous version directory %s stays: %v", ts, err)
+	if _, serr := os.Stat(filepath.Join(dir, ts)); !os.IsNotExist(serr) {
+		t.Errorf("the previous version directory %s stays: %v", ts, serr)
 	}
 	entries, _ := os.ReadDir(dir)
 	var names []string

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
@@ -43,7 +44,7 @@ func NewMetrics() *Metrics {
 			Help: "1 for each remote key and version whose data a directory holds."}, []string{"directory", "key", "version"}),
 	}
 	m.Registry.MustRegister(m.reads, m.changes, m.errors, m.actions, m.actionErrors, m.version,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
