@@ -47,9 +47,9 @@ func TestAtomicWriterLaysOutLikeAProjectedVolume(t *testing.T) {
 		if lerr != nil || l != "..data/"+n {
 			t.Errorf("%s links to %q (%v), want ..data/%s", n, l, lerr, n)
 		}
-		fi, err := os.Stat(filepath.Join(dir, n))
-		if err != nil || fi.Mode().Perm() != 0o440 {
-			t.Errorf("%s has mode %v (%v), want 0440", n, fi.Mode().Perm(), err)
+		fi, serr := os.Stat(filepath.Join(dir, n))
+		if serr != nil || fi.Mode().Perm() != 0o440 {
+			t.Errorf("%s has mode %v (%v), want 0440", n, fi.Mode().Perm(), serr)
 		}
 	}
 	if got := readSet(t, dir, "a", "b"); got["a"] != "1" || got["b"] != "2" {

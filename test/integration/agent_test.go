@@ -478,7 +478,9 @@ deliveries:
 	// Vault is sealed and recover without a restart.
 	serviceDir := filepath.Join(t.TempDir(), "service")
 	service := startAgent(t, config(serviceDir))
-	eventually(t, time.Minute, func() (bool, string) { return fileIs(filepath.Join(serviceDir, "password"), secretValue), "the service's delivery" })
+	eventually(t, time.Minute, func() (bool, string) {
+		return fileIs(filepath.Join(serviceDir, "password"), secretValue), "the service's delivery"
+	})
 
 	must(t, srv.Seal())
 	sealedDir := filepath.Join(t.TempDir(), "sealed")
@@ -538,7 +540,7 @@ func TestAgentConfigExamplesInDocs(t *testing.T) {
 	}
 	body, err := os.ReadFile("../../deploy/agent/agent.yaml")
 	must(t, err)
-	if _, err := agent.ParseConfig("deploy/agent/agent.yaml", body); err != nil {
+	if _, err = agent.ParseConfig("deploy/agent/agent.yaml", body); err != nil {
 		t.Errorf("%v", err)
 	}
 	pod, err := os.ReadFile("../../deploy/agent/pod.yaml")
