@@ -48,8 +48,11 @@ func TestAtomicWriterLaysOutLikeAProjectedVolume(t *testing.T) {
 			t.Errorf("%s links to %q (%v), want ..data/%s", n, l, lerr, n)
 		}
 		fi, serr := os.Stat(filepath.Join(dir, n))
-		if serr != nil || fi.Mode().Perm() != 0o440 {
-			t.Errorf("%s has mode %v (%v), want 0440", n, fi.Mode().Perm(), serr)
+		if serr != nil {
+			t.Fatal(serr)
+		}
+		if fi.Mode().Perm() != 0o440 {
+			t.Errorf("%s has mode %v, want 0440", n, fi.Mode().Perm())
 		}
 	}
 	if got := readSet(t, dir, "a", "b"); got["a"] != "1" || got["b"] != "2" {
