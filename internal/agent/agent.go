@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -137,7 +138,8 @@ func deliverySpec(d Delivery) *v1alpha1.ExternalSecretSpec {
 	return spec
 }
 
-// storeLabel is a store's name for metrics: without the generation.
+// storeLabel is a store's name for metrics: its ID without what follows
+// @ (the UID and generation of a store of the cluster).
 func storeLabel(id string) string {
 	if i := strings.LastIndexByte(id, '@'); i > 0 {
 		return id[:i]
@@ -278,7 +280,7 @@ func (a *Agent) deliver(ctx context.Context, t *target, res *engine.Result, act 
 	}
 	a.metrics.changes.WithLabelValues(t.dir).Inc()
 	a.metrics.setVersions(t.dir, t.versions, res.Versions)
-	a.opts.Log.Info("files changed", "directory", t.dir, "files", slices.Sorted(mapsKeys(res.Data)),
+	a.opts.Log.Info("files changed", "directory", t.dir, "files", slices.Sorted(maps.Keys(res.Data)),
 		"versions", versionList(res.Versions), "previous", versionList(t.versions))
 	t.versions = res.Versions
 	// The first write into an empty directory has nothing to reload.
@@ -296,16 +298,6 @@ func (a *Agent) deliver(ctx context.Context, t *target, res *engine.Result, act 
 func dataExists(dir string) bool {
 	_, err := os.Lstat(dir + "/" + dataLink)
 	return err == nil
-}
-
-func mapsKeys(m map[string][]byte) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // versionList is "key@version" for each object read, for logs.
