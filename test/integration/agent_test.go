@@ -587,17 +587,21 @@ func TestAgentFollowsAnExternalSecretWithKubernetesAuth(t *testing.T) {
 	ns := newNamespace(t, nil)
 	const sa, mount, prefix = "payments", "agent-kube", "agent-kube"
 
-	// Vault's Kubernetes auth, reviewing tokens with the login token
-	// itself, which may review tokens (system:auth-delegator).
+	// Vault's Kubernetes auth, reviewing tokens with a token of its own
+	// account, which may review tokens (system:auth-delegator), as Vault
+	// outside the cluster is set up. The agent's token (audience vault)
+	// could not do it: the API server accepts only its own audience.
 	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}}))
+	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vault-reviewer"}}))
 	must(t, k8s.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ns + "-review"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "system:auth-delegator"},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: sa}}}))
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "vault-reviewer"}}}))
 	if err := vaultSrv.Do(http.MethodPost, "sys/auth/"+mount, map[string]any{"type": "kubernetes"}, nil); err != nil && !strings.Contains(err.Error(), "path is already in use") {
 		t.Fatal(err)
 	}
 	must(t, vaultSrv.Do(http.MethodPost, "auth/"+mount+"/config", map[string]any{
-		"kubernetes_host": restCfg.Host, "kubernetes_ca_cert": string(restCfg.CAData), "disable_local_ca_jwt": true}, nil))
+		"kubernetes_host": restCfg.Host, "kubernetes_ca_cert": string(restCfg.CAData), "disable_local_ca_jwt": true,
+		"token_reviewer_jwt": accountToken(t, ns, "vault-reviewer")}, nil))
 	must(t, vaultSrv.Policy(prefix, fmt.Sprintf(`
 path "secret/data/%[1]s/*" { capabilities = ["read"] }
 path "secret/metadata/%[1]s/*" { capabilities = ["read"] }
@@ -614,6 +618,12 @@ path "secret/metadata/%[1]s/*" { capabilities = ["read"] }
 	must(t, err)
 	tokenFile := filepath.Join(t.TempDir(), "vault")
 	must(t, os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600))
+	// Vault accepts the token itself once the API server's RBAC lets
+	// the account review tokens.
+	eventually(t, 30*time.Second, func() (bool, string) {
+		err := vaultSrv.Do(http.MethodPost, "auth/"+mount+"/login", map[string]any{"role": "payments", "jwt": tr.Status.Token}, nil)
+		return err == nil, fmt.Sprintf("Vault refuses the projected token, before the agent is involved: %v", err)
+	})
 
 	must(t, k8s.Create(ctx, &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vault"},
 		Spec: v1alpha1.SecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{Vault: &v1alpha1.VaultProvider{
