@@ -621,8 +621,8 @@ path "secret/metadata/%[1]s/*" { capabilities = ["read"] }
 	// Vault accepts the token itself once the API server's RBAC lets
 	// the account review tokens.
 	eventually(t, 30*time.Second, func() (bool, string) {
-		err := vaultSrv.Do(http.MethodPost, "auth/"+mount+"/login", map[string]any{"role": "payments", "jwt": tr.Status.Token}, nil)
-		return err == nil, fmt.Sprintf("Vault refuses the projected token, before the agent is involved: %v", err)
+		lerr := vaultSrv.Do(http.MethodPost, "auth/"+mount+"/login", map[string]any{"role": "payments", "jwt": tr.Status.Token}, nil)
+		return lerr == nil, fmt.Sprintf("Vault refuses the projected token, before the agent is involved: %v", lerr)
 	})
 
 	must(t, k8s.Create(ctx, &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vault"},
