@@ -79,23 +79,6 @@ type runningAgent struct {
 	output *syncBuffer
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func startAgent(t *testing.T, config string, args ...string) *runningAgent {
 	t.Helper()
 	cmd := exec.Command(watchwordBinary(t), append([]string{"agent", "--config", config}, args...)...)
