@@ -150,7 +150,8 @@ var labelValues = regexp.MustCompile(`^label_values\(\s*([^,]+?)\s*,\s*([a-z_]+)
 // TestDashboardQueriesReturnData: a real Prometheus (Debian's package)
 // scrapes a running watchword controller (the command, in a process of its
 // own) every second while it syncs, fails, rotates, restarts a workload,
-// holds another, publishes and refuses a notification. Then the
+// holds another, publishes, refuses a notification and runs into a store's
+// call budget. Then the
 // dashboard's job variable and every query of every panel, with the
 // variables filled in as Grafana fills them, return data through the
 // /api/v1/query API: no panel refers to a metric that does not exist.
@@ -195,6 +196,19 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 			Data: []v1alpha1.FakeProviderData{{Key: "db", Value: `{"user":"app"}`}}}}}}))
 	newES(t, ns, "app", "remote", withRefresh(time.Second), withData("password", "upstream", "password"))
 	newES(t, ns, "broken", "fake", withRefresh(time.Second), withData("password", "no-such-key", ""))
+	// A store with a call budget far below what its refreshes want, so
+	// that its gate delays some calls and refuses others.
+	perMinute, burst := int32(60), int32(1)
+	must(t, k8s.Create(context.Background(), &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "budget"},
+		Spec: v1alpha1.SecretStoreSpec{Controller: class, Limits: &v1alpha1.StoreLimits{CallsPerMinute: &perMinute, Burst: &burst},
+			SecretStoreProvider: v1alpha1.SecretStoreProvider{Fake: &v1alpha1.FakeProvider{
+				Data: []v1alpha1.FakeProviderData{{Key: "k0", Value: "v"}, {Key: "k1", Value: "v"}, {Key: "k2", Value: "v"},
+					{Key: "k3", Value: "v"}, {Key: "k4", Value: "v"}, {Key: "k5", Value: "v"}}}}}}))
+	// Six keys refreshed every second: reads of one key are shared, of
+	// different keys they are not, so the store is asked six times a second.
+	for i := range 6 {
+		newES(t, ns, fmt.Sprintf("budget-%d", i), "budget", withRefresh(time.Second), withData("v", fmt.Sprintf("k%d", i), ""))
+	}
 	waitSecretData(t, ns, "app", map[string]string{"password": "one"})
 	waitCondition(t, ns, "broken", "NotFound")
 	ann := map[string]string{restart.OnAnnotation: "app", restart.DebounceAnnotation: "1s", restart.ClassAnnotation: class}
