@@ -7,12 +7,16 @@ import (
 // SecretStoreProvider is the union of provider blocks. Exactly one is set.
 // Both store specs embed it inline, so this one rule validates the spec of
 // either kind.
-// +kubebuilder:validation:XValidation:rule="[has(self.awssm), has(self.fake), has(self.kubernetes), has(self.plugin), has(self.vault)].exists_one(x, x)",message="set exactly one provider block in spec (one of: awssm, fake, kubernetes, plugin, vault)"
+// +kubebuilder:validation:XValidation:rule="[has(self.awssm), has(self.azurekv), has(self.fake), has(self.kubernetes), has(self.plugin), has(self.vault)].exists_one(x, x)",message="set exactly one provider block in spec (one of: awssm, azurekv, fake, kubernetes, plugin, vault)"
 type SecretStoreProvider struct {
 	// awssm configures AWS Secrets Manager. The API is accepted; the
 	// provider is not implemented yet and the store reports so.
 	// +optional
 	AWSSM *AWSSMProvider `json:"awssm,omitempty"`
+
+	// azurekv reads and writes secrets of Azure Key Vault.
+	// +optional
+	AzureKV *AzureKVProvider `json:"azurekv,omitempty"`
 
 	// fake is a store whose data lives in this spec: static values with
 	// versions, an optional simulated latency and an optional injected

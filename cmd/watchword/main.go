@@ -27,6 +27,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/memlimit"
 	"github.com/watchword-dev/watchword/internal/operator"
 	"github.com/watchword-dev/watchword/internal/provider"
+	"github.com/watchword-dev/watchword/internal/provider/azurekv"
 	"github.com/watchword-dev/watchword/internal/provider/fake"
 	"github.com/watchword-dev/watchword/internal/provider/kubernetes"
 	"github.com/watchword-dev/watchword/internal/provider/plugin"
@@ -39,6 +40,7 @@ import (
 // stores that use it report that it is not implemented.
 func registry() provider.Registry {
 	return provider.Registry{
+		"azurekv":    azurekv.Factory{},
 		"fake":       fake.Factory{},
 		"kubernetes": kubernetes.Factory{},
 		"plugin":     plugin.Factory{},
