@@ -40,13 +40,13 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request, host string)
 		})
 	case r.Method == http.MethodPost && len(parts) == 4 && parts[1] == "oauth2" && parts[2] == "v2.0" && parts[3] == "token":
 		s.count("token")
-		s.token(w, r, parts[0])
+		s.token(w, r, host, parts[0])
 	default:
 		http.Error(w, "not found", http.StatusNotFound)
 	}
 }
 
-func (s *Server) token(w http.ResponseWriter, r *http.Request, tenant string) {
+func (s *Server) token(w http.ResponseWriter, r *http.Request, host, tenant string) {
 	if err := r.ParseForm(); err != nil {
 		entraError(w, http.StatusBadRequest, "invalid_request", "AADSTS900144", "The request body must contain a form.")
 		return
@@ -73,8 +73,13 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, tenant string) {
 	if len(resources) == 1 {
 		resource, ok = strings.CutSuffix(resources[0], "/.default")
 	}
-	if !ok || (resource != "https://"+Public.VaultSuffix && resource != "https://"+Government.VaultSuffix) {
+	if !ok {
 		entraError(w, http.StatusBadRequest, "invalid_scope", "AADSTS1002012", "The provided value for scope is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier.")
+		return
+	}
+	// Each cloud's Entra ID knows its own cloud's Key Vault only.
+	if (host == Public.LoginHost && resource != "https://"+Public.VaultSuffix) || (host == Government.LoginHost && resource != "https://"+Government.VaultSuffix) {
+		entraError(w, http.StatusBadRequest, "invalid_resource", "AADSTS500011", "The resource principal named "+resource+" was not found in the tenant named "+tenant+".")
 		return
 	}
 	s.mu.Lock()

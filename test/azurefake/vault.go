@@ -91,10 +91,11 @@ func (s *Server) serveVault(w http.ResponseWriter, r *http.Request, v *vault) {
 		return
 	}
 	s.count(op)
+	actions := map[string]string{"get": "getSecret/action", "list": "readMetadata/action", "set": "setSecret/action", "delete": "delete"}
 	if !tok.perms[perm] {
 		kvError(w, http.StatusForbidden, "Forbidden", "ForbiddenByRbac", fmt.Sprintf(
-			"Caller is not authorized to perform action on resource.\r\nIf role assignments, deny assignments or role definitions were changed recently, please observe propagation time.\r\nCaller: appid=%s;oid=00000000-0000-0000-0000-000000000000;iss=https://sts.windows.net/%s/\r\nAction: 'Microsoft.KeyVault/vaults/secrets/%s/action'\r\nResource: '/subscriptions/0/resourcegroups/rg/providers/microsoft.keyvault/vaults/%s/secrets/%s'",
-			tok.principal, tok.tenant, op, strings.Split(v.host, ".")[0], strings.ToLower(name)))
+			"Caller is not authorized to perform action on resource.\r\nIf role assignments, deny assignments or role definitions were changed recently, please observe propagation time.\r\nCaller: appid=%s;oid=00000000-0000-0000-0000-000000000000;iss=https://sts.windows.net/%s/\r\nAction: 'Microsoft.KeyVault/vaults/secrets/%s'\r\nResource: '/subscriptions/0/resourcegroups/rg/providers/microsoft.keyvault/vaults/%s/secrets/%s'",
+			tok.principal, tok.tenant, actions[perm], strings.Split(v.host, ".")[0], strings.ToLower(name)))
 		return
 	}
 	switch op {

@@ -59,7 +59,8 @@ func (c *Client) classify(what string, err error) error {
 		}
 		return fmt.Errorf("%s: the call to Key Vault failed: %w", what, engine.ErrUnavailable)
 	}
-	code, inner := kvCodes(re)
+	body := peek(re.RawResponse)
+	code, inner := kvCodes(re, body)
 	label := fmt.Sprintf("HTTP %d", re.StatusCode)
 	if code != "" {
 		label += " " + code
@@ -74,7 +75,7 @@ func (c *Client) classify(what string, err error) error {
 		return fmt.Errorf("%s: the version is disabled in Key Vault (%s): enable it, or pin another version: %w", what, label, engine.ErrPermissionDenied)
 	case re.StatusCode == http.StatusForbidden:
 		return fmt.Errorf("%s: Key Vault does not let %s%s (%s): grant it a role such as Key Vault Secrets User (reads) or Key Vault Secrets Officer (writes), or an access policy: %w",
-			what, c.who, refused(re), label, engine.ErrPermissionDenied)
+			what, c.who, refused(body), label, engine.ErrPermissionDenied)
 	case re.StatusCode == http.StatusUnauthorized:
 		return fmt.Errorf("%s: Key Vault refused the token of %s (%s): check the tenant and that the vault is in it: %w", what, c.who, label, engine.ErrPermissionDenied)
 	case re.StatusCode == http.StatusTooManyRequests:
@@ -88,9 +89,8 @@ func (c *Client) classify(what string, err error) error {
 }
 
 // kvCodes reads the error code and inner code of Key Vault's error body.
-func kvCodes(re *azcore.ResponseError) (code, inner string) {
+func kvCodes(re *azcore.ResponseError, body []byte) (code, inner string) {
 	code = re.ErrorCode
-	body := peek(re.RawResponse)
 	var e struct {
 		Error struct {
 			Code       string `json:"code"`
@@ -112,13 +112,13 @@ func kvCodes(re *azcore.ResponseError) (code, inner string) {
 
 // refused names the caller and action of an RBAC refusal, when Key Vault
 // gave them.
-func refused(re *azcore.ResponseError) string {
+func refused(body []byte) string {
 	var e struct {
 		Error struct {
 			Message string `json:"message"`
 		} `json:"error"`
 	}
-	if json.Unmarshal(peek(re.RawResponse), &e) != nil {
+	if json.Unmarshal(body, &e) != nil {
 		return ""
 	}
 	out := ""
