@@ -70,7 +70,7 @@ type Server struct {
 	calls      map[string]int
 	// VerifyAssertion checks a federated client assertion (a Kubernetes
 	// service-account token) and returns its subject and audiences. Nil
-	// refuses every assertion.
+	// refuses every assertion. Set it before the first request.
 	VerifyAssertion func(ctx context.Context, assertion string) (subject string, audiences []string, err error)
 }
 
@@ -111,19 +111,35 @@ type token struct {
 // New starts the fake on loopback; it stops when the test ends.
 func New(t testing.TB) *Server {
 	t.Helper()
+	s, err := Start()
+	if err != nil {
+		t.Fatalf("azurefake: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts the fake on loopback, for a whole test package; Close
+// stops it.
+func Start() (*Server, error) {
 	s := &Server{now: time.Now, vaults: map[string]*vault{}, apps: map[string]*app{}, msi: map[string]string{},
 		tokens: map[string]token{}, calls: map[string]int{}}
 	cert, pool, err := selfSigned()
 	if err != nil {
-		t.Fatalf("azurefake: certificates: %v", err)
+		return nil, fmt.Errorf("certificates: %w", err)
 	}
 	s.pool = pool
 	s.tls = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	s.tls.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	s.tls.StartTLS()
 	s.imds = httptest.NewServer(http.HandlerFunc(s.serveIMDS))
-	t.Cleanup(func() { s.tls.Close(); s.imds.Close() })
-	return s
+	return s, nil
+}
+
+// Close stops the fake.
+func (s *Server) Close() {
+	s.tls.Close()
+	s.imds.Close()
 }
 
 // CertPool is the pool that trusts the fake's certificate.

@@ -29,6 +29,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/localcluster"
 	"github.com/watchword-dev/watchword/internal/operator"
 	"github.com/watchword-dev/watchword/internal/provider"
+	"github.com/watchword-dev/watchword/internal/provider/azurekv"
 	"github.com/watchword-dev/watchword/internal/provider/fake"
 	kubeprovider "github.com/watchword-dev/watchword/internal/provider/kubernetes"
 	pluginprovider "github.com/watchword-dev/watchword/internal/provider/plugin"
@@ -52,6 +53,7 @@ var (
 // reads made of each store, so tests can tell when the provider was called.
 func registry() provider.Registry {
 	return provider.Registry{
+		"azurekv":    countingFactory{azurekv.Factory{Transport: azureTransport}},
 		"fake":       countingFactory{fake.Factory{}},
 		"kubernetes": countingFactory{kubeprovider.Factory{}},
 		"plugin":     countingFactory{pluginprovider.Factory{}},
@@ -110,6 +112,9 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if vaultSrv != nil {
 		vaultSrv.Close()
+	}
+	if azureFake != nil {
+		azureFake.Close()
 	}
 	if otherCluster != nil {
 		_ = otherCluster.Stop()
