@@ -7,7 +7,7 @@ import (
 // SecretStoreProvider is the union of provider blocks. Exactly one is set.
 // Both store specs embed it inline, so this one rule validates the spec of
 // either kind.
-// +kubebuilder:validation:XValidation:rule="[has(self.awssm), has(self.azurekv), has(self.fake), has(self.kubernetes), has(self.plugin), has(self.vault)].exists_one(x, x)",message="set exactly one provider block in spec (one of: awssm, azurekv, fake, kubernetes, plugin, vault)"
+// +kubebuilder:validation:XValidation:rule="[has(self.awssm), has(self.azurekv), has(self.fake), has(self.gcpsm), has(self.kubernetes), has(self.plugin), has(self.vault)].exists_one(x, x)",message="set exactly one provider block in spec (one of: awssm, azurekv, fake, gcpsm, kubernetes, plugin, vault)"
 type SecretStoreProvider struct {
 	// awssm configures AWS Secrets Manager. The API is accepted; the
 	// provider is not implemented yet and the store reports so.
@@ -23,6 +23,10 @@ type SecretStoreProvider struct {
 	// error. For demos and tests.
 	// +optional
 	Fake *FakeProvider `json:"fake,omitempty"`
+
+	// gcpsm reads and writes secrets of Google Cloud Secret Manager.
+	// +optional
+	GCPSM *GCPSMProvider `json:"gcpsm,omitempty"`
 
 	// kubernetes reads Secrets from a namespace of this cluster or of
 	// another cluster.

@@ -29,6 +29,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/azurekv"
 	"github.com/watchword-dev/watchword/internal/provider/fake"
+	"github.com/watchword-dev/watchword/internal/provider/gcpsm"
 	"github.com/watchword-dev/watchword/internal/provider/kubernetes"
 	"github.com/watchword-dev/watchword/internal/provider/plugin"
 	"github.com/watchword-dev/watchword/internal/provider/vault"
@@ -42,6 +43,7 @@ func registry() provider.Registry {
 	return provider.Registry{
 		"azurekv":    azurekv.Factory{},
 		"fake":       fake.Factory{},
+		"gcpsm":      gcpsm.Factory{},
 		"kubernetes": kubernetes.Factory{},
 		"plugin":     plugin.Factory{},
 		"vault":      vault.Factory{},
