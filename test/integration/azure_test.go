@@ -53,7 +53,7 @@ func needAzure(t *testing.T) *azurefake.Server {
 			azureErr = err
 			return
 		}
-		f.VerifyAssertion = tokenReview
+		f.VerifyAssertion = tokenReview(azurefake.AssertionAudience)
 		azureFake, azureHTTP = f, f.Client()
 	})
 	if azureErr != nil {
@@ -63,17 +63,19 @@ func needAzure(t *testing.T) *azurefake.Server {
 }
 
 // tokenReview verifies a service-account token with the test API server,
-// for the audience Entra ID requires.
-func tokenReview(ctx context.Context, token string) (string, []string, error) {
-	tr, err := kube.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{
-		Token: token, Audiences: []string{azurefake.AssertionAudience}}}, metav1.CreateOptions{})
-	if err != nil {
-		return "", nil, err
+// for an audience (the one Entra ID requires, or a GCP pool provider's).
+func tokenReview(audience string) func(ctx context.Context, token string) (string, []string, error) {
+	return func(ctx context.Context, token string) (string, []string, error) {
+		tr, err := kube.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{
+			Token: token, Audiences: []string{audience}}}, metav1.CreateOptions{})
+		if err != nil {
+			return "", nil, err
+		}
+		if !tr.Status.Authenticated {
+			return "", nil, fmt.Errorf("token not authenticated")
+		}
+		return tr.Status.User.Username, tr.Status.Audiences, nil
 	}
-	if !tr.Status.Authenticated {
-		return "", nil, fmt.Errorf("token not authenticated")
-	}
-	return tr.Status.User.Username, tr.Status.Audiences, nil
 }
 
 // azureVault makes a vault of the namespace in the fake and returns its host.

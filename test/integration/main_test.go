@@ -31,6 +31,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/azurekv"
 	"github.com/watchword-dev/watchword/internal/provider/fake"
+	"github.com/watchword-dev/watchword/internal/provider/gcpsm"
 	kubeprovider "github.com/watchword-dev/watchword/internal/provider/kubernetes"
 	pluginprovider "github.com/watchword-dev/watchword/internal/provider/plugin"
 	"github.com/watchword-dev/watchword/internal/provider/vault"
@@ -55,6 +56,7 @@ func registry() provider.Registry {
 	return provider.Registry{
 		"azurekv":    countingFactory{azurekv.Factory{Transport: azureTransport}},
 		"fake":       countingFactory{fake.Factory{}},
+		"gcpsm":      countingFactory{gcpsm.Factory{GRPCOptions: gcpServer().GRPCOptions(), HTTPClient: gcpServer().HTTPClient()}},
 		"kubernetes": countingFactory{kubeprovider.Factory{}},
 		"plugin":     countingFactory{pluginprovider.Factory{}},
 		"vault":      countingFactory{vault.Factory{}},
