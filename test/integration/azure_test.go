@@ -211,3 +211,32 @@ func TestAzureKeyVaultPushWritesWithTheOwnershipTag(t *testing.T) {
 		t.Error("an untagged Key Vault secret was deleted")
 	}
 }
+
+func TestAzureKeyVaultManagedIdentityOnlyOnAClusterSecretStore(t *testing.T) {
+	fake := needAzure(t)
+	ns := newNamespace(t, nil)
+	host := azureVault(ns)
+	clientID := strings.Split(ns, "-")[0] + "-msi"
+	fake.AddApp(azureTenant, clientID, "", "", "get", "list")
+	fake.AddManagedIdentity(clientID, azureTenant, clientID)
+	fake.SetSecret(host, "db", "via-managed-identity", nil)
+	auth := v1alpha1.AzureKVAuth{ManagedIdentity: &v1alpha1.AzureManagedIdentityAuth{ClientID: clientID}}
+
+	// A SecretStore may not act as the machine's identity.
+	azureStore(t, ns, "azure", host, auth)
+	newES(t, ns, "es", "azure", withData("v", "db", ""))
+	waitCondition(t, ns, "es", "InvalidStoreConfig", "managedIdentity", "ClusterSecretStore")
+
+	// A ClusterSecretStore, made by a cluster administrator, may.
+	css := &v1alpha1.ClusterSecretStore{ObjectMeta: metav1.ObjectMeta{Name: ns + "-azure"},
+		Spec: v1alpha1.ClusterSecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{AzureKV: &v1alpha1.AzureKVProvider{
+			VaultURL: "https://" + host, Auth: auth}}, Namespaces: []string{ns}}}
+	must(t, k8s.Create(context.Background(), css))
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), css) })
+	imds := fake.Calls("imds")
+	newES(t, ns, "es2", css.Name, withClusterStore(css.Name), withData("v", "db", ""))
+	waitSecretData(t, ns, "es2", map[string]string{"v": "via-managed-identity"})
+	if fake.Calls("imds") <= imds {
+		t.Error("no token was asked of the instance metadata endpoint")
+	}
+}

@@ -128,7 +128,7 @@ func TestWorkloadIdentityPresentsARequestedServiceAccountToken(t *testing.T) {
 			e.fake.Calls("challenge"), e.fake.Calls("token"), e.deps.TokenRequests)
 	}
 	// The access token is cached by the SDK: a second read signs in no more.
-	if _, err := ops.Reader.GetSecret(context.Background(), engine.Ref{Key: "db"}); err != nil {
+	if _, err = ops.Reader.GetSecret(context.Background(), engine.Ref{Key: "db"}); err != nil {
 		t.Fatal(err)
 	}
 	if e.fake.Calls("token") != 1 {

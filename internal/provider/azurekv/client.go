@@ -191,8 +191,8 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 	switch {
 	case err == nil:
 		marker, found := cur.Tags[OwnerTag]
-		if err := ownership(what, str(marker), found && marker != nil, owner); err != nil {
-			return "", err
+		if oerr := ownership(what, str(marker), found && marker != nil, owner); oerr != nil {
+			return "", oerr
 		}
 		if str(cur.Value) == text && sameTags(cur.Tags, tags) && cur.ID != nil {
 			return cur.ID.Version(), nil

@@ -176,16 +176,16 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 		if !c.regional {
 			s.Replication = &secretmanagerpb.Replication{Replication: &secretmanagerpb.Replication_Automatic_{Automatic: &secretmanagerpb.Replication_Automatic{}}}
 		}
-		if _, err := c.api.CreateSecret(ctx, &secretmanagerpb.CreateSecretRequest{Parent: c.parent, SecretId: key, Secret: s}); err != nil {
+		if _, cerr := c.api.CreateSecret(ctx, &secretmanagerpb.CreateSecretRequest{Parent: c.parent, SecretId: key, Secret: s}); cerr != nil {
 			// AlreadyExists: a concurrent writer created it; the retry finds it.
-			return "", c.classify(what+" (creating it)", err)
+			return "", c.classify(what+" (creating it)", cerr)
 		}
 	case err != nil:
 		return "", c.classify(what+" (reading its labels first)", err)
 	default:
-		adopt, err := ownership(what, sec.GetLabels(), sec.GetAnnotations(), owner)
-		if err != nil {
-			return "", err
+		adopt, oerr := ownership(what, sec.GetLabels(), sec.GetAnnotations(), owner)
+		if oerr != nil {
+			return "", oerr
 		}
 		if adopt || !sameLabels(sec.GetLabels(), labels) {
 			merged := maps.Clone(sec.GetLabels())
@@ -198,18 +198,18 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 				ann = map[string]string{}
 			}
 			maps.Copy(ann, annotations)
-			if _, err := c.api.UpdateSecret(ctx, &secretmanagerpb.UpdateSecretRequest{
+			if _, uerr := c.api.UpdateSecret(ctx, &secretmanagerpb.UpdateSecretRequest{
 				Secret:     &secretmanagerpb.Secret{Name: name, Labels: merged, Annotations: ann, Etag: sec.GetEtag()},
-				UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"labels", "annotations"}}}); err != nil {
-				return "", c.classify(what+" (labelling it)", err)
+				UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"labels", "annotations"}}}); uerr != nil {
+				return "", c.classify(what+" (labelling it)", uerr)
 			}
 		}
-		cur, err := c.api.AccessSecretVersion(ctx, &secretmanagerpb.AccessSecretVersionRequest{Name: name + "/versions/latest"})
-		if err == nil && bytes.Equal(cur.GetPayload().GetData(), payload) {
+		cur, aerr := c.api.AccessSecretVersion(ctx, &secretmanagerpb.AccessSecretVersionRequest{Name: name + "/versions/latest"})
+		if aerr == nil && bytes.Equal(cur.GetPayload().GetData(), payload) {
 			return versionOf(cur.GetName()), nil
 		}
-		if err != nil && status.Code(err) != codes.NotFound && status.Code(err) != codes.FailedPrecondition {
-			return "", c.classify(what+" (reading its latest version to compare)", err)
+		if aerr != nil && status.Code(aerr) != codes.NotFound && status.Code(aerr) != codes.FailedPrecondition {
+			return "", c.classify(what+" (reading its latest version to compare)", aerr)
 		}
 	}
 	sum := int64(crc32.Checksum(payload, crc32.MakeTable(crc32.Castagnoli)))
@@ -246,8 +246,8 @@ func (c *Client) DeleteSecret(ctx context.Context, key string, owner engine.Owne
 	if err != nil {
 		return c.classify(what+" (reading its labels first)", err)
 	}
-	if _, err := ownership(what, sec.GetLabels(), sec.GetAnnotations(), engine.Owner{ID: owner.ID}); err != nil {
-		return err
+	if _, oerr := ownership(what, sec.GetLabels(), sec.GetAnnotations(), engine.Owner{ID: owner.ID}); oerr != nil {
+		return oerr
 	}
 	err = c.api.DeleteSecret(ctx, &secretmanagerpb.DeleteSecretRequest{Name: name, Etag: sec.GetEtag()})
 	if err != nil && status.Code(err) != codes.NotFound {

@@ -180,7 +180,7 @@ func TestWorkloadIdentityFederationWithImpersonation(t *testing.T) {
 	}
 	// One subject token, one exchange at STS, one impersonation; then the
 	// token is cached.
-	if _, err := ops.Reader.GetSecret(ctx, engine.Ref{Key: "db"}); err != nil {
+	if _, err = ops.Reader.GetSecret(ctx, engine.Ref{Key: "db"}); err != nil {
 		t.Fatal(err)
 	}
 	if e.deps.TokenRequests != 1 || e.fake.Calls("sts") != 1 || e.fake.Calls("generateAccessToken") != 1 {
