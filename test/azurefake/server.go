@@ -92,6 +92,8 @@ type version struct {
 	tags        map[string]string
 	created     int64
 	enabled     bool
+	// managed: the secret backs a certificate (Key Vault manages it).
+	managed bool
 }
 
 type app struct {
@@ -218,6 +220,20 @@ func (s *Server) SetSecret(host, name, value string, tags map[string]string) str
 	ver := &version{id: newID(), value: value, tags: tags, created: s.now().Unix(), enabled: true}
 	sec.versions = append(sec.versions, ver)
 	return ver.id
+}
+
+// SetCertificateSecret writes a new version of the secret that backs a
+// certificate, as Key Vault does when a certificate is created or
+// imported: value is the PFX in base64 (contentType
+// application/x-pkcs12) or the PEM (application/x-pem-file).
+func (s *Server) SetCertificateSecret(host, name, value, contentType string) string {
+	id := s.SetSecret(host, name, value, nil)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	vs := s.vaults[host].secrets[name].versions
+	vs[len(vs)-1].contentType = contentType
+	vs[len(vs)-1].managed = true
+	return id
 }
 
 // DisableVersion disables one version of a secret.

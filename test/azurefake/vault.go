@@ -134,6 +134,10 @@ func (s *Server) bundle(v *vault, name string, ver *version, withValue bool) map
 	if len(ver.tags) > 0 {
 		out["tags"] = ver.tags
 	}
+	if ver.managed {
+		out["managed"] = true
+		out["kid"] = "https://" + v.host + "/keys/" + name + "/" + ver.id
+	}
 	return out
 }
 
@@ -250,6 +254,10 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request, v *vault, nam
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sec := v.secrets[name]
+	if sec != nil && !sec.deleted && len(sec.versions) > 0 && sec.versions[len(sec.versions)-1].managed {
+		kvError(w, http.StatusForbidden, "Forbidden", "", "Secret "+name+" is managed by a certificate and cannot be set; update the certificate instead.")
+		return
+	}
 	if sec != nil && sec.deleted {
 		kvError(w, http.StatusConflict, "Conflict", "ObjectIsDeletedButRecoverable",
 			fmt.Sprintf("Secret %s is currently in a deleted but recoverable state, and its name cannot be reused; in this state, the secret can only be recovered or purged.", name))

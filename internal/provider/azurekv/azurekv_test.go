@@ -1,7 +1,9 @@
 package azurekv
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
@@ -335,4 +337,30 @@ func keys(m map[string][]byte) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+func TestCertificatesAreReadAsPFXOrPEM(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	pfx := []byte{0x30, 0x82, 0x01, 0x00, 0xff, 0x00, 0x7b}
+	e.fake.SetCertificateSecret(vaultHost, "tls-pfx", base64.StdEncoding.EncodeToString(pfx), "application/x-pkcs12")
+	pem := "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n"
+	e.fake.SetCertificateSecret(vaultHost, "tls-pem", pem, "application/x-pem-file")
+	ops := e.ops(t, secretStore(clientSecretSpec()))
+	obj, err := ops.Reader.GetSecret(ctx, engine.Ref{Key: "tls-pfx"})
+	if err != nil || !bytes.Equal(obj.Value, pfx) || obj.Fields != nil {
+		t.Fatalf("PFX read as %d bytes, %v", len(obj.Value), err)
+	}
+	obj, err = ops.Reader.GetSecret(ctx, engine.Ref{Key: "tls-pem"})
+	if err != nil || string(obj.Value) != pem {
+		t.Fatalf("PEM read as %d bytes, %v", len(obj.Value), err)
+	}
+	// A secret that a certificate manages is never written, even when
+	// adopting.
+	sets := e.fake.Calls("setSecret")
+	_, err = ops.Writer.PutSecret(ctx, "tls-pem", engine.Publication{Fields: map[string][]byte{"k": []byte("v")}}, engine.Owner{ID: "o", Adopt: true})
+	mustClass(t, err, engine.ErrNotOwned, "certificate", "another name")
+	if e.fake.Calls("setSecret") != sets {
+		t.Fatal("the provider tried to set a certificate's secret")
+	}
 }

@@ -3,6 +3,7 @@ package azurekv
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -57,8 +58,29 @@ func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, 
 	if resp.ID != nil {
 		version = resp.ID.Version()
 	}
+	switch str(resp.ContentType) {
+	case pkcs12ContentType:
+		// The secret behind a certificate whose key is exportable: the
+		// PFX, which Key Vault hands out in base64. The value read is the
+		// PFX itself.
+		pfx, err := base64.StdEncoding.DecodeString(str(resp.Value))
+		if err != nil {
+			return engine.Object{}, fmt.Errorf("%s: the certificate's PFX is not valid base64: %w", what, engine.ErrUnavailable)
+		}
+		return engine.Object{Version: version, Value: pfx}, nil
+	case pemContentType:
+		// A certificate's PEM (key and chain): one value, never parsed
+		// as JSON.
+		return engine.Object{Version: version, Value: []byte(str(resp.Value))}, nil
+	}
 	return textObject(version, str(resp.Value)), nil
 }
+
+// The content types of the secrets that back certificates.
+const (
+	pkcs12ContentType = "application/x-pkcs12"
+	pemContentType    = "application/x-pem-file"
+)
 
 // textObject is the object of a secret's text: a JSON object as fields,
 // one per member (a string member as its text, any other as its JSON), so
@@ -189,6 +211,8 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 	}
 	cur, err := c.api.GetSecret(ctx, key, "", nil)
 	switch {
+	case err == nil && cur.Managed != nil && *cur.Managed:
+		return "", fmt.Errorf("%s: it is the secret of a Key Vault certificate, which Key Vault manages: publish to another name: %w", what, engine.ErrNotOwned)
 	case err == nil:
 		marker, found := cur.Tags[OwnerTag]
 		if oerr := ownership(what, str(marker), found && marker != nil, owner); oerr != nil {
