@@ -89,15 +89,25 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 	} else {
 		opts.Cloud = cloud.AzurePublic
 	}
-	cred, who, err := credential(ctx, store, deps, opts)
+	build := func(ctx context.Context) (*azsecrets.Client, string, error) {
+		cred, who, err := credential(ctx, store, deps, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		api, err := azsecrets.NewClient(strings.TrimSuffix(spec.VaultURL, "/"), cred, &azsecrets.ClientOptions{ClientOptions: opts})
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: azurekv.vaultURL: %v", engine.ErrInvalidConfig, err)
+		}
+		return api, who, nil
+	}
+	api, who, err := build(ctx)
 	if err != nil {
 		return engine.Ops{}, err
 	}
-	api, err := azsecrets.NewClient(strings.TrimSuffix(spec.VaultURL, "/"), cred, &azsecrets.ClientOptions{ClientOptions: opts})
-	if err != nil {
-		return engine.Ops{}, fmt.Errorf("%w: azurekv.vaultURL: %v", engine.ErrInvalidConfig, err)
-	}
-	c := &Client{api: api, who: who, vault: spec.VaultURL}
+	c := &Client{api: api, who: who, vault: spec.VaultURL, rebuild: func(ctx context.Context) (*azsecrets.Client, error) {
+		api, _, err := build(ctx)
+		return api, err
+	}}
 	return engine.Ops{Reader: c, Versions: c, Writer: c}, nil
 }
 

@@ -137,11 +137,17 @@ func TestWorkloadIdentityPresentsARequestedServiceAccountToken(t *testing.T) {
 		t.Fatalf("a second read signed in again (%d token requests)", e.fake.Calls("token"))
 	}
 	// A token the vault stops accepting before the SDK's clock says it
-	// expires (revoked) is reported as a refusal naming who, not hidden:
-	// the SDK keeps its token until it nears its expiry.
+	// expires (revoked) is reported as a refusal naming who; the next
+	// call signs in again (the SDK alone would keep presenting it).
 	e.fake.ExpireTokens()
 	_, err = ops.Reader.GetSecret(context.Background(), engine.Ref{Key: "db"})
 	mustClass(t, err, engine.ErrPermissionDenied, "refused the token", `service account "team/reader"`, "HTTP 401")
+	if _, err = ops.Reader.GetSecret(context.Background(), engine.Ref{Key: "db"}); err != nil {
+		t.Fatalf("the call after a revoked token: %v", err)
+	}
+	if e.fake.Calls("token") != 2 || e.deps.TokenRequests != 2 {
+		t.Fatalf("token requests to Entra %d, TokenRequests %d; want 2 each", e.fake.Calls("token"), e.deps.TokenRequests)
+	}
 }
 
 func TestWorkloadIdentityRefusals(t *testing.T) {

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"regexp"
+	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
@@ -25,9 +27,39 @@ const jsonContentType = "application/json"
 
 // Client is a Key Vault client of one store. It is safe for concurrent use.
 type Client struct {
-	api   *azsecrets.Client
 	who   string
 	vault string
+	// rebuild makes a new SDK client with a new credential, whose token
+	// cache is empty.
+	rebuild func(ctx context.Context) (*azsecrets.Client, error)
+
+	mu  sync.Mutex
+	api *azsecrets.Client
+}
+
+// sdk is the current SDK client.
+func (c *Client) sdk() *azsecrets.Client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.api
+}
+
+// fail classifies the error of a call made with api. When Key Vault
+// refused the access token itself (HTTP 401: revoked, or its tenant's
+// keys rolled), the SDK would keep presenting it until it nears expiry:
+// the client is replaced by one with a new credential, so that the next
+// call signs in again.
+func (c *Client) fail(ctx context.Context, api *azsecrets.Client, what string, err error) error {
+	if isStatus(err, http.StatusUnauthorized) && c.rebuild != nil {
+		if fresh, rerr := c.rebuild(ctx); rerr == nil {
+			c.mu.Lock()
+			if c.api == api {
+				c.api = fresh
+			}
+			c.mu.Unlock()
+		}
+	}
+	return c.classify(what, err)
 }
 
 var secretName = regexp.MustCompile(`^[0-9a-zA-Z-]{1,127}$`)
@@ -50,9 +82,10 @@ func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, 
 	if err := checkName(what, ref.Key); err != nil {
 		return engine.Object{}, err
 	}
-	resp, err := c.api.GetSecret(ctx, ref.Key, ref.Version, nil)
+	api := c.sdk()
+	resp, err := api.GetSecret(ctx, ref.Key, ref.Version, nil)
 	if err != nil {
-		return engine.Object{}, c.classify(what, err)
+		return engine.Object{}, c.fail(ctx, api, what, err)
 	}
 	version := ""
 	if resp.ID != nil {
@@ -119,10 +152,11 @@ func (c *Client) CurrentVersion(ctx context.Context, key string) (string, error)
 	if err := checkName(what, key); err != nil {
 		return "", err
 	}
-	pager := c.api.NewListSecretPropertiesVersionsPager(key, nil)
+	api := c.sdk()
+	pager := api.NewListSecretPropertiesVersionsPager(key, nil)
 	page, err := pager.NextPage(ctx)
 	if err != nil {
-		return "", c.classify(what, err)
+		return "", c.fail(ctx, api, what, err)
 	}
 	newest, tie := "", false
 	var newestAt int64 = -1
@@ -209,7 +243,8 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 	for k, v := range p.Tags {
 		tags[k] = to.Ptr(v)
 	}
-	cur, err := c.api.GetSecret(ctx, key, "", nil)
+	api := c.sdk()
+	cur, err := api.GetSecret(ctx, key, "", nil)
 	switch {
 	case err == nil && cur.Managed != nil && *cur.Managed:
 		return "", fmt.Errorf("%s: it is the secret of a Key Vault certificate, which Key Vault manages: publish to another name: %w", what, engine.ErrNotOwned)
@@ -222,12 +257,12 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 			return cur.ID.Version(), nil
 		}
 	case !isStatus(err, 404):
-		return "", c.classify(what+" (reading its current version first)", err)
+		return "", c.fail(ctx, api, what+" (reading its current version first)", err)
 	}
-	resp, err := c.api.SetSecret(ctx, key, azsecrets.SetSecretParameters{Value: to.Ptr(text), Tags: tags,
+	resp, err := api.SetSecret(ctx, key, azsecrets.SetSecretParameters{Value: to.Ptr(text), Tags: tags,
 		ContentType: to.Ptr(jsonContentType)}, nil)
 	if err != nil {
-		return "", c.classify(what, err)
+		return "", c.fail(ctx, api, what, err)
 	}
 	if resp.ID == nil {
 		return "", nil
@@ -251,19 +286,20 @@ func (c *Client) DeleteSecret(ctx context.Context, key string, owner engine.Owne
 	if err := checkName(what, key); err != nil {
 		return err
 	}
-	cur, err := c.api.GetSecret(ctx, key, "", nil)
+	api := c.sdk()
+	cur, err := api.GetSecret(ctx, key, "", nil)
 	if err != nil {
 		if isStatus(err, 404) {
 			return nil
 		}
-		return c.classify(what+" (reading its tags first)", err)
+		return c.fail(ctx, api, what+" (reading its tags first)", err)
 	}
 	marker, found := cur.Tags[OwnerTag]
 	if !found || str(marker) != owner.ID {
 		return ownership(what, str(marker), found && marker != nil, engine.Owner{ID: owner.ID})
 	}
-	if _, err := c.api.DeleteSecret(ctx, key, nil); err != nil && !isStatus(err, 404) {
-		return c.classify(what, err)
+	if _, err := api.DeleteSecret(ctx, key, nil); err != nil && !isStatus(err, 404) {
+		return c.fail(ctx, api, what, err)
 	}
 	return nil
 }
