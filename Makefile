@@ -6,10 +6,11 @@ LDFLAGS := -X github.com/watchword-dev/watchword/internal/version.Version=$(VERS
 export WATCHWORD_ASSETS ?= $(CURDIR)/.cache/tools/bin
 GOLANGCI_LINT := $(CURDIR)/.cache/tools/bin/golangci-lint
 BUF := $(CURDIR)/.cache/tools/bin/buf
+REFDOCS := $(CURDIR)/.cache/tools/bin/crd-ref-docs
 CHART := deploy/charts/watchword
 export GOLANGCI_LINT_CACHE ?= $(CURDIR)/.cache/golangci-lint
 
-.PHONY: all build image-binary tools tools-vault tools-lint tools-proto tools-postgres tools-helm deploy-files lint dev bench bench-smoke test test-unit test-integration generate verify-generate vet fmt-check fuzz clean
+.PHONY: all build image-binary api-reference tools tools-vault tools-lint tools-proto tools-postgres tools-prometheus tools-barbican tools-helm tools-refdocs deploy-files lint dev bench bench-smoke test test-unit test-integration generate verify-generate vet fmt-check fuzz clean
 
 all: build
 
@@ -35,19 +36,34 @@ tools-proto: ## Build buf, the protobuf compiler, from Go modules (cached).
 tools-postgres: ## Fetch Debian's postgresql-15 and its libraries into .cache/tools/postgres, without installing them (cached; seconds the first time).
 	./hack/tools.sh postgres
 
+tools-prometheus: ## Fetch Debian's prometheus into .cache/tools/prometheus, without installing it (cached), for the dashboard's test.
+	./hack/tools.sh prometheus
+
+tools-refdocs: ## Build crd-ref-docs from its Go module (cached), which make generate runs for docs/api-reference.md.
+	./hack/tools.sh refdocs
+
+tools-barbican: ## Fetch Debian's barbican-api and keystone, and what they need that the system lacks, into .cache/tools/barbican, without installing them (cached; about 30 MB, under a minute the first time).
+	./hack/tools.sh barbican
+
 tools-helm: ## Build Helm from its Go module (cached), for the chart's tests.
 	./hack/tools.sh helm
 
 dev: build tools ## Run the operator and its demo on a local embedded control plane.
 	./bin/watchword dev --log-console $(DEV_ARGS)
 
-generate: tools-proto ## Regenerate CRDs, deep-copy code and the plugin protocol's Go code.
+generate: tools-proto tools-refdocs ## Regenerate CRDs, deep-copy code, the plugin protocol's Go code and docs/api-reference.md.
 	$(BUF) lint
 	$(BUF) generate
 	$(GO) tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/... paths=./internal/operator/... \
 		crd:maxDescLen=400 output:crd:artifacts:config=config/crd/bases \
 		rbac:roleName=watchword output:rbac:artifacts:config=config/rbac
-	$(MAKE) --no-print-directory deploy-files
+	$(MAKE) --no-print-directory deploy-files api-reference
+
+# api-reference writes docs/api-reference.md from the Go types of api/ with
+# crd-ref-docs (pinned in hack/tools/refdocs); make generate runs it.
+api-reference: tools-refdocs ## Regenerate docs/api-reference.md from the API types.
+	$(REFDOCS) --source-path=./api/v1alpha1 --config=hack/refdocs/config.yaml --renderer=markdown \
+		--output-path=docs/api-reference.md --log-level=WARN
 
 # deploy-files copies the generated CRDs and ClusterRole into the Helm chart
 # (which is packaged on its own, so it holds copies) and lists the CRDs for
@@ -61,8 +77,8 @@ deploy-files: ## Copy the generated CRDs and RBAC into the Helm chart and the Ku
 	  for f in config/crd/bases/*.yaml; do echo "- bases/$${f##*/}"; done; } > config/crd/kustomization.yaml
 
 verify-generate: generate ## Fail when the generated files are stale.
-	@if ! git diff --quiet -- api config deploy || [ -n "$$(git ls-files --others --exclude-standard -- api config deploy)" ]; then \
-		git status --short -- api config deploy; echo "generated files are stale: run make generate and commit"; exit 1; fi
+	@if ! git diff --quiet -- api config deploy docs/api-reference.md || [ -n "$$(git ls-files --others --exclude-standard -- api config deploy docs/api-reference.md)" ]; then \
+		git status --short -- api config deploy docs/api-reference.md; echo "generated files are stale: run make generate and commit"; exit 1; fi
 
 vet:
 	$(GO) vet ./...
@@ -79,11 +95,12 @@ test-unit: ## Unit tests only (no control plane).
 test-integration: tools ## The integration suite alone; its Vault tests skip unless `make tools-vault` built Vault. RUN=regexp selects tests.
 	$(GO) test -count=1 -timeout 30m ./test/integration $(if $(RUN),-run '$(RUN)')
 
-# test sets WATCHWORD_REQUIRE_VAULT, WATCHWORD_REQUIRE_POSTGRES and
-# WATCHWORD_REQUIRE_HELM, so that a missing Vault binary, PostgreSQL or
-# Helm fails their tests instead of skipping them.
-test: tools-vault tools-postgres tools-helm verify-generate lint vet build image-binary ## Everything, against a real kube-apiserver, etcd, Vault and PostgreSQL.
-	WATCHWORD_REQUIRE_VAULT=1 WATCHWORD_REQUIRE_POSTGRES=1 WATCHWORD_REQUIRE_HELM=1 $(GO) test -count=1 -timeout 30m ./...
+# test sets WATCHWORD_REQUIRE_VAULT, WATCHWORD_REQUIRE_POSTGRES,
+# WATCHWORD_REQUIRE_HELM, WATCHWORD_REQUIRE_PROMETHEUS and
+# WATCHWORD_REQUIRE_BARBICAN, so that a missing Vault binary, PostgreSQL,
+# Helm, Prometheus or Barbican fails their tests instead of skipping them.
+test: tools-vault tools-postgres tools-prometheus tools-barbican tools-helm verify-generate lint vet build image-binary ## Everything, against a real kube-apiserver, etcd, Vault, PostgreSQL, Prometheus, Barbican and Keystone.
+	WATCHWORD_REQUIRE_VAULT=1 WATCHWORD_REQUIRE_POSTGRES=1 WATCHWORD_REQUIRE_HELM=1 WATCHWORD_REQUIRE_PROMETHEUS=1 WATCHWORD_REQUIRE_BARBICAN=1 $(GO) test -count=1 -timeout 30m ./...
 	./bin/watchword dev --exit-after-demo --workdir $(CURDIR)/.cache/dev-smoke
 	$(MAKE) --no-print-directory bench-smoke
 

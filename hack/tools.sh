@@ -7,10 +7,14 @@
 # linter compiled in (hack/tools/lint), and with `proto` only buf
 # (hack/tools/proto), the protobuf compiler `make generate` runs for
 # api/plugin, and with `helm` only Helm (hack/tools/helm), which the tests
-# run to lint and render the chart in deploy/charts/watchword. Each is cached under .cache/tools,
+# run to lint and render the chart in deploy/charts/watchword, and with
+# `refdocs` only crd-ref-docs (hack/tools/refdocs), which `make generate`
+# runs to write docs/api-reference.md. Each is cached under .cache/tools,
 # keyed on its pinned version, and linked into .cache/tools/bin. Nothing is
 # downloaded but Go modules, except for `postgres`: PostgreSQL for the
-# example plugin's tests, from Debian's packages (see postgres below).
+# example plugin's tests, `prometheus`: the Prometheus server for the
+# Grafana dashboard's test, and `barbican`: OpenStack Barbican and Keystone
+# for the Barbican provider's tests, all from Debian's packages (see below).
 # $WATCHWORD_TOOLS_CACHE moves the cache elsewhere.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -102,9 +106,99 @@ if [ "${1:-}" = postgres ]; then
   exit 0
 fi
 
+# prometheus: Debian's prometheus package, fetched with `apt-get download`
+# and unpacked with `dpkg-deb -x` into .cache/tools/prometheus/root, the
+# same way as postgres above. Only the server binary is used (it links
+# nothing but libc), so its web-UI dependencies are left out. Nothing is
+# installed; test/promserver runs the unpacked binary on loopback for the
+# dashboard's test. Skipped when the stamp is there.
+prometheus_packages=(prometheus)
+if [ "${1:-}" = prometheus ]; then
+  pm="$cache/prometheus"
+  if [ -f "$pm/stamp" ] && [ "$(cat "$pm/stamp")" = "${prometheus_packages[*]}" ]; then
+    echo ">> Prometheus ready in $pm/root"
+    exit 0
+  fi
+  echo ">> fetching Prometheus from Debian's packages: ${prometheus_packages[*]}"
+  start=$SECONDS
+  rm -rf "$pm"
+  mkdir -p "$pm/debs" "$pm/root"
+  chmod 1777 "$pm/debs"
+  if ! (cd "$pm/debs" && apt-get download -q "${prometheus_packages[@]}"); then
+    if [ "$(id -u)" = 0 ]; then
+      echo ">> fetching Debian's package lists (apt-get update) and trying again"
+      apt-get update -q >/dev/null
+    fi
+    (cd "$pm/debs" && apt-get download -q "${prometheus_packages[@]}") || {
+      echo "!! apt-get download failed: it needs Debian's package lists (run apt-get update once, as root)" >&2
+      rm -rf "$pm"; exit 1; }
+  fi
+  chmod 755 "$pm/debs"
+  for deb in "$pm"/debs/*.deb; do dpkg-deb -x "$deb" "$pm/root"; done
+  rm -rf "$pm/debs"
+  [ -x "$pm"/root/usr/bin/prometheus ] || { echo "!! no prometheus binary after unpacking" >&2; exit 1; }
+  ln -sfn ../prometheus/root/usr/bin/prometheus "$bin/prometheus"
+  echo "${prometheus_packages[*]}" >"$pm/stamp"
+  echo ">> Prometheus ready in $pm/root, in $((SECONDS - start))s"
+  exit 0
+fi
+
+# barbican: OpenStack Barbican and Keystone for the Barbican provider's
+# tests, from Debian's packages. apt is asked which packages installing
+# barbican-api, keystone and waitress (the WSGI server test/barbicanserver
+# runs them in) would add to this system: that closure, and nothing the
+# system already has, is fetched with `apt-get download` and unpacked with
+# `dpkg-deb -x` into .cache/tools/barbican/root. Nothing is installed:
+# test/barbicanserver runs the system python3 with PYTHONPATH into that
+# tree. Skipped when the stamp is there.
+barbican_packages=(barbican-api keystone python3-waitress)
+if [ "${1:-}" = barbican ]; then
+  bb="$cache/barbican"
+  if [ -f "$bb/stamp" ] && [ "$(cat "$bb/stamp")" = "${barbican_packages[*]}" ]; then
+    echo ">> Barbican and Keystone ready in $bb/root"
+    exit 0
+  fi
+  echo ">> fetching Barbican and Keystone from Debian's packages: ${barbican_packages[*]} and what they need"
+  start=$SECONDS
+  closure() { # the packages an install would add, one a line
+    apt-get install -s -q --no-install-recommends "${barbican_packages[@]}" 2>/dev/null | awk '$1 == "Inst" { print $2 }'
+  }
+  # A fresh machine may have no package lists yet: as root, fetch them
+  # once and ask again; otherwise say what to run.
+  pkgs=$(closure) || true
+  if [ -z "$pkgs" ] && [ "$(id -u)" = 0 ]; then
+    echo ">> fetching Debian's package lists (apt-get update) and asking again"
+    apt-get update -q >/dev/null
+    pkgs=$(closure) || true
+  fi
+  [ -n "$pkgs" ] || { echo "!! apt cannot resolve ${barbican_packages[*]}: it needs Debian's package lists (run apt-get update once, as root)" >&2; exit 1; }
+  rm -rf "$bb"
+  mkdir -p "$bb/debs" "$bb/root"
+  # Writable by everyone for the download only, for apt's download user.
+  chmod 1777 "$bb/debs"
+  # shellcheck disable=SC2086 # one package name a word
+  (cd "$bb/debs" && apt-get download -q $pkgs >/dev/null) || { echo "!! apt-get download failed" >&2; rm -rf "$bb"; exit 1; }
+  chmod 755 "$bb/debs"
+  echo ">> $(echo "$pkgs" | wc -l) packages, $(du -sh "$bb/debs" | cut -f1) downloaded; unpacking"
+  for deb in "$bb"/debs/*.deb; do dpkg-deb -x "$deb" "$bb/root"; done
+  rm -rf "$bb/debs"
+  for mod in barbican keystone waitress; do
+    [ -d "$bb/root/usr/lib/python3/dist-packages/$mod" ] || { echo "!! no $mod module after unpacking" >&2; exit 1; }
+  done
+  echo "${barbican_packages[*]}" >"$bb/stamp"
+  echo ">> Barbican and Keystone ready in $bb/root ($(du -sh "$bb/root" | cut -f1)), in $((SECONDS - start))s"
+  exit 0
+fi
+
 if [ "${1:-}" = proto ]; then
   proto_dir="$root/hack/tools/proto"
   build buf "$proto_dir" "$(version_of "$proto_dir" github.com/bufbuild/buf)" github.com/bufbuild/buf/cmd/buf
+  exit 0
+fi
+
+if [ "${1:-}" = refdocs ]; then
+  refdocs_dir="$root/hack/tools/refdocs"
+  build refdocs "$refdocs_dir" "$(version_of "$refdocs_dir" github.com/elastic/crd-ref-docs)" github.com/elastic/crd-ref-docs
   exit 0
 fi
 

@@ -511,6 +511,13 @@ type ExternalSecretStatus struct {
 	// +optional
 	ForceSyncedValue string `json:"forceSyncedValue,omitempty"`
 
+	// forceSyncFailedValue is the value of the force-sync annotation whose
+	// sync last failed: a client that set the annotation to a value of its
+	// own (as `watchword refresh` does) reads here that its request, not
+	// an older one, failed. The conditions tell why.
+	// +optional
+	ForceSyncFailedValue string `json:"forceSyncFailedValue,omitempty"`
+
 	// publishedTo is the state of publishConnectionDetailsTo: an entry
 	// for its destination, and one for a former destination whose remote
 	// secret could not be deleted yet.

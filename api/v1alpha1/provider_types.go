@@ -7,12 +7,19 @@ import (
 // SecretStoreProvider is the union of provider blocks. Exactly one is set.
 // Both store specs embed it inline, so this one rule validates the spec of
 // either kind.
-// +kubebuilder:validation:XValidation:rule="[has(self.awssm), has(self.azurekv), has(self.fake), has(self.gcpsm), has(self.kubernetes), has(self.plugin), has(self.vault)].exists_one(x, x)",message="set exactly one provider block in spec (one of: awssm, azurekv, fake, gcpsm, kubernetes, plugin, vault)"
+// +kubebuilder:validation:XValidation:rule="[has(self.awsps), has(self.awssm), has(self.azurekv), has(self.barbican), has(self.fake), has(self.gcpsm), has(self.kubernetes), has(self.plugin), has(self.vault)].exists_one(x, x)",message="set exactly one provider block in spec (one of: awsps, awssm, azurekv, barbican, fake, gcpsm, kubernetes, plugin, vault)"
 type SecretStoreProvider struct {
-	// awssm configures AWS Secrets Manager. The API is accepted; the
-	// provider is not implemented yet and the store reports so.
+	// awsps configures AWS Systems Manager Parameter Store.
 	// +optional
-	AWSSM *AWSSMProvider `json:"awssm,omitempty"`
+	AWSPS *AWSProvider `json:"awsps,omitempty"`
+
+	// awssm configures AWS Secrets Manager.
+	// +optional
+	AWSSM *AWSProvider `json:"awssm,omitempty"`
+
+	// barbican reads and writes secrets of OpenStack Barbican.
+	// +optional
+	Barbican *BarbicanProvider `json:"barbican,omitempty"`
 
 	// azurekv reads and writes secrets of Azure Key Vault.
 	// +optional
@@ -95,29 +102,109 @@ type PluginTLS struct {
 	ServerName string `json:"serverName,omitempty"`
 }
 
-// AWSSMProvider configures AWS Secrets Manager.
-type AWSSMProvider struct {
-	// auth says how to authenticate against AWS.
+// AWSProvider configures AWS Secrets Manager (the awssm block) or AWS
+// Systems Manager Parameter Store (the awsps block): the region, how
+// Watchword obtains credentials, and an optional role to assume with them.
+// +kubebuilder:validation:XValidation:rule="!has(self.externalID) || has(self.role)",message="externalID needs role: it is passed when the role is assumed"
+// +kubebuilder:validation:XValidation:rule="!has(self.sessionTags) || size(self.sessionTags) == 0 || has(self.role)",message="sessionTags need role: they are passed when the role is assumed"
+type AWSProvider struct {
+	// auth says where the credentials come from: static keys from a
+	// Secret, a web identity token of a service account, or (on a
+	// ClusterSecretStore only) the controller's own credentials.
 	// +optional
 	Auth *AWSAuth `json:"auth,omitempty"`
 
-	// role is the ARN of a role to assume.
+	// role is the ARN of a role to assume with the credentials of auth
+	// (role chaining), such as arn:aws:iam::111122223333:role/reader.
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
 	Role string `json:"role,omitempty"`
+
+	// externalID is passed when role is assumed, for a role whose trust
+	// policy requires one.
+	// +optional
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=1224
+	ExternalID string `json:"externalID,omitempty"`
+
+	// sessionTags are passed as session tags when role is assumed.
+	// +optional
+	// +kubebuilder:validation:MaxItems=50
+	// +listType=map
+	// +listMapKey=key
+	SessionTags []AWSTag `json:"sessionTags,omitempty"`
 
 	// region is the AWS region, such as eu-central-1.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
 	Region string `json:"region"`
+
+	// endpoint overrides the service's endpoint URL, for a VPC endpoint
+	// (https://vpce-….secretsmanager.eu-central-1.vpce.amazonaws.com). STS
+	// keeps its regional endpoint unless stsEndpoint is set.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^https?://.+$`
+	Endpoint string `json:"endpoint,omitempty"`
+
+	// stsEndpoint overrides the endpoint of STS, used for web identity
+	// and to assume role.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^https?://.+$`
+	STSEndpoint string `json:"stsEndpoint,omitempty"`
+
+	// fips uses the FIPS endpoints of the region.
+	// +optional
+	FIPS bool `json:"fips,omitempty"`
+
+	// dualStack uses the dual-stack (IPv4 and IPv6) endpoints.
+	// +optional
+	DualStack bool `json:"dualStack,omitempty"`
+
+	// kmsKeyID is the KMS key (ID, ARN or alias) that encrypts the
+	// secrets and SecureString parameters Watchword creates when it
+	// publishes. Empty: the account's default key for the service.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	KMSKeyID string `json:"kmsKeyID,omitempty"`
 }
 
-// AWSAuth holds the ways to authenticate against AWS.
+// AWSTag is a key and value, of a session tag.
+type AWSTag struct {
+	// key of the tag.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Key string `json:"key"`
+
+	// value of the tag.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Value string `json:"value,omitempty"`
+}
+
+// AWSAuth holds the ways to obtain AWS credentials. Set one of them.
+// +kubebuilder:validation:XValidation:rule="[has(self.secretRef), has(self.jwt), has(self.controllerCredentials) && self.controllerCredentials].filter(x, x).size() <= 1",message="set at most one of auth.secretRef, auth.jwt and auth.controllerCredentials"
 type AWSAuth struct {
 	// secretRef reads a static access key from a Secret.
 	// +optional
 	SecretRef *AWSAuthSecretRef `json:"secretRef,omitempty"`
+
+	// jwt exchanges a token of a service account, which Watchword
+	// requests with the audience sts.amazonaws.com, for the credentials
+	// of a role (AssumeRoleWithWebIdentity). No token file and no
+	// mutating webhook are needed.
+	// +optional
+	JWT *AWSJWTAuth `json:"jwt,omitempty"`
+
+	// controllerCredentials uses the credentials of the Watchword
+	// controller itself (its environment, its pod identity, the
+	// instance's role). Only a ClusterSecretStore may set it: it lends
+	// the controller's identity to every namespace the store serves.
+	// +optional
+	ControllerCredentials bool `json:"controllerCredentials,omitempty"`
 }
 
 // AWSAuthSecretRef names the Secret keys that hold an AWS access key.
@@ -129,6 +216,26 @@ type AWSAuthSecretRef struct {
 	// secretAccessKey is the Secret key that holds the secret access key.
 	// +required
 	SecretAccessKey SecretKeySelector `json:"secretAccessKey"`
+
+	// sessionToken is the Secret key that holds a session token, for
+	// temporary keys.
+	// +optional
+	SessionToken *SecretKeySelector `json:"sessionToken,omitempty"`
+}
+
+// AWSJWTAuth is the web identity of a service account.
+type AWSJWTAuth struct {
+	// serviceAccountRef is the service account whose token is exchanged.
+	// Its audiences default to sts.amazonaws.com.
+	// +required
+	ServiceAccountRef ServiceAccountSelector `json:"serviceAccountRef"`
+
+	// roleARN is the role that the token is exchanged for, whose trust
+	// policy names the cluster's OIDC provider and the service account.
+	// +required
+	// +kubebuilder:validation:MinLength=20
+	// +kubebuilder:validation:MaxLength=2048
+	RoleARN string `json:"roleARN"`
 }
 
 // FakeProvider is a store that keeps its data in its own spec.

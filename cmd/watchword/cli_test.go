@@ -13,8 +13,25 @@ func TestParseTemplateAndStatus(t *testing.T) {
 	if err != nil || c.ExternalSecret != "es.yaml" || len(c.ConfigMaps) != 2 || c.ShowValues {
 		t.Fatalf("parseTemplate = %+v, %v", c, err)
 	}
-	if _, err := parseTemplate([]string{"-f", "es.yaml"}, io.Discard); err == nil || !strings.Contains(err.Error(), "-f and --data are both needed") {
+	if _, err = parseTemplate([]string{"-f", "es.yaml"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--data is needed") {
 		t.Errorf("parseTemplate without --data = %v", err)
+	}
+	c, err = parseTemplate([]string{"-f", "es.yaml", "--live", "-n", "team-a"}, io.Discard)
+	if err != nil || !c.Live || c.Namespace != "team-a" || c.Data != "" {
+		t.Errorf("parseTemplate --live = %+v, %v", c, err)
+	}
+	if c, err = parseTemplate([]string{"--live", "--name", "app", "-n", "team-a"}, io.Discard); err != nil || c.Name != "app" || c.ExternalSecret != "" {
+		t.Errorf("parseTemplate --live --name = %+v, %v", c, err)
+	}
+	for bad, want := range map[string][]string{
+		"--data and --live together": {"-f", "es.yaml", "--live", "--data", "d.yaml"},
+		"are for --live":             {"-f", "es.yaml", "--data", "d.yaml", "-n", "team-a"},
+		"-f is needed":               {"--live"},
+		"--name is for --live":       {"--name", "app", "--data", "d.yaml"},
+	} {
+		if _, err := parseTemplate(want, io.Discard); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("parseTemplate(%q) = %v, want %q", want, err, bad)
+		}
 	}
 	if _, err := parseStatus([]string{"-n", "a", "-A"}, io.Discard); err == nil || !strings.Contains(err.Error(), "-n and -A together") {
 		t.Errorf("parseStatus -n -A = %v", err)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/watchword-dev/watchword/internal/controller/restart"
 	"github.com/watchword-dev/watchword/internal/dev"
 	"github.com/watchword-dev/watchword/internal/operator"
 )
@@ -102,7 +103,8 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	addLogFlags(fs, &c.Log)
 	fs.StringVar(&o.ControllerClass, "controller-class", "", "serve only stores whose spec.controller equals this (empty: stores without one)")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "concurrent ExternalSecret reconciles (at least 1)")
-	fs.Float64Var(&o.RestartRate, "restart-rate", o.RestartRate, "restarts of workloads for rotations per minute, across the cluster (0: no cap)")
+	restartRate := o.RestartRate.String()
+	fs.StringVar(&restartRate, "restart-rate", restartRate, "restarts of workloads for rotations across the cluster: N/D is at most N in any window D, spaced evenly (10/1m, 1/30s); a number alone is per minute; 0: no cap")
 	qps := float64(o.QPS)
 	fs.Float64Var(&qps, "kube-api-qps", qps, "requests per second to the API server (above 0)")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "burst of requests to the API server (at least 1)")
@@ -130,9 +132,11 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	if !classPattern.MatchString(o.ControllerClass) {
 		return c, fmt.Errorf("--controller-class %q: no store could name it; a store's spec.controller has at most 63 lower-case letters, digits, '-' and '.', starting and ending with a letter or digit", o.ControllerClass)
 	}
-	if !(o.RestartRate >= 0) || math.IsInf(o.RestartRate, 0) {
-		return c, fmt.Errorf("--restart-rate %g: use a number of restarts per minute, 0 or more (0: no cap)", o.RestartRate)
+	rate, err := restart.ParseRate(restartRate)
+	if err != nil {
+		return c, fmt.Errorf("--restart-rate %w", err)
 	}
+	o.RestartRate = rate
 	if !(qps > 0) || qps > math.MaxFloat32 {
 		return c, fmt.Errorf("--kube-api-qps %g: use a number above 0 (and at most %g)", qps, float64(math.MaxFloat32))
 	}

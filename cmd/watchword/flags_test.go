@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/watchword-dev/watchword/internal/controller/restart"
 	"github.com/watchword-dev/watchword/internal/operator"
 )
 
@@ -49,7 +50,7 @@ func TestParseControllerAccepts(t *testing.T) {
 	}
 	c, err := parseController([]string{
 		"--kubeconfig", kubeconfig, "--log-level", "debug", "--log-console",
-		"--controller-class", "shard-a", "--workers", "4", "--kube-api-qps", "20.5", "--kube-api-burst", "40", "--restart-rate", "2.5",
+		"--controller-class", "shard-a", "--workers", "4", "--kube-api-qps", "20.5", "--kube-api-burst", "40", "--restart-rate", "3/20s",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", ":9000", "--pprof-bind-address", "127.0.0.1:6060",
 		"--refresh-hook-bind-address", ":8443", "--status-refresh-period", "30m",
 		"--leader-elect", "--leader-election-namespace", "watchword", "--leader-election-id", "my-lease",
@@ -62,7 +63,7 @@ func TestParseControllerAccepts(t *testing.T) {
 	if c.Kubeconfig != kubeconfig || c.Log != (logConfig{Level: "debug", Console: true}) {
 		t.Errorf("kubeconfig %q, log %+v", c.Kubeconfig, c.Log)
 	}
-	if o.ControllerClass != "shard-a" || o.Workers != 4 || o.QPS != 20.5 || o.Burst != 40 || o.RestartRate != 2.5 ||
+	if o.ControllerClass != "shard-a" || o.Workers != 4 || o.QPS != 20.5 || o.Burst != 40 || o.RestartRate != (restart.Rate{Count: 3, Per: 20 * time.Second}) ||
 		o.MetricsAddr != "0" || o.HealthAddr != ":9000" || o.PprofAddr != "127.0.0.1:6060" || o.RefreshHookAddr != ":8443" ||
 		o.StatusRefreshPeriod != 30*time.Minute {
 		t.Errorf("options %+v", o)
@@ -91,8 +92,11 @@ func TestParseControllerRefuses(t *testing.T) {
 		{"negative qps", []string{"--kube-api-qps", "-1"}, "use a number above 0"},
 		{"qps not a number", []string{"--kube-api-qps", "NaN"}, "use a number above 0"},
 		{"infinite qps", []string{"--kube-api-qps", "+Inf"}, "use a number above 0"},
-		{"negative restart rate", []string{"--restart-rate", "-1"}, "--restart-rate -1: use a number of restarts per minute, 0 or more"},
-		{"restart rate not a number", []string{"--restart-rate", "NaN"}, "use a number of restarts per minute"},
+		{"negative restart rate", []string{"--restart-rate", "-1"}, `--restart-rate "-1": write N/D, at most N restarts in any window D, such as 10/1m or 1/30s`},
+		{"restart rate not a number", []string{"--restart-rate", "NaN"}, "write N/D"},
+		{"restart rate without a window", []string{"--restart-rate", "10/"}, `--restart-rate "10/": D in N/D is a Go duration above 0`},
+		{"restart rate with a fraction of restarts", []string{"--restart-rate", "2.5/1m"}, "N in N/D is a whole number of restarts"},
+		{"restart rate with a zero window", []string{"--restart-rate", "5/0s"}, "D in N/D is a Go duration above 0"},
 		{"zero status period", []string{"--status-refresh-period", "0s"}, "--status-refresh-period 0s: use a duration of at least 1s"},
 		{"status period under a second", []string{"--status-refresh-period", "500ms"}, "use a duration of at least 1s"},
 		{"zero burst", []string{"--kube-api-burst", "0"}, "--kube-api-burst 0: use a whole number of at least 1"},

@@ -27,7 +27,10 @@ import (
 	"github.com/watchword-dev/watchword/internal/memlimit"
 	"github.com/watchword-dev/watchword/internal/operator"
 	"github.com/watchword-dev/watchword/internal/provider"
+	"github.com/watchword-dev/watchword/internal/provider/awsps"
+	"github.com/watchword-dev/watchword/internal/provider/awssm"
 	"github.com/watchword-dev/watchword/internal/provider/azurekv"
+	"github.com/watchword-dev/watchword/internal/provider/barbican"
 	"github.com/watchword-dev/watchword/internal/provider/fake"
 	"github.com/watchword-dev/watchword/internal/provider/gcpsm"
 	"github.com/watchword-dev/watchword/internal/provider/kubernetes"
@@ -37,11 +40,13 @@ import (
 	"github.com/watchword-dev/watchword/pkg/conformance"
 )
 
-// registry lists the providers of this build. The API also knows awssm;
-// stores that use it report that it is not implemented.
+// registry lists the providers of this build.
 func registry() provider.Registry {
 	return provider.Registry{
+		"awsps":      awsps.Factory{},
+		"awssm":      awssm.Factory{},
 		"azurekv":    azurekv.Factory{},
+		"barbican":   barbican.Factory{},
 		"fake":       fake.Factory{},
 		"gcpsm":      gcpsm.Factory{},
 		"kubernetes": kubernetes.Factory{},
@@ -87,7 +92,7 @@ func main() {
 	case "template":
 		c, perr := parseTemplate(os.Args[2:], os.Stderr)
 		exitOnFlagError(cmd, perr)
-		err = runTemplate(c, os.Stdout)
+		err = runTemplate(ctx, c, os.Stdout)
 	case "status":
 		c, perr := parseStatus(os.Args[2:], os.Stderr)
 		exitOnFlagError(cmd, perr)

@@ -204,6 +204,10 @@ func convertDoc(src string, doc []byte, findings *[]Finding) ([][]byte, error) {
 		out = c.store(head.Kind, m)
 	case "PushSecret":
 		out = c.pushSecret(m)
+	case "ClusterExternalSecret":
+		if out = c.clusterExternalSecret(m); len(out) == 0 {
+			return passThrough("no ExternalSecret could be written from it (see above): passed through unchanged (it stays an External Secrets Operator object)", Dropped), nil
+		}
 	default:
 		return passThrough(fmt.Sprintf("Watchword has no %s: passed through unchanged (it stays an External Secrets Operator object)", head.Kind), Dropped), nil
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"text/template"
@@ -218,8 +219,22 @@ func (c *converter) templateFrom(e any, path string) map[string]any {
 func (c *converter) checkTemplate(text, path string) {
 	if _, err := template.New("t").Funcs(engine.FuncMap()).Parse(text); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "template: t:")
+		if m := undefinedFunc.FindStringSubmatch(msg); m != nil && esoOnlyFuncs[m[1]] != "" {
+			c.drop(path, fmt.Sprintf("the template calls External Secrets Operator's %s, which Watchword does not carry: %s; see docs/templates.md", m[1], esoOnlyFuncs[m[1]]))
+			return
+		}
 		c.drop(path, "the template does not parse with Watchword's functions ("+msg+"); see docs/templates.md")
 	}
+}
+
+// undefinedFunc finds the function named in a template parse error.
+var undefinedFunc = regexp.MustCompile(`function "([A-Za-z0-9_]+)" not defined`)
+
+// esoOnlyFuncs are External Secrets Operator's own template functions that
+// Watchword does not offer, with what to use instead.
+var esoOnlyFuncs = map[string]string{
+	"filterCertChain": `for filterCertChain "leaf" use pemLeaf (the first certificate of the bundle); for "intermediate" and "root" use pemChain (every certificate after the first, in order), or filterPEM "CERTIFICATE" for all of them`,
+	"rsaDecrypt":      "templates do not decrypt: keep the plaintext in the store (which protects it on its own), or decrypt it before it is stored",
 }
 
 // remoteRef carries key, property and version of an ESO remote reference
@@ -339,7 +354,7 @@ func (c *converter) store(kind string, m map[string]any) []map[string]any {
 	case "aws":
 		ok = c.aws(dst, block, path)
 	default:
-		c.drop(path, fmt.Sprintf("Watchword has no %s provider (it has fake, kubernetes, vault, plugin, and awssm in its API): the store is not converted", name))
+		c.drop(path, fmt.Sprintf("Watchword has no %s provider (it has fake, kubernetes, vault, plugin, awssm and awsps): the store is not converted", name))
 		return nil
 	}
 	if !ok {
@@ -355,7 +370,7 @@ func (c *converter) store(kind string, m map[string]any) []map[string]any {
 // makes no store: the store is reported as not converted.
 func (c *converter) provider(dst map[string]any, name string, block map[string]any, path string, t reflect.Type) bool {
 	carried, _ := c.carry(block, t, path).(map[string]any)
-	if auth, ok := carried["auth"].(map[string]any); ok && len(auth) == 0 && name != "awssm" {
+	if auth, ok := carried["auth"].(map[string]any); ok && len(auth) == 0 && name != "awssm" && name != "awsps" {
 		c.drop(path+".auth", "no authentication method that Watchword has: the store is not converted")
 		return false
 	}
@@ -469,8 +484,14 @@ func (c *converter) vault(dst map[string]any, b map[string]any, path string) boo
 }
 
 func (c *converter) aws(dst map[string]any, b map[string]any, path string) bool {
-	if s := takeString(b, "service"); s != "SecretsManager" {
-		c.drop(path, fmt.Sprintf("AWS service %s is not in Watchword's API (only SecretsManager, as awssm): the store is not converted", s))
+	block := ""
+	switch s := takeString(b, "service"); s {
+	case "SecretsManager":
+		block = "awssm"
+	case "ParameterStore":
+		block = "awsps"
+	default:
+		c.drop(path, fmt.Sprintf("AWS service %s is not in Watchword's API (only SecretsManager, as awssm, and ParameterStore, as awsps): the store is not converted", s))
 		return false
 	}
 	if auth := takeMap(b, "auth"); auth != nil {
@@ -478,14 +499,14 @@ func (c *converter) aws(dst map[string]any, b map[string]any, path string) bool 
 			out := map[string]any{}
 			set(out, "accessKeyID", takeMap(ref, "accessKeyIDSecretRef"))
 			set(out, "secretAccessKey", takeMap(ref, "secretAccessKeySecretRef"))
-			if _, ok := take(ref, "sessionTokenSecretRef"); ok {
-				c.drop(path+".auth.secretRef.sessionTokenSecretRef", "session tokens are not in Watchword's API")
-			}
+			set(out, "sessionToken", takeMap(ref, "sessionTokenSecretRef"))
 			c.leftovers(ref, path+".auth.secretRef")
 			auth["secretRef"] = out
 		}
 		b["auth"] = auth
 	}
-	c.note(path, "Watchword's API accepts awssm, but the provider is not implemented yet: the store will report so")
-	return c.provider(dst, "awssm", b, path, reflect.TypeFor[v1alpha1.AWSSMProvider]())
+	if auth, _ := b["auth"].(map[string]any); len(auth) == 0 {
+		c.note(path, fmt.Sprintf("no AWS auth: External Secrets Operator used the controller's own credentials, which Watchword uses only when a ClusterSecretStore sets %s.auth.controllerCredentials; set auth.jwt (web identity) or auth.secretRef", block))
+	}
+	return c.provider(dst, block, b, path, reflect.TypeFor[v1alpha1.AWSProvider]())
 }

@@ -59,12 +59,13 @@ func Refresh(ctx context.Context, c client.Client, ns string, names []string, ti
 }
 
 // waitRefreshed waits until the ExternalSecret synced the force-sync
-// value stamp, or deadline passes; it tells how it went in one line.
+// value stamp, or its sync of that value failed, or deadline passes; it
+// tells how it went in one line. The controller records the value it
+// synced (status.forceSyncedValue) and the value whose sync failed
+// (status.forceSyncFailedValue), so only an outcome of this request ends
+// the wait: a failure that was there before, or one of an older request,
+// does not.
 func waitRefreshed(ctx context.Context, c client.Reader, ns, name, stamp string, deadline time.Time, now func() time.Time) (bool, string, error) {
-	asked, err := time.Parse(time.RFC3339Nano, stamp)
-	if err != nil {
-		return false, "", err
-	}
 	for {
 		var es v1alpha1.ExternalSecret
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &es); err != nil {
@@ -73,15 +74,16 @@ func waitRefreshed(ctx context.Context, c client.Reader, ns, name, stamp string,
 		if es.Status.ForceSyncedValue == stamp {
 			return true, fmt.Sprintf("ExternalSecret %s/%s synced", ns, name), nil
 		}
-		ready := conditions.FindES(es.Status.Conditions, v1alpha1.ConditionReady)
-		failing := ready != nil && ready.Status != metav1.ConditionTrue
-		// A failure that began with this sync ends the wait at once; one
-		// that was there before cannot be told from an answer not yet
-		// given, so it waits for the deadline.
-		if failing && !ready.LastTransitionTime.Time.Before(asked.Truncate(time.Second)) || now().After(deadline) {
+		failed := es.Status.ForceSyncFailedValue == stamp
+		if failed || now().After(deadline) {
+			ready := conditions.FindES(es.Status.Conditions, v1alpha1.ConditionReady)
+			failing := ready != nil && ready.Status != metav1.ConditionTrue
 			why := "no outcome yet"
-			if failing {
+			switch {
+			case failed && failing:
 				why = ready.Reason + ": " + ready.Message
+			case failing:
+				why += " (still failing from before: " + ready.Reason + ": " + ready.Message + ")"
 			}
 			return false, fmt.Sprintf("ExternalSecret %s/%s did not sync: %s", ns, name, oneLine(why)), nil
 		}

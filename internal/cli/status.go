@@ -36,49 +36,66 @@ func (r StatusRow) Failing() bool { return r.Ready != string(metav1.ConditionTru
 // Status lists the ExternalSecrets and PushSecrets of namespace ns (every
 // namespace when ns is empty), sorted by namespace, kind and name.
 func Status(ctx context.Context, c client.Reader, ns string) ([]StatusRow, error) {
-	var rows []StatusRow
+	rows, _, err := listStatus(ctx, c, ns)
+	return rows, err
+}
+
+// listStatus is Status, and the resourceVersions of the two lists, from
+// which a watch carries on.
+func listStatus(ctx context.Context, c client.Reader, ns string) (rows []StatusRow, versions [2]string, err error) {
 	var ess v1alpha1.ExternalSecretList
 	if err := c.List(ctx, &ess, client.InNamespace(ns)); err != nil {
-		return nil, fmt.Errorf("listing ExternalSecrets: %w", err)
+		return nil, versions, fmt.Errorf("listing ExternalSecrets: %w", err)
 	}
 	for i := range ess.Items {
-		es := &ess.Items[i]
-		row := StatusRow{Kind: "ExternalSecret", Namespace: es.Namespace, Name: es.Name, Phase: string(es.Status.Phase), Ready: "Unknown"}
-		for _, cond := range es.Status.Conditions {
-			if cond.Type == v1alpha1.ConditionReady && cond.ObservedGeneration == es.Generation {
-				row.Ready, row.Reason, row.Message = string(cond.Status), cond.Reason, cond.Message
-			}
-		}
-		if es.Status.RefreshTime != nil {
-			row.LastSync = es.Status.RefreshTime.Time
-		}
-		rows = append(rows, row)
+		rows = append(rows, externalSecretRow(&ess.Items[i]))
 	}
 	var pss v1alpha1.PushSecretList
 	if err := c.List(ctx, &pss, client.InNamespace(ns)); err != nil {
-		return nil, fmt.Errorf("listing PushSecrets: %w", err)
+		return nil, versions, fmt.Errorf("listing PushSecrets: %w", err)
 	}
 	for i := range pss.Items {
-		ps := &pss.Items[i]
-		row := StatusRow{Kind: "PushSecret", Namespace: ps.Namespace, Name: ps.Name, Ready: "Unknown"}
-		if cond := meta.FindStatusCondition(ps.Status.Conditions, v1alpha1.ConditionReady); cond != nil && cond.ObservedGeneration == ps.Generation {
-			row.Ready, row.Reason, row.Message = string(cond.Status), cond.Reason, cond.Message
-		}
-		row.Phase = "Publishing"
-		if row.Failing() {
-			row.Phase = "Failing"
-		}
-		for _, d := range ps.Status.Destinations {
-			if d.PublishedTime != nil && d.PublishedTime.After(row.LastSync) {
-				row.LastSync = d.PublishedTime.Time
-			}
-		}
-		rows = append(rows, row)
+		rows = append(rows, pushSecretRow(&pss.Items[i]))
 	}
+	sortRows(rows)
+	return rows, [2]string{ess.ResourceVersion, pss.ResourceVersion}, nil
+}
+
+// sortRows sorts by namespace, kind and name.
+func sortRows(rows []StatusRow) {
 	slices.SortFunc(rows, func(a, b StatusRow) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
 	})
-	return rows, nil
+}
+
+func externalSecretRow(es *v1alpha1.ExternalSecret) StatusRow {
+	row := StatusRow{Kind: "ExternalSecret", Namespace: es.Namespace, Name: es.Name, Phase: string(es.Status.Phase), Ready: "Unknown"}
+	for _, cond := range es.Status.Conditions {
+		if cond.Type == v1alpha1.ConditionReady && cond.ObservedGeneration == es.Generation {
+			row.Ready, row.Reason, row.Message = string(cond.Status), cond.Reason, cond.Message
+		}
+	}
+	if es.Status.RefreshTime != nil {
+		row.LastSync = es.Status.RefreshTime.Time
+	}
+	return row
+}
+
+func pushSecretRow(ps *v1alpha1.PushSecret) StatusRow {
+	row := StatusRow{Kind: "PushSecret", Namespace: ps.Namespace, Name: ps.Name, Ready: "Unknown"}
+	if cond := meta.FindStatusCondition(ps.Status.Conditions, v1alpha1.ConditionReady); cond != nil && cond.ObservedGeneration == ps.Generation {
+		row.Ready, row.Reason, row.Message = string(cond.Status), cond.Reason, cond.Message
+	}
+	row.Phase = "Publishing"
+	if row.Failing() {
+		row.Phase = "Failing"
+	}
+	for _, d := range ps.Status.Destinations {
+		if d.PublishedTime != nil && d.PublishedTime.After(row.LastSync) {
+			row.LastSync = d.PublishedTime.Time
+		}
+	}
+	return row
 }
 
 // PrintStatus writes rows as a table; now makes the ages.

@@ -39,15 +39,12 @@ type TemplateInput struct {
 // sample data, as the controller renders it, and writes it to out. No
 // store and no cluster is involved.
 func Template(in TemplateInput, out io.Writer) error {
-	var es v1alpha1.ExternalSecret
-	if err := yaml.UnmarshalStrict(in.ExternalSecret, &es); err != nil {
-		return fmt.Errorf("reading the ExternalSecret: %w", err)
-	}
-	if es.Kind != "" && es.Kind != "ExternalSecret" {
-		return fmt.Errorf("the manifest is a %s, not an ExternalSecret", es.Kind)
+	es, err := readExternalSecret(in.ExternalSecret)
+	if err != nil {
+		return err
 	}
 	samples := map[string]any{}
-	if err := yaml.Unmarshal(in.Data, &samples); err != nil {
+	if err = yaml.Unmarshal(in.Data, &samples); err != nil {
 		return fmt.Errorf("reading the sample data: %w", err)
 	}
 	objs := map[engine.Ref]engine.Object{}
@@ -56,25 +53,52 @@ func Template(in TemplateInput, out io.Writer) error {
 		if !ok {
 			return fmt.Errorf("the sample data has no remote key %q, which the ExternalSecret reads; add it to the data file", ref.Key)
 		}
-		obj, err := object(ref.Key, sample)
-		if err != nil {
-			return err
+		obj, oerr := object(ref.Key, sample)
+		if oerr != nil {
+			return oerr
 		}
 		objs[ref] = obj
 	}
+	sources, err := configMapSources(in.ConfigMaps)
+	if err != nil {
+		return err
+	}
+	return render(es, objs, sources, in.ShowValues, out)
+}
+
+// readExternalSecret decodes an ExternalSecret manifest strictly.
+func readExternalSecret(manifest []byte) (*v1alpha1.ExternalSecret, error) {
+	var es v1alpha1.ExternalSecret
+	if err := yaml.UnmarshalStrict(manifest, &es); err != nil {
+		return nil, fmt.Errorf("reading the ExternalSecret: %w", err)
+	}
+	if es.Kind != "" && es.Kind != "ExternalSecret" {
+		return nil, fmt.Errorf("the manifest is a %s, not an ExternalSecret", es.Kind)
+	}
+	return &es, nil
+}
+
+// configMapSources reads ConfigMap manifests into the template sources
+// that templateFrom names.
+func configMapSources(manifests [][]byte) (map[string]map[string]string, error) {
 	sources := map[string]map[string]string{}
-	for i, raw := range in.ConfigMaps {
+	for i, raw := range manifests {
 		var cm corev1.ConfigMap
 		if err := yaml.Unmarshal(raw, &cm); err != nil {
-			return fmt.Errorf("reading ConfigMap manifest %d: %w", i+1, err)
+			return nil, fmt.Errorf("reading ConfigMap manifest %d: %w", i+1, err)
 		}
 		sources[cm.Name] = cm.Data
 	}
+	return sources, nil
+}
+
+// render renders and prints the target as the controller would.
+func render(es *v1alpha1.ExternalSecret, objs map[engine.Ref]engine.Object, sources map[string]map[string]string, showValues bool, out io.Writer) error {
 	res, err := engine.Render(&es.Spec, objs, sources, time.Now())
 	if err != nil {
 		return err
 	}
-	return printSecret(out, &es, res, in.ShowValues)
+	return printSecret(out, es, res, showValues)
 }
 
 // object turns one sample into what a store would return.

@@ -35,10 +35,13 @@ type batchKey struct {
 
 // batch is the refs of one store waiting for one batch read.
 type batch struct {
-	key     batchKey
-	reader  BatchReader
-	ctx     context.Context
-	refs    []Ref
+	key    batchKey
+	reader BatchReader
+	ctx    context.Context
+	refs   []Ref
+	// stale are the cached reads of refs that fell due (nil for a miss):
+	// a batch of one due ref is a version check, not a read.
+	stale   []*entry
 	waiters []chan BatchItem
 	timer   *time.Timer
 	sent    bool
@@ -47,8 +50,9 @@ type batch struct {
 // read reads ref from the store through c: through a batch read shared
 // with the other misses of the store when c can batch, on its own
 // otherwise. The outcome is the same either way: an object, or that
-// object's own error, or the error of the call.
-func (f *Fetcher) read(ctx context.Context, store string, c *Client, ref Ref) (Object, error) {
+// object's own error, or the error of the call. stale is the cached read
+// of ref that fell due, or nil.
+func (f *Fetcher) read(ctx context.Context, store string, c *Client, ref Ref, stale *entry) (Object, error) {
 	br, err := c.AsBatchReader()
 	if err != nil || f.maxBatch <= 1 {
 		if f.calls != nil {
@@ -56,7 +60,7 @@ func (f *Fetcher) read(ctx context.Context, store string, c *Client, ref Ref) (O
 		}
 		return c.GetSecret(ctx, ref)
 	}
-	done := f.enqueue(ctx, batchKey{store: store, client: c}, br, ref)
+	done := f.enqueue(ctx, batchKey{store: store, client: c}, br, ref, stale)
 	select {
 	case item := <-done:
 		return item.Object, item.Err
@@ -67,7 +71,7 @@ func (f *Fetcher) read(ctx context.Context, store string, c *Client, ref Ref) (O
 
 // enqueue adds ref to the store's waiting batch, starting one if none
 // waits, and sends the batch once it is full.
-func (f *Fetcher) enqueue(ctx context.Context, key batchKey, br BatchReader, ref Ref) <-chan BatchItem {
+func (f *Fetcher) enqueue(ctx context.Context, key batchKey, br BatchReader, ref Ref, stale *entry) <-chan BatchItem {
 	done := make(chan BatchItem, 1)
 	f.bmu.Lock()
 	defer f.bmu.Unlock()
@@ -81,8 +85,14 @@ func (f *Fetcher) enqueue(ctx context.Context, key batchKey, br BatchReader, ref
 		b.timer = time.AfterFunc(f.batchWindow, func() { f.send(b) })
 	}
 	b.refs = append(b.refs, ref)
+	b.stale = append(b.stale, stale)
 	b.waiters = append(b.waiters, done)
-	if len(b.refs) >= f.maxBatch {
+	limit := f.maxBatch
+	if l := key.client.BatchLimit(); l > 0 && l < limit {
+		// The store takes no more in one call.
+		limit = l
+	}
+	if len(b.refs) >= limit {
 		// Full: the next miss starts a new batch.
 		b.timer.Stop()
 		delete(f.pending, key)
@@ -104,6 +114,16 @@ func (f *Fetcher) send(b *batch) {
 		delete(f.pending, b.key)
 	}
 	f.bmu.Unlock()
+	if len(b.refs) == 1 && b.stale[0] != nil {
+		// A due read alone in its window: the version check reads no
+		// value, and renews the cached read when nothing changed.
+		if vr, err := b.key.client.AsVersionReader(); err == nil {
+			if v, err := vr.CurrentVersion(b.ctx, b.refs[0].Key); err == nil && v == b.stale[0].obj.Version {
+				b.waiters[0] <- BatchItem{Object: b.stale[0].obj}
+				return
+			}
+		}
+	}
 	if f.calls != nil {
 		f.calls(b.key.store, 1)
 	}

@@ -180,3 +180,96 @@ func TestFetcherWithoutBatchReadsOneByOne(t *testing.T) {
 		t.Fatalf("a store without batchRead: %d batch calls and %d single reads, want 0 and %d", b, s, n)
 	}
 }
+
+// TestFetcherBatchHonoursTheStoresLimit: a store that accepts at most 10
+// refs a call (Ops.BatchLimit) never gets more, whatever the Fetcher's
+// own maximum, and a wrapper keeps the limit.
+func TestFetcherBatchHonoursTheStoresLimit(t *testing.T) {
+	f := NewFetcher(nil, nil)
+	f.SetBatching(time.Hour, MaxBatch)
+	r := &batchingReader{}
+	c, err := NewClient("test", Ops{Reader: r, Batch: r, BatchLimit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = c.Wrap(func(o Ops) Ops { return o })
+	if c.BatchLimit() != 10 {
+		t.Fatalf("the wrapped client's BatchLimit = %d, want 10", c.BatchLimit())
+	}
+	for k, err := range getAll(f, c, keyNames(30)) {
+		if err != nil {
+			t.Errorf("key %q: %v", k, err)
+		}
+	}
+	if b := r.batches.Load(); b != 3 {
+		t.Fatalf("30 misses with a store limit of 10 made %d calls (sizes %v), want 3", b, r.sizes)
+	}
+	for _, n := range r.sizes {
+		if n > 10 {
+			t.Errorf("a batch of %d refs was sent to a store that takes 10 (sizes %v)", n, r.sizes)
+		}
+	}
+}
+
+// versionedBatcher is a batching store that can also tell versions.
+type versionedBatcher struct {
+	batchingReader
+	versionChecks atomic.Int64
+}
+
+func (r *versionedBatcher) CurrentVersion(context.Context, string) (string, error) {
+	r.versionChecks.Add(1)
+	return "1", nil
+}
+
+// TestFetcherBatchReReadsInsteadOfCheckingVersions: when cached reads of a
+// store that batches fall due, they are read again together (a call per
+// batch) rather than confirmed one by one (a call per object).
+func TestFetcherBatchReReadsInsteadOfCheckingVersions(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	f := NewFetcher(clock, nil)
+	f.SetBatching(time.Hour, 10)
+	r := &versionedBatcher{}
+	c, err := NewClient("test", Ops{Reader: r, Batch: r, Versions: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	getAll(f, c, keyNames(10))
+	clock.Advance(2 * time.Minute)
+	getAll(f, c, keyNames(10))
+	if b, v := r.batches.Load(), r.versionChecks.Load(); b != 2 || v != 0 {
+		t.Fatalf("a due refresh of 10 objects: %d batch calls and %d version checks, want 2 and 0", b, v)
+	}
+}
+
+// TestFetcherLoneDueReadIsAVersionCheck: a cached read that falls due
+// alone in its batch window is confirmed by a version check (no value is
+// read) and renewed.
+func TestFetcherLoneDueReadIsAVersionCheck(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	f := NewFetcher(clock, nil)
+	f.SetBatching(time.Millisecond, 10)
+	r := &versionedBatcher{}
+	c, err := NewClient("test", Ops{Reader: r, Batch: r, Versions: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = f.Get(context.Background(), "s", c, Ref{Key: "alone"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Minute)
+	got, err := f.Get(context.Background(), "s", c, Ref{Key: "alone"}, time.Minute)
+	if err != nil || string(got.Object.Value) != "value-of-alone" {
+		t.Fatalf("due read: %v", err)
+	}
+	if b, v := r.batches.Load(), r.versionChecks.Load(); b != 1 || v != 1 {
+		t.Fatalf("a lone due read: %d batch calls and %d version checks, want 1 (the first read) and 1", b, v)
+	}
+	// Renewed: within max age again, no call.
+	if _, err = f.Get(context.Background(), "s", c, Ref{Key: "alone"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if b, v := r.batches.Load(), r.versionChecks.Load(); b != 1 || v != 1 {
+		t.Fatalf("a renewed read was read again: %d batch calls, %d version checks", b, v)
+	}
+}

@@ -208,7 +208,13 @@ func fieldList(m map[string]any) string {
 }
 
 // Extract returns the bytes that one data[] entry maps to a Secret key.
+// Without a property, an object that carries its value as a store keeps it
+// (Value, as an AWS secret's JSON text) is that value exactly, even when
+// the provider also gives its fields.
 func Extract(key string, obj Object, property string) ([]byte, error) {
+	if property == "" && obj.Value != nil {
+		return obj.Value, nil
+	}
 	n, err := selectProperty(key, obj, property)
 	if err != nil {
 		return nil, err

@@ -30,7 +30,10 @@ type Object struct {
 	// Value is the value of a backend that stores one value per key.
 	Value []byte
 	// Fields are the named values of a structured backend (a Vault
-	// secret, a Kubernetes Secret). Nil for single-value backends.
+	// secret, a Kubernetes Secret). Nil for single-value backends. A
+	// backend whose value is JSON text (AWS) may set both: properties and
+	// dataFrom then use Fields, and a data[] entry without a property gets
+	// Value as it is stored.
 	Fields map[string][]byte
 }
 
@@ -180,6 +183,10 @@ type Ops struct {
 	Reader Reader
 	// Batch reads several objects in one call (CanBatchRead).
 	Batch BatchReader
+	// BatchLimit is the most refs the store accepts in one batch read
+	// (20 for AWS Secrets Manager, 10 for Parameter Store); the engine
+	// never sends a bigger batch. Zero: no limit of the store's own.
+	BatchLimit int
 	// Versions tells current versions (CanCheckVersion).
 	Versions VersionReader
 	// Writer writes and deletes owned objects (CanWrite, CanDelete).
@@ -244,7 +251,7 @@ func NewClient(provider string, ops Ops) (*Client, error) {
 		return nil, fmt.Errorf("the %q provider built a client that cannot read", provider)
 	}
 	// A watch lasts as long as its context: it has no deadline.
-	bounded := Ops{Reader: timedReader{ops.Reader}, Closer: ops.Closer, Watcher: ops.Watcher}
+	bounded := Ops{Reader: timedReader{ops.Reader}, Closer: ops.Closer, Watcher: ops.Watcher, BatchLimit: ops.BatchLimit}
 	if ops.Batch != nil {
 		bounded.Batch = timedBatch{ops.Batch}
 	}
@@ -289,6 +296,10 @@ func (c *Client) AsBatchReader() (BatchReader, error) {
 	}
 	return c.ops.Batch, nil
 }
+
+// BatchLimit is the most refs the store accepts in one batch read; zero
+// when it sets no limit of its own.
+func (c *Client) BatchLimit() int { return c.ops.BatchLimit }
 
 // AsWatcher returns the client's change feed, or an error wrapping
 // ErrNotSupported.
@@ -339,6 +350,8 @@ func (c *Client) Wrap(wrap func(Ops) Ops) *Client {
 		Writer:   pick(c.ops.Writer, w.Writer),
 		Checker:  pick(c.ops.Checker, w.Checker),
 		Closer:   pick(c.ops.Closer, w.Closer),
+		// A wrapper cannot raise the store's own limit.
+		BatchLimit: c.ops.BatchLimit,
 	}
 	return &Client{provider: c.provider, ops: out, scope: c.scope, wraps: append(slices.Clip(c.wraps), wrap)}
 }

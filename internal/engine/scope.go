@@ -51,7 +51,7 @@ func (c *Client) InScope(scope string) (*Client, error) {
 // they are given is prefixed. A provider whose scopes are parent paths
 // builds its Ops.Scope with it.
 func PrefixKeys(ops Ops, prefix string) Ops {
-	out := Ops{Reader: prefixReader{ops.Reader, prefix}, Checker: ops.Checker, Closer: ops.Closer}
+	out := Ops{Reader: prefixReader{ops.Reader, prefix}, Checker: ops.Checker, Closer: ops.Closer, BatchLimit: ops.BatchLimit}
 	if ops.Batch != nil {
 		out.Batch = prefixBatch{ops.Batch, prefix}
 	}

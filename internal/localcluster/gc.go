@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -17,9 +18,16 @@ func envtestAdmin() envtest.User {
 	return envtest.User{Name: "watchword-admin", Groups: []string{"system:masters"}}
 }
 
-// startControllerManager runs kube-controller-manager with the controllers
-// a real cluster would run for Watchword's objects: the garbage collector
-// (owned targets go with their ExternalSecret) and namespace deletion.
+// controllers are the kube-controller-manager controllers the local
+// control plane runs: the garbage collector (owned targets go with their
+// ExternalSecret), namespace deletion, and the workload controllers, so
+// that a restarted Deployment, StatefulSet or DaemonSet really rolls out
+// (new ReplicaSets, new pods, status written by its own controller).
+// There is no scheduler and no kubelet: pods stay Pending unless something
+// binds them and reports them (the integration tests' test node does).
+var controllers = []string{"garbagecollector", "namespace", "deployment", "replicaset", "statefulset", "daemonset"}
+
+// startControllerManager runs kube-controller-manager with controllers.
 func (c *Cluster) startControllerManager(ctx context.Context, showOutput bool) error {
 	bin := filepath.Join(c.AssetsDir, "kube-controller-manager")
 	if _, err := os.Stat(bin); err != nil {
@@ -46,7 +54,7 @@ func (c *Cluster) startControllerManager(ctx context.Context, showOutput bool) e
 		"--kubeconfig="+kcPath,
 		"--authentication-kubeconfig="+kcPath,
 		"--authorization-kubeconfig="+kcPath,
-		"--controllers=garbagecollector,namespace",
+		"--controllers="+strings.Join(controllers, ","),
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(port),

@@ -42,7 +42,8 @@ type Options struct {
 	// ShowOutput attaches the control plane's output to this process's.
 	ShowOutput bool
 	// NoControllerManager skips kube-controller-manager (garbage
-	// collection), for runs that only need the API.
+	// collection, namespaces, workload controllers), for runs that only
+	// need the API.
 	NoControllerManager bool
 }
 

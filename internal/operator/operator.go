@@ -87,8 +87,8 @@ type Options struct {
 	// controller-runtime otherwise refuses a second controller of one name.
 	SkipNameValidation bool
 	// RestartRate caps the restarts of workloads for rotations across the
-	// cluster, per minute (docs/rotation.md); zero or less means no cap.
-	RestartRate float64
+	// cluster (docs/rotation.md); a zero rate means no cap.
+	RestartRate restart.Rate
 	// StatusRefreshPeriod is how often at most a refresh that changed
 	// nothing writes an ExternalSecret's status to move its refreshTime
 	// (docs/operations.md); zero means one hour.
@@ -99,7 +99,7 @@ type Options struct {
 
 // DefaultOptions are sized for thousands of ExternalSecrets.
 func DefaultOptions() Options {
-	return Options{Workers: 16, QPS: 500, Burst: 1000, MetricsAddr: ":8080", HealthAddr: ":8081", RestartRate: 10,
+	return Options{Workers: 16, QPS: 500, Burst: 1000, MetricsAddr: ":8080", HealthAddr: ":8081", RestartRate: restart.DefaultRate,
 		StatusRefreshPeriod: externalsecret.DefaultStatusPeriod}
 }
 

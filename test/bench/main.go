@@ -35,7 +35,7 @@ func main() {
 	var c config
 	flag.IntVar(&c.N, "n", 10000, "ExternalSecrets to create")
 	flag.IntVar(&c.Keys, "keys", 1000, "unique remote keys of the store")
-	flag.StringVar(&c.Store, "store", storeFake, "the store: fake (the fake provider, with -latency) or memory-plugin (the example memory plugin over a unix socket, which batches reads)")
+	flag.StringVar(&c.Store, "store", storeFake, "the store: fake (the fake provider, with -latency), memory-plugin (the example memory plugin over a unix socket, which batches reads) or aws (awssm against the loopback fake AWS, which batches reads and counts calls)")
 	flag.IntVar(&c.Unrelated, "unrelated", 50000, "unrelated Secrets in other namespaces (created first; their rate is the raw limit)")
 	flag.IntVar(&c.Namespaces, "namespaces", 10, "namespaces the ExternalSecrets are spread over")
 	flag.IntVar(&c.Parallel, "parallel", 64, "parallel client requests")
@@ -53,8 +53,8 @@ func main() {
 	flag.StringVar(&controllerLogLevel, "controller-log-level", "error", "--log-level of the controller")
 	flag.Parse()
 	statusPeriod = c.StatusPeriod
-	if c.Store != storeFake && c.Store != storeMemoryPlugin {
-		fmt.Fprintf(os.Stderr, "-store %q: want %s or %s\n", c.Store, storeFake, storeMemoryPlugin)
+	if c.Store != storeFake && c.Store != storeMemoryPlugin && c.Store != storeAWS {
+		fmt.Fprintf(os.Stderr, "-store %q: want %s, %s or %s\n", c.Store, storeFake, storeMemoryPlugin, storeAWS)
 		os.Exit(2)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

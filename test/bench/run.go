@@ -24,6 +24,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/controller/secretwatch"
 	"github.com/watchword-dev/watchword/internal/localcluster"
 	"github.com/watchword-dev/watchword/internal/operator"
+	"github.com/watchword-dev/watchword/test/awsfake"
 )
 
 const storeName = "bench-store"
@@ -31,12 +32,14 @@ const storeName = "bench-store"
 type bench struct {
 	// pluginEndpoint is the memory plugin's socket, with -store memory-plugin.
 	pluginEndpoint string
-	c              config
-	k8s            client.Client
-	kube           kubernetes.Interface
-	kc             string
-	cfg            *rest.Config
-	esNS           []string
+	// aws is the fake AWS, with -store aws.
+	aws  *awsfake.Server
+	c    config
+	k8s  client.Client
+	kube kubernetes.Interface
+	kc   string
+	cfg  *rest.Config
+	esNS []string
 }
 
 func run(ctx context.Context, c config) (*result, error) {
@@ -95,6 +98,12 @@ func run(ctx context.Context, c config) (*result, error) {
 		}
 		defer stopPlugin()
 	}
+	if c.Store == storeAWS {
+		if err = b.startAWSFake(ctx); err != nil {
+			return nil, err
+		}
+		defer b.aws.Close()
+	}
 	if err = b.createStore(ctx); err != nil {
 		return nil, err
 	}
@@ -129,6 +138,7 @@ func run(ctx context.Context, c config) (*result, error) {
 	mAfter, _ := ctrl.scrape()
 	res.ProviderCallsSync = mAfter.sum("watchword_provider_calls_total", `operation="get"`) - mBefore.sum("watchword_provider_calls_total", `operation="get"`)
 	res.BatchCallsSync = mAfter.sum("watchword_provider_calls_total", `operation="batchGet"`) - mBefore.sum("watchword_provider_calls_total", `operation="batchGet"`)
+	b.awsCalls("during the sync")
 	apiAfter, err := b.apiserverMetrics(ctx)
 	if err != nil {
 		return nil, err
@@ -257,6 +267,10 @@ func (b *bench) createStore(ctx context.Context) error {
 			Spec: v1alpha1.ClusterSecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{
 				Plugin: &v1alpha1.PluginProvider{Endpoint: b.pluginEndpoint, Config: map[string]string{"partition": pluginPartition}}}}}
 		return b.k8s.Create(ctx, s)
+	}
+	if b.c.Store == storeAWS {
+		return b.k8s.Create(ctx, &v1alpha1.ClusterSecretStore{ObjectMeta: metav1.ObjectMeta{Name: storeName},
+			Spec: v1alpha1.ClusterSecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{AWSSM: b.awsProvider()}}})
 	}
 	data := make([]v1alpha1.FakeProviderData, b.c.Keys)
 	for i := range data {
@@ -426,6 +440,7 @@ func (b *bench) steady(_ context.Context, ctrl *controller, res *result) error {
 	// the time actually observed.
 	cycles := time.Since(began).Seconds() / b.c.Refresh.Seconds()
 	res.CallsPerCycle = calls / cycles
+	b.awsCalls(fmt.Sprintf("over %.1f refresh cycles", cycles))
 	res.BatchCallsPerCycle = batches / cycles
 	res.VersionCallsPerCycle = checks / cycles
 	total, busiest := 0.0, 0.0

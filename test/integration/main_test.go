@@ -1,6 +1,8 @@
 // Package integration runs Watchword against a real kube-apiserver, etcd and
-// kube-controller-manager (garbage collection), started once for the
-// package. Each test works in namespaces of its own. The Vault server is
+// kube-controller-manager (garbage collection, namespaces and the workload
+// controllers: Deployments, ReplicaSets, StatefulSets, DaemonSets),
+// started once for the package; a test node (testnode_test.go) stands in
+// for a scheduler and a kubelet where a test needs pods to run. Each test works in namespaces of its own. The Vault server is
 // started by the first test that needs it (needVault); without a vault
 // binary those tests skip, or fail when $WATCHWORD_REQUIRE_VAULT is set.
 package integration
@@ -29,7 +31,10 @@ import (
 	"github.com/watchword-dev/watchword/internal/localcluster"
 	"github.com/watchword-dev/watchword/internal/operator"
 	"github.com/watchword-dev/watchword/internal/provider"
+	"github.com/watchword-dev/watchword/internal/provider/awsps"
+	"github.com/watchword-dev/watchword/internal/provider/awssm"
 	"github.com/watchword-dev/watchword/internal/provider/azurekv"
+	"github.com/watchword-dev/watchword/internal/provider/barbican"
 	"github.com/watchword-dev/watchword/internal/provider/fake"
 	"github.com/watchword-dev/watchword/internal/provider/gcpsm"
 	kubeprovider "github.com/watchword-dev/watchword/internal/provider/kubernetes"
@@ -54,7 +59,10 @@ var (
 // reads made of each store, so tests can tell when the provider was called.
 func registry() provider.Registry {
 	return provider.Registry{
+		"awsps":      countingFactory{awsps.Factory{}},
+		"awssm":      countingFactory{awssm.Factory{}},
 		"azurekv":    countingFactory{azurekv.Factory{Transport: azureTransport}},
+		"barbican":   countingFactory{barbican.Factory{}},
 		"fake":       countingFactory{fake.Factory{}},
 		"gcpsm":      countingFactory{gcpsm.Factory{GRPCOptions: gcpServer().GRPCOptions(), HTTPClient: gcpServer().HTTPClient()}},
 		"kubernetes": countingFactory{kubeprovider.Factory{}},

@@ -19,34 +19,28 @@ import (
 	"github.com/watchword-dev/watchword/internal/operator"
 )
 
-// The control plane of the suite runs no deployment controller: no
-// ReplicaSet or pod is made, and the rollout of a Deployment is judged by
-// its status alone. deployments plays the deployment controller's part
-// for the status (every generation is at once rolled out and available,
-// unless held) and counts the
-// restarts, as changes of the pod template's restartedAt annotation seen
-// by a watch, which sees every write. (A Deployment's generation is no
-// count: it moves with its annotations too.)
+// deployments counts the restarts of the Deployments of a namespace, as
+// changes of the pod template's restartedAt annotation seen by a watch,
+// which sees every write. (A Deployment's generation is no count: it
+// moves with its annotations too.) Their pods run on the test node, and
+// the Deployment and ReplicaSet controllers roll them out: the status the
+// restart gate reads is theirs.
 type deployments struct {
 	mu       sync.Mutex
 	restarts map[string]int
 	last     map[string]string
-	// held Deployments, once restarted after being held (their pod
-	// template no longer has the restartedAt value kept here), do not
-	// finish their rollout until released, as when new pods do not come
-	// up; until then they roll out as the others do.
-	held map[string]string
+	pods     *podRunner
 }
 
 func watchDeployments(t *testing.T, ns string) *deployments {
 	t.Helper()
+	d := &deployments{restarts: map[string]int{}, last: map[string]string{}, pods: runPods(t, ns)}
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := kube.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	d := &deployments{restarts: map[string]int{}, last: map[string]string{}, held: map[string]string{}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -56,21 +50,11 @@ func watchDeployments(t *testing.T, ns string) *deployments {
 				continue
 			}
 			d.mu.Lock()
-			at := dep.Spec.Template.Annotations[restart.RestartedAtAnnotation]
-			if at != d.last[dep.Name] {
+			if at := dep.Spec.Template.Annotations[restart.RestartedAtAnnotation]; at != d.last[dep.Name] {
 				d.last[dep.Name] = at
 				d.restarts[dep.Name]++
 			}
-			heldAt, held := d.held[dep.Name]
 			d.mu.Unlock()
-			if dep.Status.ObservedGeneration < dep.Generation {
-				// A conflict means a newer version, whose event follows.
-				if held && at != heldAt {
-					_ = rollingOut(ctx, dep)
-				} else {
-					_ = rollOut(ctx, dep)
-				}
-			}
 		}
 	}()
 	t.Cleanup(func() {
@@ -81,41 +65,13 @@ func watchDeployments(t *testing.T, ns string) *deployments {
 	return d
 }
 
-// rollOut reports the Deployment's generation as rolled out and available.
-func rollOut(ctx context.Context, dep *appsv1.Deployment) error {
-	dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
-	_, err := kube.AppsV1().Deployments(dep.Namespace).UpdateStatus(ctx, dep, metav1.UpdateOptions{})
-	return err
-}
+// hold keeps the Deployment's next rollout from finishing: the pods made
+// from now on run but are not Ready, as when a new version does not come
+// up.
+func (d *deployments) hold(name string) { d.pods.stall(name) }
 
-// rollingOut reports the Deployment's generation as seen, with one of two
-// replicas updated and available: a rollout in progress.
-func rollingOut(ctx context.Context, dep *appsv1.Deployment) error {
-	dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: 2, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
-	_, err := kube.AppsV1().Deployments(dep.Namespace).UpdateStatus(ctx, dep, metav1.UpdateOptions{})
-	return err
-}
-
-// hold keeps the Deployment's next restart from finishing its rollout.
-func (d *deployments) hold(name string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.held[name] = d.last[name]
-}
-
-// release finishes the Deployment's rollout, and those after it.
-func (d *deployments) release(t *testing.T, ns, name string) {
-	t.Helper()
-	d.mu.Lock()
-	delete(d.held, name)
-	d.mu.Unlock()
-	eventually(t, wait, func() (bool, string) {
-		if err := rollOut(context.Background(), getDeployment(t, ns, name)); err != nil {
-			return false, err.Error()
-		}
-		return true, ""
-	})
-}
+// release reports the Deployment's pods Ready, so its rollout finishes.
+func (d *deployments) release(name string) { d.pods.release(name) }
 
 func (d *deployments) count(name string) int {
 	d.mu.Lock()
@@ -142,6 +98,36 @@ func (d *deployments) keepRestarts(t *testing.T, ns, name string, n int) {
 		pending := getDeployment(t, ns, name).Annotations[restart.PendingAnnotation]
 		return got == n && pending == "", fmt.Sprintf("%s restarted %d times, want %d; owes %q", name, got, n, pending)
 	})
+}
+
+// waitRolledOut waits until the Deployment controller reports the
+// Deployment's latest spec rolled out and available, with replicaSets
+// ReplicaSets made for it in all (one, and one more per restart).
+func waitRolledOut(t *testing.T, ns, name string, replicaSets int, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, func() (bool, string) {
+		d := getDeployment(t, ns, name)
+		s, want := d.Status, ptr.Deref(d.Spec.Replicas, 1)
+		rs := ownedReplicaSets(t, ns, name)
+		done := s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.AvailableReplicas == want && s.Replicas == want
+		return done && len(rs) == replicaSets, fmt.Sprintf("%s: generation %d observed %d, replicas %d updated %d available %d of %d; %d ReplicaSets, want %d",
+			name, d.Generation, s.ObservedGeneration, s.Replicas, s.UpdatedReplicas, s.AvailableReplicas, want, len(rs), replicaSets)
+	})
+}
+
+// ownedReplicaSets are the ReplicaSets the Deployment controller made for
+// the Deployment.
+func ownedReplicaSets(t *testing.T, ns, name string) []appsv1.ReplicaSet {
+	t.Helper()
+	var list appsv1.ReplicaSetList
+	must(t, k8s.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{"app": name}))
+	var out []appsv1.ReplicaSet
+	for _, rs := range list.Items {
+		if owner := metav1.GetControllerOf(&rs); owner != nil && owner.Kind == "Deployment" && owner.Name == name {
+			out = append(out, rs)
+		}
+	}
+	return out
 }
 
 // rotationSource is a namespace with an upstream Secret, read by the store
@@ -239,8 +225,9 @@ func countEvents(t *testing.T, ns, object, reason, fragment string) int {
 
 // TestRestartOnceForABurstOfRotations: an opted-in Deployment is taken as
 // the baseline without a restart, is not restarted for a drift repair or
-// a spec change, and is restarted once for rotations that come within its
-// debounce window.
+// a spec change, and is restarted once for a burst of five rotations that
+// come within its debounce window; the Deployment controller rolls it out
+// with one new ReplicaSet.
 func TestRestartOnceForABurstOfRotations(t *testing.T) {
 	ns := newNamespace(t, nil)
 	deps := watchDeployments(t, ns)
@@ -259,18 +246,33 @@ func TestRestartOnceForABurstOfRotations(t *testing.T) {
 	if n := deps.count("web"); n != 0 {
 		t.Fatalf("restarted %d times by a first sync, a drift repair and a spec change", n)
 	}
+	waitRolledOut(t, ns, "web", 1, 2*wait)
 
-	// Two rotations within the window: one restart.
-	rotate(t, src, "password", "two")
-	waitSecretData(t, ns, "creds", map[string]string{"password": "two", "user": "app"})
-	rotate(t, src, "user", "app2")
-	waitSecretData(t, ns, "creds", map[string]string{"password": "two", "user": "app2"})
+	// Five rotations, each within the window of the one before: one
+	// restart.
+	for i := range 5 {
+		rotate(t, src, "password", fmt.Sprint("v", i))
+		waitSecretData(t, ns, "creds", map[string]string{"password": fmt.Sprint("v", i), "user": "app"})
+	}
 	deps.waitRestarts(t, "web", 1, 2*wait)
 	waitEvent(t, ns, "web", restart.ReasonRestarted, `Secret "creds"`)
 	waitEvent(t, ns, "creds", restart.ReasonRestarted, "Deployment "+ns+"/web restarted for Secret \"creds\"")
 	deps.keepRestarts(t, ns, "web", 1)
 	if n := countEvents(t, ns, "web", restart.ReasonRestarted, ""); n != 1 {
 		t.Errorf("%d Restarted events, want 1", n)
+	}
+	// The restart is a real rollout: a second ReplicaSet, whose pod
+	// template carries the restart.
+	waitRolledOut(t, ns, "web", 2, 2*wait)
+	restartedAt := getDeployment(t, ns, "web").Spec.Template.Annotations[restart.RestartedAtAnnotation]
+	var newest int
+	for _, rs := range ownedReplicaSets(t, ns, "web") {
+		if rs.Spec.Template.Annotations[restart.RestartedAtAnnotation] == restartedAt && ptr.Deref(rs.Spec.Replicas, 0) == 1 {
+			newest++
+		}
+	}
+	if newest != 1 {
+		t.Errorf("%d scaled-up ReplicaSets carry the restart %s, want 1", newest, restartedAt)
 	}
 }
 
@@ -335,10 +337,7 @@ func TestRestartWaitsForTheRollout(t *testing.T) {
 	waitSecretData(t, ns, "s", map[string]string{"k": "1"})
 	newWorkload(t, ns, "slow", map[string]string{restart.OnAnnotation: "s", restart.DebounceAnnotation: "1s"}, envFrom("s"))
 	waitRecorded(t, ns, "slow", "s")
-	eventually(t, wait, func() (bool, string) {
-		d := getDeployment(t, ns, "slow")
-		return d.Status.ObservedGeneration == d.Generation, "the baseline's rollout has not finished"
-	})
+	waitRolledOut(t, ns, "slow", 1, 2*wait)
 
 	deps.hold("slow")
 	rotate(t, src, "k", "2")
@@ -351,9 +350,15 @@ func TestRestartWaitsForTheRollout(t *testing.T) {
 		t.Fatalf("restarted %d times during its rollout, want 1", n)
 	}
 
-	deps.release(t, ns, "slow")
+	// The first restart's new pod never became Ready: the Deployment
+	// controller keeps the rollout open, and the restart waits.
+	consistently(t, 3*time.Second, func() (bool, string) {
+		return deps.count("slow") == 1, fmt.Sprintf("restarted %d times during its rollout, want 1", deps.count("slow"))
+	})
+	deps.release("slow")
 	deps.waitRestarts(t, "slow", 2, wait)
 	deps.keepRestarts(t, ns, "slow", 2)
+	waitRolledOut(t, ns, "slow", 3, 2*wait)
 	// (The suite's restart rate may hold the first restart too: that
 	// is a hold of its own, with its own event.)
 	if n := countEvents(t, ns, "slow", restart.ReasonHeld, rollout); n != 1 {
@@ -363,13 +368,13 @@ func TestRestartWaitsForTheRollout(t *testing.T) {
 
 // startRestarter starts an operator of its own class with a restart rate,
 // for workloads that name the class; stop stops it.
-func startRestarter(t *testing.T, class string, perMinute float64) (stop func()) {
+func startRestarter(t *testing.T, class string, rate restart.Rate) (stop func()) {
 	t.Helper()
 	opts := operator.DefaultOptions()
 	opts.Registry = registry()
 	opts.MetricsAddr, opts.HealthAddr = "0", "0"
 	opts.ControllerClass = class
-	opts.RestartRate = perMinute
+	opts.RestartRate = rate
 	opts.SkipNameValidation = true
 	ctx, cancel := context.WithCancel(context.Background())
 	op, err := operator.New(ctx, restCfg, opts)
@@ -403,7 +408,7 @@ func startRestarter(t *testing.T, class string, perMinute float64) (stop func())
 // nothing again.
 func TestRestartHeldByRateHappensOnce(t *testing.T) {
 	const class = "restart-rate"
-	stop := startRestarter(t, class, 6)
+	stop := startRestarter(t, class, restart.Rate{Count: 1, Per: 10 * time.Second})
 	ns := newNamespace(t, nil)
 	deps := watchDeployments(t, ns)
 	src := rotationSource(t, ns, map[string]string{"k": "1"})
@@ -440,7 +445,7 @@ func TestRestartHeldByRateHappensOnce(t *testing.T) {
 	// A new instance reads what was done from the workloads: it restarts
 	// nothing again, and each workload once for the next rotation.
 	stop()
-	startRestarter(t, class, 6)
+	startRestarter(t, class, restart.Rate{Count: 1, Per: 10 * time.Second})
 	deps.keepRestarts(t, ns, "one", 1)
 	deps.keepRestarts(t, ns, "two", 1)
 	rotate(t, src, "k", "3")

@@ -121,6 +121,7 @@ func (r *Reconciler) fail(ctx context.Context, s *scope, err error) (ctrl.Result
 		ObservedGeneration: s.es.Generation,
 	}, s.now)
 	markStale(s, class, msg)
+	recordForceFailure(s, class)
 	r.Recorder.Event(s.es, corev1.EventTypeWarning, string(class.Reason), msg)
 	switch {
 	case class.Reason == failure.WriteConflict:
@@ -136,6 +137,17 @@ func (r *Reconciler) fail(ctx context.Context, s *scope, err error) (ctrl.Result
 		// text is redacted, as it is logged.
 		return ctrl.Result{}, failure.Redacted(err)
 	}
+}
+
+// recordForceFailure records that the sync asked for by the force-sync
+// annotation's current value failed, so that whoever set that value can
+// tell its own request's failure from an older one. A write conflict or a
+// cancelled reconcile is no outcome: the sync is retried at once.
+func recordForceFailure(s *scope, class failure.Class) {
+	if !forcePending(s.es) || class.Reason == failure.WriteConflict || class.Reason == failure.ReconcileCanceled {
+		return
+	}
+	s.es.Status.ForceSyncFailedValue = s.es.Annotations[conditions.ForceSyncAnnotation]
 }
 
 // targetState says, for Ready's message, what the target holds while a

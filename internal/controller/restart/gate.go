@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 // Ref names a workload.
@@ -40,30 +38,30 @@ type Verdict struct {
 	Report bool
 }
 
-// pollHeld is how often a restart held for another workload's rollout
-// asks again.
-const pollHeld = 2 * time.Second
+// pollHeld is how often a restart held for a rollout asks again. It is
+// the fallback: a change of a cached (labelled) workload wakes the
+// restarts that wait for it at once (Observed); a workload that only an
+// ExternalSecret lists is not watched, and is asked about this often.
+const pollHeld = 5 * time.Second
 
 // Gate admits restarts one at a time across the cluster: a workload whose
 // rollout is in progress waits for it; every restart waits until the
-// workload restarted before it is available again; and restarts are
-// spaced to at most perMinute a minute. Its time is the caller's clock.
+// workload restarted before it is available again; and restarts keep to
+// the rate. Its time is the caller's clock.
 type Gate struct {
-	mu        sync.Mutex
-	limiter   *rate.Limiter
-	perMinute float64
-	last      *Ref
-	held      map[Ref]bool
+	mu   sync.Mutex
+	rate Rate
+	// admitted is when the last restart was admitted.
+	admitted time.Time
+	last     *Ref
+	// lastAvailable: last has been seen available since its restart.
+	lastAvailable bool
+	held          map[Ref]bool
 }
 
-// NewGate limits restarts to perMinute a minute, spaced evenly; zero or
-// less means no limit.
-func NewGate(perMinute float64) *Gate {
-	limit := rate.Inf
-	if perMinute > 0 {
-		limit = rate.Limit(perMinute / 60)
-	}
-	return &Gate{limiter: rate.NewLimiter(limit, 1), perMinute: perMinute, held: map[Ref]bool{}}
+// NewGate limits restarts to the rate; a zero rate means no limit.
+func NewGate(rate Rate) *Gate {
+	return &Gate{rate: rate, held: map[Ref]bool{}}
 }
 
 // Admit tells whether ref, whose due restart is asked for at now, goes
@@ -78,7 +76,7 @@ func (g *Gate) Admit(now time.Time, ref Ref, rollingOut bool, available func(Ref
 	if v.Go {
 		delete(g.held, ref)
 		last := ref
-		g.last = &last
+		g.last, g.lastAvailable = &last, false
 		return v
 	}
 	v.Report = !g.held[ref]
@@ -95,13 +93,30 @@ func (g *Gate) judge(now time.Time, ref Ref, rollingOut bool, available func(Ref
 		return Verdict{Reason: HeldPrevious, RetryAfter: pollHeld,
 			Message: fmt.Sprintf("the restart waits until %s, restarted before it, is available again", *g.last)}
 	}
-	r := g.limiter.ReserveN(now, 1)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
+	if d := g.rateWait(now); d > 0 {
 		return Verdict{Reason: HeldRate, RetryAfter: d,
-			Message: fmt.Sprintf("the restart waits %s: at most %g restarts a minute across the cluster (--restart-rate)", d.Round(time.Second), g.perMinute)}
+			Message: fmt.Sprintf("the restart waits %s: at most %s across the cluster, spaced evenly (--restart-rate %s)", d.Round(time.Second), g.rate.Text(), g.rate)}
 	}
+	g.admitted = now
 	return Verdict{Go: true}
+}
+
+// rateWait is how long a restart asked for at now waits for the rate:
+// restarts are admitted at least one interval (window/count) apart, so no
+// window holds more than count of them. A time earlier than the last
+// admitted one (callers read the clock before they take the lock, so
+// times can arrive out of order) waits for the interval after it, never
+// fills a gap before it: the admitted times only grow.
+//
+// Written here rather than with golang.org/x/time/rate: its Limiter works
+// in fractional tokens, so even spacing comes out a few nanoseconds short
+// of the interval, and a time before its last one moves its clock back,
+// which lets one restart too many into a window.
+func (g *Gate) rateWait(now time.Time) time.Duration {
+	if g.rate.Unlimited() || g.admitted.IsZero() {
+		return 0
+	}
+	return max(g.admitted.Add(g.rate.Interval()).Sub(now), 0)
 }
 
 // Settled tells the gate that ref owes no due restart any more (it was
@@ -112,12 +127,40 @@ func (g *Gate) Settled(ref Ref) {
 	delete(g.held, ref)
 }
 
-// Forget drops what the gate remembers of a workload that is gone.
-func (g *Gate) Forget(ref Ref) {
+// Observed tells the gate whether ref's rollout has finished, as its
+// latest version says. When ref is the workload restarted last and has
+// just become available again, it returns the held restarts, which may
+// go now: their reconciles need not wait for their next poll.
+func (g *Gate) Observed(ref Ref, available bool) []Ref {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.last == nil || *g.last != ref || available == g.lastAvailable {
+		return nil
+	}
+	g.lastAvailable = available
+	if !available {
+		return nil
+	}
+	return g.waiting()
+}
+
+// Forget drops what the gate remembers of a workload that is gone, and
+// returns the held restarts when it was the one restarted last.
+func (g *Gate) Forget(ref Ref) []Ref {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.held, ref)
-	if g.last != nil && *g.last == ref {
-		g.last = nil
+	if g.last == nil || *g.last != ref {
+		return nil
 	}
+	g.last = nil
+	return g.waiting()
+}
+
+func (g *Gate) waiting() []Ref {
+	out := make([]Ref, 0, len(g.held))
+	for r := range g.held {
+		out = append(out, r)
+	}
+	return out
 }

@@ -1,6 +1,10 @@
 package restart
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -11,7 +15,7 @@ func TestGate(t *testing.T) {
 	c := Ref{"StatefulSet", "ns", "c"}
 	rolledOut := map[Ref]bool{}
 	available := func(r Ref) bool { return rolledOut[r] }
-	g := NewGate(6) // one every 10 seconds
+	g := NewGate(Rate{Count: 6, Per: time.Minute}) // one every 10 seconds
 
 	if v := g.Admit(at(0), a, false, available); !v.Go {
 		t.Fatalf("the first restart is held: %+v", v)
@@ -56,11 +60,106 @@ func TestGate(t *testing.T) {
 }
 
 func TestGateWithoutRate(t *testing.T) {
-	g := NewGate(0)
+	g := NewGate(Rate{})
 	for i := range 100 {
 		r := Ref{"Deployment", "ns", string(rune('a' + i%26))}
 		if v := g.Admit(at(0), r, false, func(Ref) bool { return true }); !v.Go {
 			t.Fatalf("restart %d held without a rate: %+v", i, v)
 		}
+	}
+}
+
+// TestGateRateWithTimesOutOfOrder: callers read the clock before they
+// take the gate's lock, so times arrive out of order. A time before the
+// last admitted one waits for the interval after it, and no window holds
+// more restarts than the rate allows.
+func TestGateRateWithTimesOutOfOrder(t *testing.T) {
+	always := func(Ref) bool { return true }
+	g := NewGate(Rate{Count: 1, Per: 10 * time.Second})
+	if v := g.Admit(at(10), Ref{"Deployment", "ns", "a"}, false, always); !v.Go {
+		t.Fatalf("first restart held: %+v", v)
+	}
+	b := Ref{"Deployment", "ns", "b"}
+	if v := g.Admit(at(5), b, false, always); v.Go || v.Reason != HeldRate || v.RetryAfter != 15*time.Second {
+		t.Fatalf("a time before the last admitted one: %+v, want held for 15s", v)
+	}
+	if v := g.Admit(at(19), b, false, always); v.Go || v.RetryAfter != time.Second {
+		t.Fatalf("within the interval: %+v, want held for 1s", v)
+	}
+	if v := g.Admit(at(20), b, false, always); !v.Go {
+		t.Fatalf("one interval after the last: %+v", v)
+	}
+
+	// Many callers, each time up to 300ms off the order they arrive in.
+	rate := Rate{Count: 3, Per: time.Second}
+	g = NewGate(rate)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	var admitted []time.Time
+	for i := range 3000 {
+		now := time.Unix(1000, 0).Add(time.Duration(i)*10*time.Millisecond + time.Duration(rnd.IntN(300))*time.Millisecond)
+		if g.Admit(now, Ref{"Deployment", "ns", fmt.Sprint(i)}, false, always).Go {
+			admitted = append(admitted, now)
+		}
+	}
+	if !slices.IsSortedFunc(admitted, func(a, b time.Time) int { return a.Compare(b) }) {
+		t.Errorf("admitted times out of order: %v", admitted)
+	}
+	for i, start := range admitted {
+		n := 0
+		for _, at := range admitted[i:] {
+			if at.Sub(start) < rate.Per {
+				n++
+			}
+		}
+		if n > rate.Count {
+			t.Fatalf("%d restarts in the window of %s from %s, want at most %d", n, rate.Per, start.Format(time.StampMilli), rate.Count)
+		}
+	}
+	// The rate is used, not only kept: 30 s of asking nearly fills it
+	// (a time that comes late waits, and the next may be later still).
+	if len(admitted) < 75 {
+		t.Errorf("%d restarts admitted in 30s at %s, want nearly 90", len(admitted), rate)
+	}
+}
+
+// TestGateWakesHeldRestarts: when the workload restarted last becomes
+// available, the restarts held meanwhile are returned once, to be asked
+// about again at once.
+func TestGateWakesHeldRestarts(t *testing.T) {
+	a, b, c := Ref{"Deployment", "ns", "a"}, Ref{"Deployment", "ns", "b"}, Ref{"DaemonSet", "ns", "c"}
+	rolledOut := map[Ref]bool{}
+	available := func(r Ref) bool { return rolledOut[r] }
+	g := NewGate(Rate{})
+	if got := g.Observed(a, true); got != nil {
+		t.Fatalf("nothing restarted yet, yet %v woken", got)
+	}
+	if v := g.Admit(at(0), a, false, available); !v.Go {
+		t.Fatalf("a held: %+v", v)
+	}
+	for _, r := range []Ref{b, c} {
+		if v := g.Admit(at(1), r, false, available); v.Go || v.Reason != HeldPrevious {
+			t.Fatalf("%s while a rolls out: %+v", r, v)
+		}
+	}
+	if got := g.Observed(b, true); got != nil {
+		t.Errorf("b is not the one restarted last, yet %v woken", got)
+	}
+	if got := g.Observed(a, false); got != nil {
+		t.Errorf("a still rolling out, yet %v woken", got)
+	}
+	got := g.Observed(a, true)
+	slices.SortFunc(got, func(x, y Ref) int { return strings.Compare(x.String(), y.String()) })
+	if want := []Ref{c, b}; !slices.Equal(got, want) {
+		t.Errorf("a available: woke %v, want %v", got, want)
+	}
+	if got := g.Observed(a, true); got != nil {
+		t.Errorf("a seen available again: woke %v, want nothing new", got)
+	}
+	rolledOut[a] = true
+	if v := g.Admit(at(2), b, false, available); !v.Go {
+		t.Fatalf("b after a is available: %+v", v)
+	}
+	if got := g.Forget(b); len(got) != 1 || got[0] != c {
+		t.Errorf("b gone: woke %v, want [%s]", got, c)
 	}
 }

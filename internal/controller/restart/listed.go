@@ -41,10 +41,14 @@ const (
 	ReasonWorkloadUnsupported = "RestartWorkloadUnsupported"
 )
 
-// relookMissing is how often a workload that is listed but missing is
-// looked for, so that it is taken as the baseline soon after it appears
-// (it is not watched).
+// relookMissing is how often the Lister looks again for a workload that
+// is listed but missing, to tell when it is no longer missing.
 const relookMissing = 30 * time.Second
+
+// relookListed is how often a restart controller looks again for a
+// workload that is listed but missing: the fallback, as its creation is
+// watched for (arrivals.go).
+const relookListed = 5 * time.Minute
 
 func listedKey(kind, name string) string { return kind + "/" + name }
 

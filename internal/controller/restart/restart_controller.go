@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -93,13 +94,17 @@ type Reconciler struct {
 	// holds holds, per workload, the hold outside the gate (a closed or
 	// invalid window) already reported, so that each gets one event.
 	holds *sync.Map
+	// wakes reconciles held workloads at once, by kind name.
+	wakes map[string]chan event.GenericEvent
+	// arrivals watches for the listed workloads that do not exist yet.
+	arrivals *arrivals
 }
 
 // Options tune the restart controllers.
 type Options struct {
-	// RestartRate caps restarts across the cluster, per minute; zero or
-	// less means no cap.
-	RestartRate float64
+	// RestartRate caps restarts across the cluster; a zero rate means no
+	// cap.
+	RestartRate Rate
 }
 
 // Setup registers one controller per workload kind, sharing one gate.
@@ -109,13 +114,23 @@ func Setup(ctx context.Context, mgr ctrl.Manager, recorder record.EventRecorder,
 	}
 	gate := NewGate(opts.RestartRate)
 	warned, recorded, holds, readers := &sync.Map{}, &sync.Map{}, &sync.Map{}, &sync.Map{}
+	wakes := map[string]chan event.GenericEvent{}
+	for _, k := range append(kinds, rolloutKind) {
+		wakes[k.name] = make(chan event.GenericEvent, wakeBuffer)
+	}
+	meta, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return err
+	}
+	awaited := &arrivals{ctx: ctx, meta: meta, waiting: map[Ref]context.CancelFunc{},
+		arrived: func(ref Ref) { wake(wakes, []Ref{ref}) }}
 	newReconciler := func(k kind) *Reconciler {
 		return &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Class: class, Clock: clock, Gate: gate, kind: k,
-			warned: warned, recorded: recorded, holds: holds, readers: readers}
+			warned: warned, recorded: recorded, holds: holds, readers: readers, wakes: wakes, arrivals: awaited}
 	}
 	for _, k := range kinds {
 		readers.Store(k.name, mgr.GetClient())
-		if err := newReconciler(k).register(mgr, mgr.GetCache()); err != nil {
+		if err = newReconciler(k).register(mgr, mgr.GetCache()); err != nil {
 			return err
 		}
 	}
@@ -154,7 +169,33 @@ func (r *Reconciler) register(mgr ctrl.Manager, workloads cache.Cache) error {
 			builder.WithPredicates(rotationMoved)).
 		WatchesRawSource(source.Kind(mgr.GetCache(), client.Object(&v1alpha1.ExternalSecret{}),
 			handler.EnqueueRequestsFromMapFunc(r.listed), listChanged)).
+		WatchesRawSource(source.Channel(r.wakes[r.kind.name], &handler.EnqueueRequestForObject{})).
 		Complete(r)
+}
+
+// wakeBuffer bounds the wake-ups waiting for each kind's controller; one
+// that does not fit is dropped, and its restart asks again after pollHeld.
+const wakeBuffer = 1024
+
+// wake reconciles the held workloads now, rather than at their next poll.
+func (r *Reconciler) wake(refs []Ref) { wake(r.wakes, refs) }
+
+// wake reconciles the workloads now, through their kind's channel.
+func wake(wakes map[string]chan event.GenericEvent, refs []Ref) {
+	for _, ref := range refs {
+		for _, k := range append(kinds, rolloutKind) {
+			if k.name != ref.Kind {
+				continue
+			}
+			obj := k.newObj()
+			obj.SetNamespace(ref.Namespace)
+			obj.SetName(ref.Name)
+			select {
+			case wakes[k.name] <- event.GenericEvent{Object: obj}:
+			default:
+			}
+		}
+	}
 }
 
 // rotationMoved passes the updates of ExternalSecrets whose
@@ -208,16 +249,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}
-		r.Gate.Forget(ref)
+		r.wake(r.Gate.Forget(ref))
 		r.recorded.Delete(ref)
 		r.holds.Delete(ref)
 		if len(listers) > 0 {
-			// Listed but missing, and not watched: look again, so that it
-			// is taken as the baseline soon after it appears.
-			return ctrl.Result{RequeueAfter: relookMissing}, nil
+			// Listed but missing: its creation is watched for, so that it
+			// is taken as the baseline as soon as it appears (before a
+			// rotation can come); looking again now and then is the
+			// fallback.
+			r.arrivals.await(ref)
+			return ctrl.Result{RequeueAfter: relookListed}, nil
 		}
+		r.arrivals.forget(ref)
 		return ctrl.Result{}, nil
 	}
+	r.arrivals.forget(ref)
+	// This reconcile may come from the workload's own change: if it is
+	// the workload restarted last and is now available, the restarts
+	// held for it go now.
+	r.wake(r.Gate.Observed(ref, !r.inProgress(ref, obj)))
 	ann := obj.GetAnnotations()
 	optedIn := obj.GetLabels()[Label] == LabelValue
 	if (!optedIn && len(listers) == 0) || ann[ClassAnnotation] != r.Class || !obj.GetDeletionTimestamp().IsZero() {

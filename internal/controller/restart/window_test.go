@@ -91,7 +91,7 @@ func TestWindowOpen(t *testing.T) {
 // through the gate once it is open; one whose window does not parse is
 // held without a retry.
 func TestAdmitWaitsForTheWindow(t *testing.T) {
-	r := &Reconciler{Gate: NewGate(0), holds: &sync.Map{}}
+	r := &Reconciler{Gate: NewGate(Rate{}), holds: &sync.Map{}}
 	ref := Ref{Kind: "Deployment", Namespace: "ns", Name: "web"}
 	w, err := ParseWindow("0 12 * * *", "1h")
 	if err != nil {

@@ -115,11 +115,12 @@ const (
 	pemContentType    = "application/x-pem-file"
 )
 
-// textObject is the object of a secret's text: a JSON object as fields,
-// one per member (a string member as its text, any other as its JSON), so
-// that property and dataFrom work on it; any other text as one value.
+// textObject is the object of a secret's text: the text as its value
+// (what a data[] entry without a property gets, unchanged) and, for a
+// JSON object, fields too, one per member (a string member as its text,
+// any other as its JSON), so that property and dataFrom work on it.
 func textObject(version, text string) engine.Object {
-	obj := engine.Object{Version: version}
+	obj := engine.Object{Version: version, Value: []byte(text)}
 	trimmed := bytes.TrimSpace([]byte(text))
 	if bytes.HasPrefix(trimmed, []byte("{")) {
 		var members map[string]json.RawMessage
@@ -134,10 +135,8 @@ func textObject(version, text string) engine.Object {
 					obj.Fields[k] = []byte(raw)
 				}
 			}
-			return obj
 		}
 	}
-	obj.Value = []byte(text)
 	return obj
 }
 

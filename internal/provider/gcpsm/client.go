@@ -78,11 +78,11 @@ func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, 
 	return payloadObject(versionOf(resp.GetName()), data), nil
 }
 
-// payloadObject is the object of a payload: a JSON object as fields (a
-// string member as its text, any other as its JSON), any other payload
-// as one value.
+// payloadObject is the object of a payload: the payload as its value
+// (what a data[] entry without a property gets, unchanged) and, for a JSON
+// object, fields too (a string member as its text, any other as its JSON).
 func payloadObject(version string, data []byte) engine.Object {
-	obj := engine.Object{Version: version}
+	obj := engine.Object{Version: version, Value: data}
 	trimmed := bytes.TrimSpace(data)
 	if bytes.HasPrefix(trimmed, []byte("{")) {
 		var members map[string]json.RawMessage
@@ -97,10 +97,8 @@ func payloadObject(version string, data []byte) engine.Object {
 					obj.Fields[k] = []byte(raw)
 				}
 			}
-			return obj
 		}
 	}
-	obj.Value = data
 	return obj
 }
 
