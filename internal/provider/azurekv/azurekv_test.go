@@ -123,6 +123,10 @@ func TestWorkloadIdentityPresentsARequestedServiceAccountToken(t *testing.T) {
 	if string(obj.Fields["user"]) != "app" || string(obj.Fields["password"]) != "s3cr3t-value" {
 		t.Fatalf("fields %v", keys(obj.Fields))
 	}
+	// Without a property, a JSON value is its text exactly as stored.
+	if string(obj.Value) != `{"user":"app","password":"s3cr3t-value"}` {
+		t.Fatalf("the JSON value's text has %d bytes", len(obj.Value))
+	}
 	// The first request met the challenge, the token endpoint took the
 	// service account's token as a federated assertion.
 	if e.fake.Calls("challenge") != 1 || e.fake.Calls("token") != 1 || e.deps.TokenRequests != 1 {

@@ -147,6 +147,9 @@ func TestVersionsAliasesAndLatest(t *testing.T) {
 	if err != nil || obj.Version != "1" || string(obj.Fields["user"]) != "a" || string(obj.Fields["port"]) != "5432" {
 		t.Fatalf("alias: %q %v", obj.Version, err)
 	}
+	if string(obj.Value) != `{"user":"a","port":5432}` {
+		t.Fatalf("the JSON payload's text has %d bytes", len(obj.Value))
+	}
 	before := e.fake.Calls("AccessSecretVersion")
 	v, err := ops.Versions.CurrentVersion(ctx, "db")
 	if err != nil || v != "2" {
