@@ -146,10 +146,12 @@ const (
 // ExternalSecretTemplate is a blueprint for the target Secret.
 type ExternalSecretTemplate struct {
 	// type of the Secret, such as kubernetes.io/dockerconfigjson. The
-	// service-account-token type is refused.
+	// token types (kubernetes.io/service-account-token,
+	// bootstrap.kubernetes.io/token), which grant access to the cluster,
+	// are refused.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="self != 'kubernetes.io/service-account-token'",message="template.type kubernetes.io/service-account-token is not allowed: Watchword never writes service account tokens"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['kubernetes.io/service-account-token', 'bootstrap.kubernetes.io/token'])",message="template.type kubernetes.io/service-account-token or bootstrap.kubernetes.io/token is not allowed: Watchword never writes tokens that grant access to the cluster"
 	Type string `json:"type,omitempty"`
 
 	// metadata sets labels and annotations of the Secret.
@@ -286,7 +288,7 @@ type ExternalSecretSpec struct {
 	// +kubebuilder:default="1h"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="refreshInterval must be a Go duration such as 30s, 15m or 1h, or 0 to sync once"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h)){1,4})$')",message="refreshInterval must be a Go duration such as 30s, 15m or 1h (up to four parts of at most 5 digits), or 0 to sync once"
 	RefreshInterval *metav1.Duration `json:"refreshInterval,omitempty"`
 
 	// target is the Secret to write.

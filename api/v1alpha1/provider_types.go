@@ -253,7 +253,7 @@ type FakeProvider struct {
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="latency must be a duration such as 5ms or 1s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h)){1,4}$')",message="latency must be a duration such as 5ms or 1s"
 	Latency *metav1.Duration `json:"latency,omitempty"`
 
 	// error makes every read fail with this error: for tests
@@ -294,8 +294,16 @@ type FakeProviderData struct {
 type FakeProviderError struct {
 	// reason is the class of the error.
 	// +required
-	// +kubebuilder:validation:Enum=NotFound;PermissionDenied;Unavailable;Throttled;InvalidConfig
+	// +kubebuilder:validation:Enum=NotFound;PermissionDenied;Unauthenticated;Unavailable;Throttled;InvalidConfig
 	Reason string `json:"reason"`
+
+	// retryAfter is how long the store asks to wait before the next call,
+	// as a Retry-After header would, with reason Throttled.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h)){1,4}$')",message="retryAfter must be a duration such as 5s"
+	RetryAfter *metav1.Duration `json:"retryAfter,omitempty"`
 
 	// message is the text of the error.
 	// +optional

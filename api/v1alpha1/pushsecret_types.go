@@ -55,10 +55,12 @@ type PushSecretMetadata struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 
 	// type of the remote Secret, such as kubernetes.io/tls. Defaults to
-	// Opaque. The service-account-token type is refused.
+	// Opaque. The token types (kubernetes.io/service-account-token,
+	// bootstrap.kubernetes.io/token), which grant access to a cluster, are
+	// refused.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="self != 'kubernetes.io/service-account-token'",message="metadata.type kubernetes.io/service-account-token is not allowed: Watchword never writes service account tokens"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['kubernetes.io/service-account-token', 'bootstrap.kubernetes.io/token'])",message="metadata.type kubernetes.io/service-account-token or bootstrap.kubernetes.io/token is not allowed: Watchword never writes tokens that grant access to a cluster"
 	Type string `json:"type,omitempty"`
 
 	// tags to set on the remote secret, for stores that tag their secrets
@@ -144,7 +146,7 @@ type PushSecretSpec struct {
 	// +kubebuilder:default="1h"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="refreshInterval must be a Go duration such as 30s, 15m or 1h, or 0 to never read back"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h)){1,4})$')",message="refreshInterval must be a Go duration such as 30s, 15m or 1h (up to four parts of at most 5 digits), or 0 to never read back"
 	RefreshInterval *metav1.Duration `json:"refreshInterval,omitempty"`
 }
 

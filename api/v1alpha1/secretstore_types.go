@@ -45,7 +45,40 @@ type SecretStoreSpec struct {
 	// +optional
 	RefreshHook *RefreshHook `json:"refreshHook,omitempty"`
 
+	// limits bound the calls Watchword makes to the store. Unset fields
+	// take the controller's defaults (docs/reliability.md).
+	// +optional
+	Limits *StoreLimits `json:"limits,omitempty"`
+
 	SecretStoreProvider `json:",inline"`
+}
+
+// StoreLimits bound the calls Watchword makes to one store: every read,
+// version check, batch read, write, delete and credential check counts,
+// whatever caused it (a refresh, a retry, a notification, a publication).
+// +kubebuilder:validation:XValidation:rule="!has(self.burst) || has(self.callsPerMinute)",message="limits.burst needs limits.callsPerMinute"
+type StoreLimits struct {
+	// callsPerMinute is the store's call budget: the most calls a minute,
+	// on average. Unset: the controller's default (--store-calls-per-minute;
+	// none unless set).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	CallsPerMinute *int32 `json:"callsPerMinute,omitempty"`
+
+	// burst is how many calls may be made at once after a quiet spell.
+	// Defaults to a tenth of callsPerMinute, at least 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	Burst *int32 `json:"burst,omitempty"`
+
+	// maxConcurrentCalls is the most calls in flight to the store at once.
+	// Defaults to half of the controller's --workers, at least 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1024
+	MaxConcurrentCalls *int32 `json:"maxConcurrentCalls,omitempty"`
 }
 
 // RefreshHook configures event-driven refresh of a store: a notification
@@ -76,6 +109,11 @@ type ClusterSecretStoreSpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="has(self.secretRef.__namespace__) && size(self.secretRef.__namespace__) > 0",message="refreshHook.secretRef of a ClusterSecretStore must give the namespace of the Secret",fieldPath=".secretRef.namespace"
 	RefreshHook *RefreshHook `json:"refreshHook,omitempty"`
+
+	// limits bound the calls Watchword makes to the store, from every
+	// namespace together.
+	// +optional
+	Limits *StoreLimits `json:"limits,omitempty"`
 
 	SecretStoreProvider `json:",inline"`
 

@@ -103,6 +103,8 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	addLogFlags(fs, &c.Log)
 	fs.StringVar(&o.ControllerClass, "controller-class", "", "serve only stores whose spec.controller equals this (empty: stores without one)")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "concurrent ExternalSecret reconciles (at least 1)")
+	fs.Float64Var(&o.StoreCallsPerMinute, "store-calls-per-minute", 0, "call budget of a store that sets no spec.limits.callsPerMinute, in calls per minute (0: none)")
+	fs.IntVar(&o.StoreMaxConcurrentCalls, "store-max-concurrent-calls", 0, "calls in flight at most to a store that sets no spec.limits.maxConcurrentCalls (0: half of --workers)")
 	restartRate := o.RestartRate.String()
 	fs.StringVar(&restartRate, "restart-rate", restartRate, "restarts of workloads for rotations across the cluster: N/D is at most N in any window D, spaced evenly (10/1m, 1/30s); a number alone is per minute; 0: no cap")
 	qps := float64(o.QPS)
@@ -128,6 +130,12 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	}
 	if o.Workers < 1 {
 		return c, fmt.Errorf("--workers %d: use a whole number of at least 1", o.Workers)
+	}
+	if !(o.StoreCallsPerMinute >= 0) || math.IsInf(o.StoreCallsPerMinute, 0) {
+		return c, fmt.Errorf("--store-calls-per-minute %g: use a number of calls per minute, 0 or more (0: no budget)", o.StoreCallsPerMinute)
+	}
+	if o.StoreMaxConcurrentCalls < 0 {
+		return c, fmt.Errorf("--store-max-concurrent-calls %d: use a whole number, 0 or more (0: half of --workers)", o.StoreMaxConcurrentCalls)
 	}
 	if !classPattern.MatchString(o.ControllerClass) {
 		return c, fmt.Errorf("--controller-class %q: no store could name it; a store's spec.controller has at most 63 lower-case letters, digits, '-' and '.', starting and ending with a letter or digit", o.ControllerClass)

@@ -383,6 +383,7 @@ var (
 	ErrNotSupported     = failure.ErrNotSupported
 	ErrNotOwned         = failure.ErrNotOwned
 	ErrNotImplemented   = failure.ErrNotImplemented
+	ErrUnauthenticated  = failure.ErrUnauthenticated
 )
 
 type timedReader struct{ inner Reader }

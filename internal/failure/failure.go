@@ -37,7 +37,19 @@ var (
 	// ErrNotImplemented: the provider exists in the API but not in this
 	// build.
 	ErrNotImplemented = errors.New("provider not implemented")
+	// ErrUnauthenticated: the store refused the credentials themselves
+	// (a revoked or expired token, a rejected login), not one request.
+	// It wraps ErrPermissionDenied and has its reason: what tests for
+	// a denial still sees one. The store's call gate holds the store for
+	// minutes after it, so that a revoked credential cannot burn a
+	// vendor's quota.
+	ErrUnauthenticated error = unauthenticated{}
 )
+
+type unauthenticated struct{}
+
+func (unauthenticated) Error() string { return "the store refused the credentials" }
+func (unauthenticated) Unwrap() error { return ErrPermissionDenied }
 
 // Reason is a one-word cause in CamelCase: a condition reason, an event
 // reason and the reason label of metrics, all the same word.

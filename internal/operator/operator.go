@@ -59,6 +59,13 @@ type Options struct {
 	ControllerClass string
 	// Workers is the number of concurrent ExternalSecret reconciles.
 	Workers int
+	// StoreCallsPerMinute is the call budget of a store that sets none
+	// (spec.limits.callsPerMinute); zero or less: none.
+	StoreCallsPerMinute float64
+	// StoreMaxConcurrentCalls bounds the calls in flight to a store that
+	// sets no spec.limits.maxConcurrentCalls; zero means half of Workers
+	// (at least 1), less than zero no bound.
+	StoreMaxConcurrentCalls int
 	// QPS and Burst bound requests to the API server.
 	QPS   float32
 	Burst int
@@ -101,6 +108,15 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{Workers: 16, QPS: 500, Burst: 1000, MetricsAddr: ":8080", HealthAddr: ":8081", RestartRate: restart.DefaultRate,
 		StatusRefreshPeriod: externalsecret.DefaultStatusPeriod}
+}
+
+// storeLimits are the call limits of a store that sets none of its own.
+func storeLimits(opts Options) engine.GateLimits {
+	l := engine.GateLimits{CallsPerMinute: opts.StoreCallsPerMinute, MaxConcurrent: opts.StoreMaxConcurrentCalls}
+	if l.MaxConcurrent == 0 {
+		l.MaxConcurrent = max(1, opts.Workers/2)
+	}
+	return l
 }
 
 // leaderElectionBase is the lease of the default (empty) class.
@@ -232,6 +248,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	}
 	clients := storeaccess.NewClients(opts.Registry, named, mgr.GetAPIReader(), kube, cfg)
 	clients.Clock = clock
+	clients.Limits = storeLimits(opts)
 	fetcher := engine.NewFetcher(clock, nil)
 	es := &externalsecret.Reconciler{
 		Client: mgr.GetClient(), Meta: mgr.GetCache(), Named: named, Clients: clients, Fetcher: fetcher,

@@ -64,6 +64,8 @@ var codeOf = []struct {
 	code  codes.Code
 }{
 	{engine.ErrNotFound, codes.NotFound},
+	// Before ErrPermissionDenied, which it wraps.
+	{engine.ErrUnauthenticated, codes.Unauthenticated},
 	{engine.ErrPermissionDenied, codes.PermissionDenied},
 	{engine.ErrUnavailable, codes.Unavailable},
 	{engine.ErrThrottled, codes.ResourceExhausted},
@@ -114,8 +116,9 @@ func Error(plugin, what string, err error) error {
 	msg := st.Message()
 	if st.Code() == codes.ResourceExhausted {
 		for _, d := range st.Details() {
-			if ri, isRI := d.(*errdetails.RetryInfo); isRI && ri.GetRetryDelay() != nil {
-				msg += fmt.Sprintf(" (the plugin asks to retry after %s)", ri.GetRetryDelay().AsDuration())
+			if ri, isRI := d.(*errdetails.RetryInfo); isRI && ri.GetRetryDelay() != nil && ri.GetRetryDelay().AsDuration() > 0 {
+				// The store's gate holds the store this long.
+				return engine.ThrottledFor(ri.GetRetryDelay().AsDuration(), fmt.Sprintf("plugin %s: %s: %s", plugin, what, msg))
 			}
 		}
 	}
@@ -129,7 +132,9 @@ func classOf(c codes.Code) error {
 	switch c {
 	case codes.NotFound:
 		return engine.ErrNotFound
-	case codes.PermissionDenied, codes.Unauthenticated:
+	case codes.Unauthenticated:
+		return engine.ErrUnauthenticated
+	case codes.PermissionDenied:
 		return engine.ErrPermissionDenied
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.Canceled:
 		return engine.ErrUnavailable

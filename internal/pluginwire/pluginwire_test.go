@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 )
 
 // TestClassesSurviveTheWire: an error a plugin returns reaches the engine
@@ -41,6 +42,21 @@ func TestThrottledCarriesItsRetryHint(t *testing.T) {
 	err := Error("p", "reading", st.Err())
 	if !errors.Is(err, engine.ErrThrottled) || !strings.Contains(err.Error(), "retry after 3s") {
 		t.Fatalf("%v", err)
+	}
+	// The store's gate reads the hint: it holds the store that long.
+	if d, ok := failure.RetryAfter(err); !ok || d != 3*time.Second {
+		t.Fatalf("the plugin's RetryInfo reached the gate as %s, %v; want 3s", d, ok)
+	}
+}
+
+func TestUnauthenticatedKeepsItsClassBothWays(t *testing.T) {
+	st := Status(fmt.Errorf("reading key %q: %w", "db", engine.ErrUnauthenticated))
+	if st.Code() != codes.Unauthenticated {
+		t.Fatalf("a refusal of the credentials was sent as %s, want Unauthenticated", st.Code())
+	}
+	err := Error("p", "reading", st.Err())
+	if !errors.Is(err, engine.ErrUnauthenticated) || failure.Classify(err).Reason != failure.PermissionDenied {
+		t.Fatalf("Unauthenticated came back as %v (reason %s), want ErrUnauthenticated with reason PermissionDenied", err, failure.Classify(err).Reason)
 	}
 }
 

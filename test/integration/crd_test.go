@@ -120,6 +120,12 @@ type ruleCase struct {
 // TestCRDEveryRuleHasACase keeps it complete.
 var ruleCases = []ruleCase{
 	// Stores.
+	{rule: "limits.burst needs limits.callsPerMinute", kinds: storeKinds,
+		valid:   `{fake: {}, limits: {callsPerMinute: 60, burst: 10, maxConcurrentCalls: 4}}`,
+		invalid: []string{`{fake: {}, limits: {burst: 10}}`}},
+	{rule: "retryAfter must be a duration", kinds: storeKinds,
+		valid:   `{fake: {error: {reason: Throttled, retryAfter: 5s}}}`,
+		invalid: []string{`{fake: {error: {reason: Throttled, retryAfter: soon}}}`}},
 	{rule: "set exactly one provider block", kinds: storeKinds,
 		valid:   `{controller: "", fake: {}}`,
 		invalid: []string{`{fake: {}, vault: {server: "https://v:8200", auth: {tokenSecretRef: {name: t, key: token}}}}`, `{controller: ""}`}},
@@ -221,14 +227,20 @@ var ruleCases = []ruleCase{
 
 	// ExternalSecrets.
 	{rule: "refreshInterval must be a Go duration", kinds: []string{kindES},
-		valid:   `{secretStoreRef: {name: s}, refreshInterval: 1h30m, data: [{secretKey: k, remoteRef: {key: k}}]}`,
-		invalid: []string{`{secretStoreRef: {name: s}, refreshInterval: every hour, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
-	{rule: "service-account-token is not allowed", kinds: []string{kindES},
-		valid:   `{secretStoreRef: {name: s}, target: {template: {type: kubernetes.io/tls}}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
-		invalid: []string{`{secretStoreRef: {name: s}, target: {template: {type: kubernetes.io/service-account-token}}, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
-	{rule: "metadata.type kubernetes.io/service-account-token is not allowed", kinds: []string{kindES},
-		valid:   `{secretStoreRef: {name: s}, publishConnectionDetailsTo: {name: d, metadata: {type: kubernetes.io/tls}}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
-		invalid: []string{`{secretStoreRef: {name: s}, publishConnectionDetailsTo: {name: d, metadata: {type: kubernetes.io/service-account-token}}, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
+		valid: `{secretStoreRef: {name: s}, refreshInterval: 1h30m, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+		invalid: []string{`{secretStoreRef: {name: s}, refreshInterval: every hour, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+			// Stored, it could not be decoded: the whole kind could not be listed.
+			`{secretStoreRef: {name: s}, refreshInterval: 9999999999h, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
+	{rule: "template.type kubernetes.io/service-account-token or bootstrap.kubernetes.io/token is not allowed", kinds: []string{kindES},
+		valid: `{secretStoreRef: {name: s}, target: {template: {type: kubernetes.io/tls}}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+		invalid: []string{
+			`{secretStoreRef: {name: s}, target: {template: {type: kubernetes.io/service-account-token}}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+			`{secretStoreRef: {name: s}, target: {template: {type: bootstrap.kubernetes.io/token}}, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
+	{rule: "metadata.type kubernetes.io/service-account-token or bootstrap.kubernetes.io/token is not allowed", kinds: []string{kindES},
+		valid: `{secretStoreRef: {name: s}, publishConnectionDetailsTo: {name: d, metadata: {type: kubernetes.io/tls}}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+		invalid: []string{
+			`{secretStoreRef: {name: s}, publishConnectionDetailsTo: {name: d, metadata: {type: kubernetes.io/service-account-token}}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+			`{secretStoreRef: {name: s}, publishConnectionDetailsTo: {name: d, metadata: {type: bootstrap.kubernetes.io/token}}, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
 	{rule: "set at least one entry in data or dataFrom", kinds: []string{kindES},
 		valid:   `{secretStoreRef: {name: s}, dataFrom: [{remoteRef: {key: k}}]}`,
 		invalid: []string{`{secretStoreRef: {name: s}}`, `{secretStoreRef: {name: s}, data: [], dataFrom: []}`}},
@@ -241,10 +253,12 @@ var ruleCases = []ruleCase{
 	// PushSecrets.
 	{rule: "refreshInterval must be a Go duration", kinds: []string{kindPS},
 		valid:   `{secretName: s, refreshInterval: "0", destinations: [{name: d}]}`,
-		invalid: []string{`{secretName: s, refreshInterval: daily, destinations: [{name: d}]}`}},
-	{rule: "metadata.type kubernetes.io/service-account-token is not allowed", kinds: []string{kindPS},
-		valid:   `{secretName: s, destinations: [{name: d, metadata: {type: kubernetes.io/tls}}]}`,
-		invalid: []string{`{secretName: s, destinations: [{name: d, metadata: {type: kubernetes.io/service-account-token}}]}`}},
+		invalid: []string{`{secretName: s, refreshInterval: daily, destinations: [{name: d}]}`, `{secretName: s, refreshInterval: 9999999999h, destinations: [{name: d}]}`}},
+	{rule: "metadata.type kubernetes.io/service-account-token or bootstrap.kubernetes.io/token is not allowed", kinds: []string{kindPS},
+		valid: `{secretName: s, destinations: [{name: d, metadata: {type: kubernetes.io/tls}}]}`,
+		invalid: []string{
+			`{secretName: s, destinations: [{name: d, metadata: {type: kubernetes.io/service-account-token}}]}`,
+			`{secretName: s, destinations: [{name: d, metadata: {type: bootstrap.kubernetes.io/token}}]}`}},
 	{rule: "destinations must be unique", kinds: []string{kindPS},
 		valid: `{secretName: s, destinations: [{name: d}, {name: d, configRef: {name: other}}, {name: e, configRef: {name: default}}]}`,
 		invalid: []string{

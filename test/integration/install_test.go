@@ -332,7 +332,8 @@ func TestHelmChartDefaults(t *testing.T) {
 	helm := needHelm(t)
 	ns := newNamespace(t, restrictedLabels)
 	r := helmTemplate(t, helm, "wwdef", ns)
-	for _, kind := range []string{"CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "NetworkPolicy"} {
+	for _, kind := range []string{"CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "NetworkPolicy",
+		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 		if len(r.find(kind)) == 0 {
 			t.Errorf("no %s rendered by default (rendered %v)", kind, r.kinds())
 		}
@@ -347,6 +348,7 @@ func TestHelmChartDefaults(t *testing.T) {
 	}
 	assertCRDsAreGenerated(t, r)
 	assertRulesAreGenerated(t, r.one(t, "ClusterRole"))
+	assertPolicyNamesTheRelease(t, r, "system:serviceaccount:"+ns+":"+r.one(t, "ServiceAccount").GetName())
 	d := r.deployment(t)
 	if *d.Spec.Replicas != 1 || slices.Contains(args(t, d), "--leader-elect") {
 		t.Errorf("defaults: replicas %d, args %v: want one replica without leader election", *d.Spec.Replicas, args(t, d))
@@ -535,6 +537,7 @@ func TestDeployFilesMatchGenerated(t *testing.T) {
 		}
 	}
 	same("../../config/rbac/role.yaml", chartDir+"/files/role.yaml")
+	same("../../config/policy/admissionpolicy.yaml", chartDir+"/files/admissionpolicy.yaml")
 	k, err := os.ReadFile("../../config/crd/kustomization.yaml")
 	must(t, err)
 	for _, f := range base(src) {
@@ -598,6 +601,7 @@ func TestKustomizeBase(t *testing.T) {
 	if len(r.find("NetworkPolicy")) != 1 {
 		t.Error("the base has no NetworkPolicy")
 	}
+	assertPolicyNamesTheRelease(t, r, shippedPolicyUser)
 	applyAll(t, r)
 	assertAdmittedUnderRestricted(t, ns, d.Name)
 }
@@ -613,4 +617,23 @@ func TestKustomizeExampleOverlay(t *testing.T) {
 	assertArgsParse(t, d)
 	applyAll(t, r)
 	assertAdmittedUnderRestricted(t, ns, d.Name)
+}
+
+// assertPolicyNamesTheRelease checks that the chart's admission policy
+// applies to the release's service account (user), with the rules of
+// config/policy, and that its binding names it.
+func assertPolicyNamesTheRelease(t *testing.T, r rendered, user string) {
+	t.Helper()
+	p, b := r.one(t, "ValidatingAdmissionPolicy"), r.one(t, "ValidatingAdmissionPolicyBinding")
+	conds, _, _ := unstructured.NestedSlice(p.Object, "spec", "matchConditions")
+	if len(conds) != 1 || !strings.Contains(fmt.Sprint(conds[0]), `"`+user+`"`) {
+		t.Errorf("the admission policy's matchConditions %v do not name the release's service account %s", conds, user)
+	}
+	rules, _, _ := unstructured.NestedSlice(p.Object, "spec", "validations")
+	if len(rules) != 4 {
+		t.Errorf("the admission policy has %d validations, config/policy has 4", len(rules))
+	}
+	if name, _, _ := unstructured.NestedString(b.Object, "spec", "policyName"); name != p.GetName() {
+		t.Errorf("the binding names policy %q, the policy is %q", name, p.GetName())
+	}
 }

@@ -42,6 +42,10 @@ const (
 	// MergeClaimsAnnotation records, on a Merge target, which
 	// ExternalSecret wrote which keys.
 	MergeClaimsAnnotation = "watchword.io/merged-keys"
+	// AllowWriteAnnotation ("true"), set by a Secret's owner, lets
+	// Watchword's account merge into or adopt the Secret where the
+	// shipped admission policy guards its writes (config/policy).
+	AllowWriteAnnotation = "watchword.io/allow-write"
 	// ForceSyncAnnotation on an ExternalSecret: a new value syncs now,
 	// bypassing every cache.
 	ForceSyncAnnotation = "watchword.io/force-sync"

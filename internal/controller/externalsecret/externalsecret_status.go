@@ -2,7 +2,9 @@ package externalsecret
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/conditions"
+	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
 )
 
@@ -101,6 +104,13 @@ func markStale(s *scope, class failure.Class, msg string) {
 // fail records a failed sync and decides how to retry. The target is left
 // as it is: it keeps its last good data.
 func (r *Reconciler) fail(ctx context.Context, s *scope, err error) (ctrl.Result, error) {
+	if wait, ok := failure.RetryAfter(err); ok && errors.Is(err, engine.ErrHeldBack) {
+		// Not a failure: the store's own call limits (calls in flight,
+		// call budget) hold the call back. The worker is freed for
+		// other stores, and the sync tried again when the limit allows,
+		// with jitter, with nothing recorded: the target keeps its data.
+		return ctrl.Result{RequeueAfter: wait + time.Duration(rand.Int64N(int64(wait/2)+1))}, nil
+	}
 	class, msg := failure.Describe(err)
 	st := &s.es.Status
 	switch {
@@ -133,6 +143,13 @@ func (r *Reconciler) fail(ctx context.Context, s *scope, err error) (ctrl.Result
 		ctrl.LoggerFrom(ctx).Info("sync failed; waiting for a change", "reason", class.Reason, "error", msg, "recheckIn", recheck)
 		return ctrl.Result{RequeueAfter: recheck}, nil
 	default:
+		if wait, ok := failure.RetryAfter(err); ok && !errors.Is(err, engine.ErrUnauthenticated) {
+			// The store asked to slow down: try when its hold ends,
+			// not sooner nor much later. (A hold after refused
+			// credentials keeps the backoff: new credentials end it
+			// at once, and the next try must not wait for its end.)
+			return ctrl.Result{RequeueAfter: wait + time.Duration(rand.Int64N(int64(wait/10)+1))}, nil
+		}
 		// The work queue retries with exponential backoff; the error's
 		// text is redacted, as it is logged.
 		return ctrl.Result{}, failure.Redacted(err)

@@ -298,6 +298,12 @@ func (r *Reconciler) writeMerge(ctx context.Context, es *v1alpha1.ExternalSecret
 		return &writeResult{resourceVersion: cur.ResourceVersion, keys: ours}, nil
 	}
 	if err := r.Client.Update(ctx, desired); err != nil {
+		if apierrors.IsForbidden(err) && cur.Annotations[conditions.MergeClaimsAnnotation] == "" && cur.Annotations[conditions.AllowWriteAnnotation] != "true" {
+			// The admission policy shipped with Watchword refuses a
+			// first merge without the owner's consent.
+			return nil, fmt.Errorf("merging keys into Secret %q (where an admission policy guards Watchword's writes, the Secret's owner allows a first merge with the annotation %s: \"true\"): %w",
+				name, conditions.AllowWriteAnnotation, err)
+		}
 		return nil, fmt.Errorf("merging keys into Secret %q: %w", name, err)
 	}
 	return &writeResult{action: "Updated", changedKeys: changed, resourceVersion: desired.ResourceVersion, keys: ours}, nil

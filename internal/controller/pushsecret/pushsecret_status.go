@@ -2,6 +2,7 @@ package pushsecret
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/conditions"
+	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
 )
 
@@ -45,7 +47,12 @@ func (r *Reconciler) record(_ context.Context, s *scope) (bool, error) {
 	}
 	conditions.Set(&st.Conditions, conditions.Outcome{Err: err,
 		Message: fmt.Sprintf("%d of %d destinations published, %d failing", published(s), len(s.ps.Spec.Destinations), len(s.failures))}, gen)
-	if !failure.Terminal(err) {
+	if wait, ok := failure.RetryAfter(err); ok && !failure.Terminal(err) && !errors.Is(err, engine.ErrUnauthenticated) {
+		// The store asked to slow down, or its call budget is spent:
+		// try when that ends. (A hold after refused credentials keeps
+		// the backoff: new credentials end it at once.)
+		s.outcome = ctrl.Result{RequeueAfter: wait}
+	} else if !failure.Terminal(err) {
 		s.outcome, s.retry = ctrl.Result{}, failure.Redacted(err)
 	}
 	return true, nil

@@ -38,8 +38,15 @@ type Clients struct {
 	kube   kubernetes.Interface
 	local  *rest.Config
 
+	// Limits are the call limits of a store that sets none of its own
+	// (spec.limits), field by field.
+	Limits engine.GateLimits
+
 	mu      sync.Mutex
 	clients map[types.UID]*cached
+	// gates are the stores' call gates; a gate outlives the clients built
+	// for its store, so that its budget and holds do too.
+	gates map[types.UID]*engine.Gate
 	// connChanges are the subscribers of ConnectionChanges, by store kind.
 	connChanges map[string]chan event.GenericEvent
 }
@@ -61,7 +68,7 @@ type SecretVersions interface {
 
 // NewClients returns a client cache.
 func NewClients(reg provider.Registry, creds SecretVersions, direct client.Reader, kube kubernetes.Interface, local *rest.Config) *Clients {
-	return &Clients{registry: reg, creds: creds, direct: direct, kube: kube, local: local, clients: map[types.UID]*cached{}}
+	return &Clients{registry: reg, creds: creds, direct: direct, kube: kube, local: local, clients: map[types.UID]*cached{}, gates: map[types.UID]*engine.Gate{}}
 }
 
 func (c *Clients) now() time.Time {
@@ -119,6 +126,13 @@ func (c *Clients) build(ctx context.Context, r *Resolved) (*engine.Client, error
 		return nil, err
 	}
 	client = metrics.Instrument(client, r.Store.Kind)
+	// The gate is outermost: a call it refuses never reaches the
+	// provider, nor its metrics. The store or its credentials changed
+	// since the last client (or the client expired): new credentials are
+	// tried at once.
+	gate := c.Gate(r)
+	gate.ResetAuth()
+	client = client.Wrap(gate.Wrap)
 	if w, ok := ops.Checker.(provider.ConnectionWatcher); ok {
 		c.forwardConnectionChanges(w, r)
 	}
@@ -161,6 +175,7 @@ func (c *Clients) Drop(uid types.UID) {
 	c.mu.Lock()
 	old := c.clients[uid]
 	delete(c.clients, uid)
+	delete(c.gates, uid)
 	c.mu.Unlock()
 	if old != nil {
 		_ = old.client.Close()

@@ -23,7 +23,9 @@ import (
 
 // Resolved is a store as an ExternalSecret sees it.
 type Resolved struct {
-	Store      provider.Store
+	Store provider.Store
+	// Limits are the store's spec.limits; nil when it sets none.
+	Limits     *v1alpha1.StoreLimits
 	Controller string
 	UID        types.UID
 	Generation int64
@@ -52,6 +54,7 @@ func Describe(kind, namespace, name string) string {
 func FromSecretStore(s *v1alpha1.SecretStore) *Resolved {
 	return &Resolved{
 		Store:      provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: s.Namespace, Name: s.Name, Spec: &s.Spec.SecretStoreProvider},
+		Limits:     s.Spec.Limits,
 		Controller: s.Spec.Controller, UID: s.UID, Generation: s.Generation, Object: s,
 	}
 }
@@ -60,6 +63,7 @@ func FromSecretStore(s *v1alpha1.SecretStore) *Resolved {
 func FromClusterSecretStore(s *v1alpha1.ClusterSecretStore) *Resolved {
 	return &Resolved{
 		Store:      provider.Store{Kind: v1alpha1.ClusterSecretStoreKind, Name: s.Name, Spec: &s.Spec.SecretStoreProvider},
+		Limits:     s.Spec.Limits,
 		Controller: s.Spec.Controller, UID: s.UID, Generation: s.Generation, Object: s,
 	}
 }

@@ -129,12 +129,16 @@ func (c *Client) injectedError(key string) error {
 	class := map[string]error{
 		"NotFound":         engine.ErrNotFound,
 		"PermissionDenied": engine.ErrPermissionDenied,
+		"Unauthenticated":  engine.ErrUnauthenticated,
 		"Unavailable":      engine.ErrUnavailable,
 		"Throttled":        engine.ErrThrottled,
 		"InvalidConfig":    engine.ErrInvalidConfig,
 	}[e.Reason]
 	if class == nil {
 		class = errors.New(e.Reason)
+	}
+	if e.Reason == "Throttled" && e.RetryAfter != nil && e.RetryAfter.Duration > 0 {
+		return engine.ThrottledFor(e.RetryAfter.Duration, msg)
 	}
 	return fmt.Errorf("%s: %w", msg, class)
 }

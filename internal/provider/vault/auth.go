@@ -27,8 +27,10 @@ type session struct {
 	expires   time.Time // zero: never
 	renewable bool
 	issued    time.Time
-	// whoToken is the token that who describes.
+	// whoToken is the token that who describes; whoInvalid tells that
+	// Vault did not let it look itself up (expired or revoked).
 	whoToken, who string
+	whoInvalid    bool
 }
 
 func staticSession(t transport, token string) *session {
@@ -159,7 +161,7 @@ func (l *login) do(ctx context.Context, t transport) (string, time.Duration, boo
 		if errors.As(err, &ae) && (ae.status == http.StatusBadRequest || ae.status == http.StatusForbidden || ae.status == http.StatusUnauthorized) {
 			// Login endpoints answer 400 or 403 to credentials they
 			// reject. Vault's own text is left out: it can echo input.
-			return "", 0, false, fmt.Errorf("%s: the credentials were rejected (HTTP %d): %w", what, ae.status, engine.ErrPermissionDenied)
+			return "", 0, false, fmt.Errorf("%s: the credentials were rejected (HTTP %d): %w", what, ae.status, engine.ErrUnauthenticated)
 		}
 		return "", 0, false, classify(what, err)
 	}
@@ -172,12 +174,13 @@ func (l *login) do(ctx context.Context, t transport) (string, time.Duration, boo
 // describe names who the session's token is, for a refusal: what Vault's
 // lookup-self tells of the token (its display name, entity and policies;
 // never the token) and how it was obtained. The lookup is made once per
-// token.
-func (s *session) describe(ctx context.Context, token string) string {
+// token. invalid tells that the token cannot even look itself up: Vault
+// refused the credential itself, not one request.
+func (s *session) describe(ctx context.Context, token string) (who string, invalid bool) {
 	s.mu.Lock()
 	if s.whoToken == token && s.who != "" {
 		defer s.mu.Unlock()
-		return s.who
+		return s.who, s.whoInvalid
 	}
 	s.mu.Unlock()
 	origin := "vault.auth.tokenSecretRef"
@@ -191,8 +194,10 @@ func (s *session) describe(ctx context.Context, token string) string {
 			Policies    []string `json:"policies"`
 		} `json:"data"`
 	}
-	who := "the token from " + origin + " (Vault does not let it look itself up: it may have expired or been revoked)"
-	if err := s.t.do(ctx, http.MethodGet, "auth/token/lookup-self", nil, token, nil, &out); err == nil {
+	who = "the token from " + origin + " (Vault does not let it look itself up: it may have expired or been revoked)"
+	err := s.t.do(ctx, http.MethodGet, "auth/token/lookup-self", nil, token, nil, &out)
+	invalid = isStatus(err, http.StatusForbidden) || isStatus(err, http.StatusUnauthorized)
+	if err == nil {
 		d := out.Data
 		var parts []string
 		if d.EntityID != "" {
@@ -208,7 +213,7 @@ func (s *session) describe(ctx context.Context, token string) string {
 		who += " from " + origin
 	}
 	s.mu.Lock()
-	s.whoToken, s.who = token, who
+	s.whoToken, s.who, s.whoInvalid = token, who, invalid
 	s.mu.Unlock()
-	return who
+	return who, invalid
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,6 +72,8 @@ type apiError struct {
 	// raw is the decoded body, for callers that look inside a 404 (a
 	// deleted KV v2 version answers 404 with its metadata).
 	raw json.RawMessage
+	// retryAfter is the Retry-After header of a 429; zero when absent.
+	retryAfter time.Duration
 }
 
 func (e *apiError) Error() string {
@@ -120,7 +123,7 @@ func (t *httpTransport) do(ctx context.Context, method, path string, query url.V
 		return fmt.Errorf("reading Vault's answer: %v: %w", err, engine.ErrUnavailable)
 	}
 	if resp.StatusCode >= 300 {
-		ae := &apiError{status: resp.StatusCode, raw: raw}
+		ae := &apiError{status: resp.StatusCode, raw: raw, retryAfter: retryAfterHeader(resp.Header.Get("Retry-After"), time.Now())}
 		var e struct {
 			Errors []string `json:"errors"`
 		}
@@ -142,6 +145,9 @@ func (t *httpTransport) do(ctx context.Context, method, path string, query url.V
 func classify(what string, err error) error {
 	var refused *refusedError
 	if errors.As(err, &refused) {
+		if refused.unauthenticated {
+			return fmt.Errorf("%s: %v: %w", what, refused, engine.ErrUnauthenticated)
+		}
 		return fmt.Errorf("%s: %v: %w", what, refused, engine.ErrPermissionDenied)
 	}
 	var ae *apiError
@@ -151,10 +157,13 @@ func classify(what string, err error) error {
 	switch {
 	case ae.status == http.StatusNotFound:
 		return fmt.Errorf("%s does not exist: %w", what, engine.ErrNotFound)
-	case ae.status == http.StatusForbidden || ae.status == http.StatusUnauthorized:
+	case ae.status == http.StatusUnauthorized:
+		return fmt.Errorf("%s: Vault refused the credentials (HTTP 401): %w", what, engine.ErrUnauthenticated)
+	case ae.status == http.StatusForbidden:
 		return fmt.Errorf("%s: permission denied by Vault (HTTP %d): %w", what, ae.status, engine.ErrPermissionDenied)
 	case ae.status == http.StatusTooManyRequests:
-		return fmt.Errorf("%s: %w", what, engine.ErrThrottled)
+		// Vault's rate limit quotas say when to try again.
+		return engine.ThrottledFor(ae.retryAfter, what+": Vault answered HTTP 429")
 	case ae.status == http.StatusServiceUnavailable && sealed(ae):
 		return fmt.Errorf("%s: Vault is sealed: %w", what, engine.ErrUnavailable)
 	case ae.status >= 500:
@@ -178,4 +187,23 @@ func sealed(ae *apiError) bool {
 func isStatus(err error, code int) bool {
 	var ae *apiError
 	return errors.As(err, &ae) && ae.status == code
+}
+
+// retryAfterHeader reads a Retry-After header: a number of seconds or an
+// HTTP date. Zero when it is absent, malformed or in the past.
+func retryAfterHeader(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(v); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		return time.Duration(min(secs, 24*3600)) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }

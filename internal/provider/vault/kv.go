@@ -44,7 +44,8 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, bo
 		err = c.t.do(ctx, method, path, q, tok, body, out)
 	}
 	if isStatus(err, http.StatusForbidden) {
-		return &refusedError{who: c.session.describe(ctx, tok), op: operation(method), path: path}
+		who, invalid := c.session.describe(ctx, tok)
+		return &refusedError{who: who, op: operation(method), path: path, unauthenticated: invalid}
 	}
 	return err
 }
@@ -54,6 +55,9 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, bo
 // is left out, since it can echo input.
 type refusedError struct {
 	who, op, path string
+	// unauthenticated: the token itself is refused (it cannot look
+	// itself up), not this one request.
+	unauthenticated bool
 }
 
 func (e *refusedError) Error() string {

@@ -1,0 +1,461 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/watchword-dev/watchword/internal/failure"
+)
+
+// GateLimits are the call limits of one store.
+type GateLimits struct {
+	// CallsPerMinute is the store's call budget: the rate at which calls
+	// may start, with Burst of them at once after a quiet spell. Zero or
+	// less: no budget.
+	CallsPerMinute float64
+	// Burst is the number of calls the budget allows at once; at least 1
+	// when there is a budget.
+	Burst int
+	// MaxConcurrent bounds the calls in flight at once. Zero or less: no
+	// bound.
+	MaxConcurrent int
+}
+
+// The holds of a gate, and the longest a call waits for its turn in the
+// budget before it is refused instead.
+const (
+	// AuthHoldFirst is the hold after a first refusal of the credentials;
+	// each refusal in a row doubles it, up to AuthHoldMax.
+	AuthHoldFirst = time.Minute
+	AuthHoldMax   = 15 * time.Minute
+	// ThrottleHoldFirst is the hold after a throttling answer that did not
+	// say how long to wait; each one in a row doubles it, up to
+	// ThrottleHoldMax. A Retry-After is honoured as given, up to
+	// AuthHoldMax.
+	ThrottleHoldFirst = 2 * time.Second
+	ThrottleHoldMax   = time.Minute
+	// SlotWait is the longest a call waits for a free call slot (of
+	// MaxConcurrent); then it is refused with ErrHeldBack, so that the
+	// workers of a slow store do not wait on it and other stores are
+	// served. BusyRetry is when such a call asks to be tried again.
+	SlotWait  = 100 * time.Millisecond
+	BusyRetry = time.Second
+	// MaxBudgetWait is the longest a call waits for the budget; a call
+	// that would wait longer is refused with ErrThrottled and the time to
+	// wait, so that a worker is not held for long.
+	MaxBudgetWait = 2 * time.Second
+)
+
+// The causes of a refusal by a gate, as GateObserver.CallRefused is told.
+const (
+	RefusedBudget          = "budget"
+	RefusedUnauthenticated = "unauthenticated"
+	RefusedThrottled       = "throttled"
+	RefusedBusy            = "busy"
+)
+
+// ErrHeldBack is the error of a call that the store's own call limits
+// held back: every call slot was taken (maxConcurrentCalls) or the call
+// budget was spent. The call was not sent, and its error says when to try
+// again (failure.RetryAfter). It is of class ErrThrottled. A caller that
+// can simply try again later does so without reporting a failure: nothing
+// failed, the data it holds is as good as it was.
+var ErrHeldBack = fmt.Errorf("held back by the store's call limits: %w", failure.ErrThrottled)
+
+type busyError struct{ limit int }
+
+func (e *busyError) Error() string {
+	return fmt.Sprintf("the store has %d calls in flight, its limit (maxConcurrentCalls): %v", e.limit, ErrHeldBack)
+}
+func (e *busyError) Unwrap() error             { return ErrHeldBack }
+func (e *busyError) RetryAfter() time.Duration { return BusyRetry }
+
+type budgetError struct {
+	perMinute float64
+	wait      time.Duration
+}
+
+func (e *budgetError) Error() string {
+	return fmt.Sprintf("the store's call budget (%s calls per minute) is spent: %v", trimFloat(e.perMinute), ErrHeldBack)
+}
+func (e *budgetError) Unwrap() error             { return ErrHeldBack }
+func (e *budgetError) RetryAfter() time.Duration { return e.wait }
+
+// GateObserver is told of what a gate does with each call: sent to the
+// store, delayed for the budget (then sent), or refused without reaching
+// the store, with the cause (RefusedBudget, RefusedUnauthenticated,
+// RefusedThrottled, RefusedBusy).
+type GateObserver interface {
+	CallSent()
+	CallDelayed()
+	CallRefused(cause string)
+}
+
+// Gate is the one door of a store through which every call passes (reads,
+// version checks, batch reads, writes, deletes, credential checks): it
+// keeps the store's call budget, bounds its calls in flight, and holds the
+// store after it refused the credentials (minutes, doubling) or asked to
+// slow down (its Retry-After). A gate lives as long as its store, across
+// the clients built for it; ResetAuth ends a credentials hold when the
+// credentials change.
+type Gate struct {
+	clock Clock
+	// sleep waits d or until ctx ends; tests replace it.
+	sleep func(ctx context.Context, d time.Duration) error
+	obs   GateObserver
+
+	mu     sync.Mutex
+	limits GateLimits
+	budget *rate.Limiter // nil: no budget
+	slots  chan struct{} // nil: no bound
+	// holdUntil is when calls may reach the store again, after holdCause.
+	holdUntil time.Time
+	holdCause error
+	holdKind  string
+	// authStrikes and throttleStrikes count refusals in a row.
+	authStrikes     int
+	throttleStrikes int
+}
+
+// NewGate returns a gate with limits. A nil clock is the wall clock, a nil
+// observer is told nothing.
+func NewGate(limits GateLimits, clock Clock, obs GateObserver) *Gate {
+	if clock == nil {
+		clock = RealClock
+	}
+	if obs == nil {
+		obs = noObserver{}
+	}
+	g := &Gate{clock: clock, sleep: sleepCtx, obs: obs}
+	g.SetLimits(limits)
+	return g
+}
+
+// SetLimits changes the limits; calls already in flight keep the slot they
+// hold.
+func (g *Gate) SetLimits(l GateLimits) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if l == g.limits && (g.budget != nil) == (l.CallsPerMinute > 0) && (g.slots != nil) == (l.MaxConcurrent > 0) {
+		return
+	}
+	if l.CallsPerMinute > 0 {
+		burst := max(l.Burst, 1)
+		limit := rate.Limit(l.CallsPerMinute / 60)
+		if g.budget == nil {
+			g.budget = rate.NewLimiter(limit, burst)
+		} else {
+			now := g.clock.Now()
+			g.budget.SetLimitAt(now, limit)
+			g.budget.SetBurstAt(now, burst)
+		}
+	} else {
+		g.budget = nil
+	}
+	if l.MaxConcurrent != g.limits.MaxConcurrent || (g.slots == nil) != (l.MaxConcurrent <= 0) {
+		g.slots = nil
+		if l.MaxConcurrent > 0 {
+			g.slots = make(chan struct{}, l.MaxConcurrent)
+		}
+	}
+	g.limits = l
+}
+
+// Limits are the gate's limits.
+func (g *Gate) Limits() GateLimits {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.limits
+}
+
+// ResetAuth ends a hold after refused credentials and forgets the
+// refusals: the credentials changed, and the new ones are tried at once.
+func (g *Gate) ResetAuth() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.authStrikes = 0
+	if g.holdKind == RefusedUnauthenticated {
+		g.holdUntil, g.holdCause, g.holdKind = time.Time{}, nil, ""
+	}
+}
+
+// HeldUntil tells until when the store is held, and why
+// (RefusedUnauthenticated or RefusedThrottled); zero when it is not.
+func (g *Gate) HeldUntil() (time.Time, string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.clock.Now().Before(g.holdUntil) {
+		return time.Time{}, ""
+	}
+	return g.holdUntil, g.holdKind
+}
+
+// HeldError is the error of a call that a gate refused: the store is held
+// after Cause until Until. It has Cause's class, and asks to retry when
+// the hold ends.
+type HeldError struct {
+	Cause error
+	Until time.Time
+	// wait is how long the hold had left when the call was refused.
+	wait time.Duration
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("%v; no call is sent to the store until %s", e.Cause, e.Until.UTC().Format(time.TimeOnly+" MST"))
+}
+
+// Unwrap returns the cause.
+func (e *HeldError) Unwrap() error { return e.Cause }
+
+// RetryAfter is the time left of the hold.
+func (e *HeldError) RetryAfter() time.Duration { return e.wait }
+
+// do runs one call through the gate.
+func (g *Gate) do(ctx context.Context, call func(context.Context) error) error {
+	if err := g.held(); err != nil {
+		return err
+	}
+	slots := g.slotsNow()
+	if slots != nil {
+		t := time.NewTimer(SlotWait)
+		select {
+		case slots <- struct{}{}:
+			t.Stop()
+		case <-t.C:
+			g.obs.CallRefused(RefusedBusy)
+			return &busyError{limit: cap(slots)}
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("waiting for a free call slot of the store: %w: %v", failure.ErrUnavailable, ctx.Err())
+		}
+		defer func() { <-slots }()
+		// The hold may have started while this call waited.
+		if err := g.held(); err != nil {
+			return err
+		}
+	}
+	if err := g.spend(ctx); err != nil {
+		return err
+	}
+	g.obs.CallSent()
+	err := call(ctx)
+	g.record(err)
+	return err
+}
+
+func (g *Gate) slotsNow() chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.slots
+}
+
+// held returns a HeldError while the store is held.
+func (g *Gate) held() error {
+	g.mu.Lock()
+	now := g.clock.Now()
+	if !now.Before(g.holdUntil) {
+		g.mu.Unlock()
+		return nil
+	}
+	err := &HeldError{Cause: g.holdCause, Until: g.holdUntil, wait: g.holdUntil.Sub(now)}
+	kind := g.holdKind
+	g.mu.Unlock()
+	g.obs.CallRefused(kind)
+	return err
+}
+
+// spend takes one call from the budget, waiting for it up to
+// MaxBudgetWait (and ctx's deadline).
+func (g *Gate) spend(ctx context.Context) error {
+	g.mu.Lock()
+	budget, perMinute := g.budget, g.limits.CallsPerMinute
+	g.mu.Unlock()
+	if budget == nil {
+		return nil
+	}
+	now := g.clock.Now()
+	r := budget.ReserveN(now, 1)
+	wait := r.DelayFrom(now)
+	if wait == 0 {
+		return nil
+	}
+	deadline, hasDeadline := ctx.Deadline()
+	if !r.OK() || wait > MaxBudgetWait || (hasDeadline && deadline.Sub(now) < wait) {
+		r.CancelAt(now)
+		g.obs.CallRefused(RefusedBudget)
+		if wait == rate.InfDuration {
+			wait = time.Minute
+		}
+		return &budgetError{perMinute: perMinute, wait: wait}
+	}
+	g.obs.CallDelayed()
+	if err := g.sleep(ctx, wait); err != nil {
+		r.CancelAt(g.clock.Now())
+		return fmt.Errorf("waiting for the store's call budget: %w: %v", failure.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// record starts a hold after a refusal of the credentials or a throttling
+// answer, and ends the strikes after a call the store accepted.
+func (g *Gate) record(err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.clock.Now()
+	switch {
+	case err == nil:
+		g.authStrikes, g.throttleStrikes = 0, 0
+	case errors.Is(err, ErrUnauthenticated):
+		g.authStrikes++
+		g.startHold(now, doubled(AuthHoldFirst, g.authStrikes, AuthHoldMax), err, RefusedUnauthenticated)
+	case errors.Is(err, ErrThrottled):
+		g.throttleStrikes++
+		d, ok := failure.RetryAfter(err)
+		if ok {
+			d = min(d, AuthHoldMax)
+		} else {
+			d = doubled(ThrottleHoldFirst, g.throttleStrikes, ThrottleHoldMax)
+		}
+		g.startHold(now, d, err, RefusedThrottled)
+	case !errors.Is(err, ErrUnavailable):
+		// Another answer of the store (not found, a denial of one
+		// request): it took the credentials.
+		g.authStrikes = 0
+	}
+}
+
+// startHold holds the store until now+d, unless a longer hold is on.
+func (g *Gate) startHold(now time.Time, d time.Duration, cause error, kind string) {
+	if until := now.Add(d); until.After(g.holdUntil) {
+		g.holdUntil, g.holdCause, g.holdKind = until, cause, kind
+	}
+}
+
+// doubled is first doubled for each strike after the first, up to most.
+func doubled(first time.Duration, strikes int, most time.Duration) time.Duration {
+	d := first
+	for i := 1; i < strikes && d < most; i++ {
+		d *= 2
+	}
+	return min(d, most)
+}
+
+func trimFloat(f float64) string {
+	if f == math.Trunc(f) {
+		return fmt.Sprintf("%d", int64(f))
+	}
+	return fmt.Sprintf("%g", f)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+type noObserver struct{}
+
+func (noObserver) CallSent()          {}
+func (noObserver) CallDelayed()       {}
+func (noObserver) CallRefused(string) {}
+
+// Wrap returns ops whose every call to the store passes through the gate:
+// for Client.Wrap. The change feed (Watcher) is one long call made by the
+// feed's own loop with its own backoff, and is left as it is.
+func (g *Gate) Wrap(ops Ops) Ops {
+	out := Ops{Reader: gatedReader{ops.Reader, g}}
+	if ops.Batch != nil {
+		out.Batch = gatedBatch{ops.Batch, g}
+	}
+	if ops.Versions != nil {
+		out.Versions = gatedVersions{ops.Versions, g}
+	}
+	if ops.Writer != nil {
+		out.Writer = gatedWriter{ops.Writer, g}
+	}
+	if ops.Checker != nil {
+		out.Checker = gatedChecker{ops.Checker, g}
+	}
+	return out
+}
+
+type gatedReader struct {
+	inner Reader
+	g     *Gate
+}
+
+func (r gatedReader) GetSecret(ctx context.Context, ref Ref) (obj Object, err error) {
+	err = r.g.do(ctx, func(ctx context.Context) error {
+		obj, err = r.inner.GetSecret(ctx, ref)
+		return err
+	})
+	return obj, err
+}
+
+type gatedBatch struct {
+	inner BatchReader
+	g     *Gate
+}
+
+func (b gatedBatch) GetSecrets(ctx context.Context, refs []Ref) (items []BatchItem, err error) {
+	err = b.g.do(ctx, func(ctx context.Context) error {
+		items, err = b.inner.GetSecrets(ctx, refs)
+		return err
+	})
+	return items, err
+}
+
+type gatedVersions struct {
+	inner VersionReader
+	g     *Gate
+}
+
+func (v gatedVersions) CurrentVersion(ctx context.Context, key string) (ver string, err error) {
+	err = v.g.do(ctx, func(ctx context.Context) error {
+		ver, err = v.inner.CurrentVersion(ctx, key)
+		return err
+	})
+	return ver, err
+}
+
+type gatedWriter struct {
+	inner Writer
+	g     *Gate
+}
+
+func (w gatedWriter) PutSecret(ctx context.Context, key string, p Publication, owner Owner) (ver string, err error) {
+	err = w.g.do(ctx, func(ctx context.Context) error {
+		ver, err = w.inner.PutSecret(ctx, key, p, owner)
+		return err
+	})
+	return ver, err
+}
+
+func (w gatedWriter) DeleteSecret(ctx context.Context, key string, owner Owner) error {
+	return w.g.do(ctx, func(ctx context.Context) error { return w.inner.DeleteSecret(ctx, key, owner) })
+}
+
+type gatedChecker struct {
+	inner Checker
+	g     *Gate
+}
+
+func (c gatedChecker) Check(ctx context.Context) error {
+	return c.g.do(ctx, c.inner.Check)
+}
+
+// ThrottledFor returns an error of class ErrThrottled that asks to wait d
+// before the next call (a store's Retry-After): the gate holds the store
+// that long. msg names what was asked, never a value.
+func ThrottledFor(d time.Duration, msg string) error { return failure.ThrottledFor(d, msg) }

@@ -1,0 +1,283 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/watchword-dev/watchword/internal/failure"
+)
+
+// stepClock is a clock that moves only when told, or when the gate sleeps.
+type stepClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *stepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *stepClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// countingObserver counts what a gate does.
+type countingObserver struct {
+	sent, delayed atomic.Int64
+	mu            sync.Mutex
+	refused       map[string]int
+}
+
+func (o *countingObserver) CallSent()    { o.sent.Add(1) }
+func (o *countingObserver) CallDelayed() { o.delayed.Add(1) }
+func (o *countingObserver) CallRefused(cause string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.refused == nil {
+		o.refused = map[string]int{}
+	}
+	o.refused[cause]++
+}
+
+// answering is a store that answers every read with err and counts the
+// calls that reached it.
+type answering struct {
+	calls atomic.Int64
+	err   error
+}
+
+func (a *answering) GetSecret(context.Context, Ref) (Object, error) {
+	a.calls.Add(1)
+	return Object{}, a.err
+}
+
+func newTestGate(l GateLimits) (*Gate, *stepClock, *countingObserver) {
+	clock := &stepClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	obs := &countingObserver{}
+	g := NewGate(l, clock, obs)
+	g.sleep = func(_ context.Context, d time.Duration) error { clock.advance(d); return nil }
+	return g, clock, obs
+}
+
+func TestGateBudgetBoundsTheCallsOfEveryCaller(t *testing.T) {
+	// Outcome: whatever callers want (here a call every 100 ms, 600 a
+	// minute), no more than burst + callsPerMinute per elapsed minute
+	// reach the store; the rest are delayed (at most MaxBudgetWait) or
+	// refused with ErrThrottled and the time to wait.
+	g, clock, obs := newTestGate(GateLimits{CallsPerMinute: 60, Burst: 10})
+	store := &answering{}
+	r := gatedReader{store, g}
+	start := clock.Now()
+	var refused int
+	for clock.Now().Sub(start) < 10*time.Minute {
+		_, err := r.GetSecret(context.Background(), Ref{Key: "k"})
+		if err != nil {
+			refused++
+			if !errors.Is(err, ErrHeldBack) || !errors.Is(err, ErrThrottled) {
+				t.Fatalf("a refusal of the budget has class %s, want Throttled: %v", failure.Classify(err).Reason, err)
+			}
+			if d, ok := failure.RetryAfter(err); !ok || d <= 0 {
+				t.Fatalf("a refusal of the budget does not say when to retry: %v", err)
+			}
+		}
+		clock.advance(100 * time.Millisecond)
+	}
+	elapsed := clock.Now().Sub(start)
+	bound := 10 + int64(60*elapsed.Minutes()) + 1
+	t.Logf("over %s: %d calls reached the store (bound %d), %d delayed, %d refused", elapsed, store.calls.Load(), bound, obs.delayed.Load(), refused)
+	if got := store.calls.Load(); got > bound {
+		t.Fatalf("%d calls reached the store in %s; the budget allows %d", got, elapsed, bound)
+	}
+	if store.calls.Load() < 60*9 {
+		t.Fatalf("only %d calls reached the store in %s: the budget of 60 a minute was not used", store.calls.Load(), elapsed)
+	}
+	if obs.sent.Load() != store.calls.Load() {
+		t.Fatalf("observer counted %d sent, the store saw %d", obs.sent.Load(), store.calls.Load())
+	}
+}
+
+func TestGateBoundsConcurrentCalls(t *testing.T) {
+	// Outcome: with maxConcurrentCalls 3, never more than 3 calls are in
+	// flight at once; a caller that finds every slot taken for SlotWait
+	// is refused with ErrHeldBack (class Throttled, retry in
+	// BusyRetry) instead of holding its worker.
+	obs := &countingObserver{}
+	g := NewGate(GateLimits{MaxConcurrent: 3}, nil, obs)
+	var inFlight, most atomic.Int64
+	release := make(chan struct{})
+	slow := readerFunc(func(context.Context, Ref) (Object, error) {
+		n := inFlight.Add(1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		<-release
+		inFlight.Add(-1)
+		return Object{}, nil
+	})
+	r := gatedReader{slow, g}
+	var wg sync.WaitGroup
+	var ok, busy atomic.Int64
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := r.GetSecret(context.Background(), Ref{Key: "k"})
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case errors.Is(err, ErrHeldBack) && errors.Is(err, ErrThrottled):
+				if d, has := failure.RetryAfter(err); !has || d != BusyRetry {
+					t.Errorf("a busy refusal asks to retry after %s, %v", d, has)
+				}
+				busy.Add(1)
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	// The 17 callers without a slot give up after SlotWait; then the 3
+	// calls in flight end.
+	for busy.Load() < 17 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	t.Logf("20 callers, limit 3: at most %d calls in flight, %d sent, %d refused as busy", most.Load(), ok.Load(), busy.Load())
+	if most.Load() != 3 || ok.Load() != 3 || busy.Load() != 17 {
+		t.Fatalf("at most %d in flight, %d sent, %d busy; want 3, 3, 17", most.Load(), ok.Load(), busy.Load())
+	}
+	if obs.refused[RefusedBusy] != 17 {
+		t.Fatalf("the observer counted %d busy refusals, want 17", obs.refused[RefusedBusy])
+	}
+}
+
+type readerFunc func(context.Context, Ref) (Object, error)
+
+func (f readerFunc) GetSecret(ctx context.Context, ref Ref) (Object, error) { return f(ctx, ref) }
+
+func TestGateHoldsAStoreThatRefusedTheCredentials(t *testing.T) {
+	// Outcome: a revoked credential reaches the store at most 8 times in
+	// an hour, whatever the callers try (one every second): holds of 1,
+	// 2, 4, 8 then 15 minutes. The refusals keep the reason
+	// PermissionDenied and say until when the store is held.
+	g, clock, obs := newTestGate(GateLimits{})
+	store := &answering{err: fmt.Errorf("reading key %q: %w", "db", ErrUnauthenticated)}
+	r := gatedReader{store, g}
+	start := clock.Now()
+	var last error
+	for clock.Now().Sub(start) < time.Hour {
+		_, last = r.GetSecret(context.Background(), Ref{Key: "db"})
+		clock.advance(time.Second)
+	}
+	t.Logf("in an hour of a call a second: %d reached the store, %d refused by the gate", store.calls.Load(), obs.refused[RefusedUnauthenticated])
+	if got := store.calls.Load(); got > 8 {
+		t.Fatalf("%d calls reached a store that refused the credentials within an hour; want at most 8", got)
+	}
+	var held *HeldError
+	if !errors.As(last, &held) {
+		t.Fatalf("a call during the hold returned %v, want a HeldError", last)
+	}
+	if c := failure.Classify(last); c.Reason != failure.PermissionDenied || c.Terminal {
+		t.Fatalf("a held call has class %+v, want PermissionDenied, retried", c)
+	}
+	if !strings.Contains(last.Error(), "no call is sent to the store until") {
+		t.Fatalf("a held call does not say until when: %q", last)
+	}
+
+	// The credentials change: the next call goes through at once.
+	store.err = nil
+	g.ResetAuth()
+	before := store.calls.Load()
+	if _, err := r.GetSecret(context.Background(), Ref{Key: "db"}); err != nil {
+		t.Fatalf("after the credentials changed, a call was refused: %v", err)
+	}
+	if store.calls.Load() != before+1 {
+		t.Fatal("after the credentials changed, the call did not reach the store")
+	}
+}
+
+func TestGateHonoursRetryAfter(t *testing.T) {
+	// Outcome: after a throttling answer with Retry-After 5s, no call
+	// reaches the store for 5 s; without one, the hold is 2 s and doubles.
+	for _, tc := range []struct {
+		name  string
+		err   error
+		holds []time.Duration
+	}{
+		{"retry after 5s", failure.ThrottledFor(5*time.Second, "reading key \"db\""), []time.Duration{5 * time.Second, 5 * time.Second, 5 * time.Second}},
+		{"no retry after", fmt.Errorf("reading key %q: %w", "db", ErrThrottled), []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, clock, _ := newTestGate(GateLimits{})
+			store := &answering{err: tc.err}
+			r := gatedReader{store, g}
+			for i, hold := range tc.holds {
+				start := clock.Now()
+				calls := store.calls.Load()
+				_, err := r.GetSecret(context.Background(), Ref{Key: "db"})
+				if store.calls.Load() != calls+1 || !errors.Is(err, ErrThrottled) {
+					t.Fatalf("call %d: did not reach the store, or not throttled: %v", i, err)
+				}
+				for clock.Now().Sub(start) < hold {
+					_, err := r.GetSecret(context.Background(), Ref{Key: "db"})
+					var held *HeldError
+					if !errors.As(err, &held) {
+						t.Fatalf("call %d: %s after a throttling answer, a call was not held: %v", i, clock.Now().Sub(start), err)
+					}
+					if d, ok := failure.RetryAfter(err); !ok || d <= 0 || d > hold {
+						t.Fatalf("held call asks to retry after %s, %v; want within %s", d, ok, hold)
+					}
+					clock.advance(250 * time.Millisecond)
+				}
+				if store.calls.Load() != calls+1 {
+					t.Fatalf("call %d: %d calls reached the store during a hold of %s", i, store.calls.Load()-calls-1, hold)
+				}
+			}
+		})
+	}
+}
+
+func TestGateKeepsTheCapabilitiesOfTheClient(t *testing.T) {
+	s := stubOps{}
+	g := NewGate(GateLimits{CallsPerMinute: 60, Burst: 1}, nil, nil)
+	for _, ops := range []Ops{{Reader: s}, {Reader: s, Versions: s, Writer: s}, {Reader: s, Batch: s, Watcher: s}} {
+		c, err := NewClient("stub", ops)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Wrap(g.Wrap).Capabilities(); got != c.Capabilities() {
+			t.Fatalf("gated client has %s, the client has %s", got, c.Capabilities())
+		}
+	}
+}
+
+func TestGateLimitsChangeInPlace(t *testing.T) {
+	g, _, _ := newTestGate(GateLimits{CallsPerMinute: 60, Burst: 1})
+	store := &answering{}
+	r := gatedReader{store, g}
+	if _, err := r.GetSecret(context.Background(), Ref{}); err != nil {
+		t.Fatal(err)
+	}
+	g.SetLimits(GateLimits{})
+	for range 100 {
+		if _, err := r.GetSecret(context.Background(), Ref{}); err != nil {
+			t.Fatalf("without a budget, a call was refused: %v", err)
+		}
+	}
+	if g.Limits() != (GateLimits{}) {
+		t.Fatalf("limits are %+v after they were removed", g.Limits())
+	}
+}

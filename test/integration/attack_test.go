@@ -1,0 +1,172 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+)
+
+// Attacks a tenant could try, each refused with a specific condition, with
+// nothing read that the tenant may not read and nothing already synced
+// lost. docs/threat-model.md cites them. (Attacks covered elsewhere:
+// TestSecretStoreMayNotReachOtherNamespaces, TestClusterSecretStoreNamespaceConditions,
+// TestTenantsSharingAClusterStoreStayApart, TestOwnerRefusesSecretItDoesNotOwnUnlessAdopting,
+// TestPushRefusesAForeignSecretUntilAdopted, TestCRDRules.)
+
+func TestSecretStoreMayNotReachAnotherNamespacesCAOrServiceAccount(t *testing.T) {
+	// Outcome: a SecretStore that names a CA Secret, a CA ConfigMap or a
+	// service account of another namespace is refused with
+	// InvalidStoreConfig, naming the object and the rule; nothing of the
+	// other namespace is read.
+	other := newNamespace(t, nil)
+	createSecret(t, other, "ca", map[string]string{"ca.crt": "not read"})
+	must(t, k8s.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "ca"}, Data: map[string]string{"ca.crt": "not read"}}))
+	for _, tc := range []struct {
+		name, kind string
+		provider   v1alpha1.SecretStoreProvider
+	}{
+		{"CA Secret of a kubernetes store", "Secret", v1alpha1.SecretStoreProvider{Kubernetes: &v1alpha1.KubernetesProvider{
+			RemoteNamespace: "default",
+			Server:          &v1alpha1.KubernetesServer{URL: restCfg.Host, CASecretRef: &v1alpha1.SecretKeySelector{Name: "ca", Key: "ca.crt", Namespace: other}},
+			Auth:            v1alpha1.KubernetesAuth{Token: &v1alpha1.KubernetesTokenAuth{BearerToken: v1alpha1.SecretKeySelector{Name: "token", Key: "token"}}}}}},
+		{"CA ConfigMap of a Vault store", "ConfigMap", v1alpha1.SecretStoreProvider{Vault: &v1alpha1.VaultProvider{
+			Server: "https://vault.invalid:8200", Path: "secret",
+			CAProvider: &v1alpha1.CAProvider{Type: "ConfigMap", Name: "ca", Key: "ca.crt", Namespace: other},
+			Auth:       tokenAuth("token")}}},
+		{"service account of a kubernetes store", "ServiceAccount", v1alpha1.SecretStoreProvider{Kubernetes: &v1alpha1.KubernetesProvider{
+			RemoteNamespace: "default",
+			Auth:            v1alpha1.KubernetesAuth{ServiceAccount: &v1alpha1.ServiceAccountSelector{Name: "default", Namespace: other}}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := newNamespace(t, nil)
+			createSecret(t, ns, "token", map[string]string{"token": "x"})
+			must(t, k8s.Create(context.Background(), &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sneaky"},
+				Spec: v1alpha1.SecretStoreSpec{SecretStoreProvider: tc.provider}}))
+			newES(t, ns, "es", "sneaky", withData("v", "anything", ""))
+			waitCondition(t, ns, "es", "InvalidStoreConfig", fmt.Sprintf("%q", other), "may only reference", "in its own namespace")
+			if _, err := getSecret(ns, "es"); err == nil {
+				t.Fatal("a target was written from a store that reaches another namespace")
+			}
+			assertNoLeak(t, ns)
+		})
+	}
+}
+
+func TestClusterStoreRelabelledOutStopsServingAndKeepsData(t *testing.T) {
+	// Outcome: a namespace allowed by a ClusterSecretStore's
+	// namespaceSelector, then relabelled out of it, gets
+	// NamespaceNotAllowed; its target keeps the data it had, and a later
+	// change of the store's data does not reach it.
+	ns := newNamespace(t, map[string]string{"team": "payments"})
+	name := "css-relabel-" + ns
+	clusterFakeStore(t, name, nil, &metav1.LabelSelector{MatchLabels: map[string]string{"team": "payments"}})
+	newES(t, ns, "es", name, withClusterStore(name), withRefresh(time.Second), withData("v", "shared", ""))
+	waitSecretData(t, ns, "es", map[string]string{"v": "cluster-value"})
+
+	var nsObj corev1.Namespace
+	must(t, k8s.Get(context.Background(), client.ObjectKey{Name: ns}, &nsObj))
+	nsObj.Labels["team"] = "other"
+	must(t, k8s.Update(context.Background(), &nsObj))
+	waitCondition(t, ns, "es", "NamespaceNotAllowed", `does not allow namespace "`+ns+`"`)
+
+	var css v1alpha1.ClusterSecretStore
+	must(t, k8s.Get(context.Background(), client.ObjectKey{Name: name}, &css))
+	css.Spec.Fake.Data[0].Value = "new-value-for-allowed-namespaces"
+	must(t, k8s.Update(context.Background(), &css))
+	consistently(t, 3*time.Second, func() (bool, string) {
+		s, err := getSecret(ns, "es")
+		return err == nil && string(s.Data["v"]) == "cluster-value", "the target of a namespace relabelled out lost its data or got the store's new data"
+	})
+	assertNoLeak(t, ns)
+}
+
+func TestOversizedAndDeeplyNestedInputIsBounded(t *testing.T) {
+	// Outcome: a remote value nested 50,000 levels deep, and templates that
+	// ask for gigabytes of output or billions of loop turns, each end in a
+	// condition that names the key or template (never the value), while
+	// the target keeps its data and the controller goes on serving.
+	ns := newNamespace(t, nil)
+	deep := strings.Repeat("[", 50000) + strings.Repeat("]", 50000)
+	deepObject := strings.Repeat(`{"a":`, 30000) + `"x"` + strings.Repeat("}", 30000)
+	fakeStore(t, ns, "store", fakeEntry{key: "good", value: `{"password":"` + sentinel + `"}`},
+		fakeEntry{key: "deep", value: deep}, fakeEntry{key: "deep-object", value: deepObject})
+
+	for _, tc := range []struct {
+		name, reason string
+		opts         []esOpt
+		fragments    []string
+	}{
+		{"dataFrom of a deeply nested array", "", []esOpt{withDataFrom("deep", "")}, []string{`"deep"`}},
+		{"a property of a deeply nested object", "", []esOpt{withData("v", "deep-object", "a.a.a.a.b")}, []string{`"deep-object"`}},
+		{"a template of gigabytes", "TemplateError", []esOpt{withData("p", "good", "password"),
+			withTemplate(&v1alpha1.ExternalSecretTemplate{Data: map[string]string{"big": `{{ repeat 1000000000 "x" }}`}})}, []string{`template "big"`}},
+		{"a template of billions of turns", "TemplateError", []esOpt{withData("p", "good", "password"),
+			withTemplate(&v1alpha1.ExternalSecretTemplate{Data: map[string]string{"loop": `{{ range until 65536 }}{{ range until 65536 }}xxxxxxxx{{ end }}{{ end }}`}})}, []string{`template "loop"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := strings.ToLower(strings.ReplaceAll(tc.name, " ", "-"))
+			newES(t, ns, name, "store", tc.opts...)
+			var es *v1alpha1.ExternalSecret
+			eventually(t, wait, func() (bool, string) {
+				es = getES(t, ns, name)
+				c := readyCond(es)
+				return c != nil && c.Status == metav1.ConditionFalse && (tc.reason == "" || c.Reason == tc.reason), describeES(es)
+			})
+			c := readyCond(es)
+			for _, f := range tc.fragments {
+				if !strings.Contains(c.Message, f) {
+					t.Errorf("condition %s: %q does not name %s", c.Reason, c.Message, f)
+				}
+			}
+			if len(c.Message) > 4096 {
+				t.Errorf("condition message of %d bytes: an input echoed back?", len(c.Message))
+			}
+			t.Logf("refused with %s: %.200s", c.Reason, c.Message)
+		})
+	}
+	// The controller goes on serving.
+	newES(t, ns, "after", "store", withData("p", "good", "password"))
+	waitSecretData(t, ns, "after", map[string]string{"p": sentinel})
+	assertNoLeak(t, ns)
+}
+
+func TestRemoteFieldNamesCannotEscapeAsKeys(t *testing.T) {
+	// Outcome: a remote object whose field names try to be paths or
+	// control characters ("../x", "a/b", a newline, an empty name), expanded
+	// with dataFrom, writes no Secret key of those names: the sync is
+	// refused with a condition that names the offending key, and the
+	// target keeps what it had.
+	ns := newNamespace(t, nil)
+	fakeStore(t, ns, "store", fakeEntry{key: "ok", value: `{"user":"app"}`})
+	newES(t, ns, "es", "store", withDataFrom("ok", ""))
+	waitSecretData(t, ns, "es", map[string]string{"user": "app"})
+	for _, field := range []string{"../escape", "a/b", "line\nbreak", ""} {
+		t.Run(fmt.Sprintf("%q", field), func(t *testing.T) {
+			raw := fmt.Sprintf(`{"user":"app",%q:"payload"}`, field)
+			updateStore(t, ns, "store", func(s *v1alpha1.SecretStore) {
+				s.Spec.Fake.Data = []v1alpha1.FakeProviderData{{Key: "ok", Value: raw}}
+			})
+			forceSync(t, ns, "es")
+			// The condition names the field that cannot be a key.
+			c := readyCond(waitCondition(t, ns, "es", "PropertyError", fmt.Sprintf("field %q", field), "is not a valid Secret key"))
+			if strings.Contains(c.Message, "payload") {
+				t.Errorf("the condition repeats the value: %q", c.Message)
+			}
+			t.Logf("refused with %s: %.300s", c.Reason, c.Message)
+			s, err := getSecret(ns, "es")
+			must(t, err)
+			if len(s.Data) != 1 || string(s.Data["user"]) != "app" {
+				t.Fatalf("the target holds keys %v, want only its last good data", keysOf(s.Data))
+			}
+		})
+	}
+	assertNoLeak(t, ns)
+}
