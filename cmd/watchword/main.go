@@ -1,7 +1,8 @@
 // Command watchword is the Watchword operator: `watchword controller` runs
 // it against a cluster, `watchword dev` runs it on a local embedded control
 // plane with a demo, `watchword template`, `watchword status` and
-// `watchword convert` help people with their resources, `watchword plugin
+// `watchword convert` help people with their resources, `watchword agent`
+// delivers secrets as files, `watchword plugin
 // conformance` checks a store plugin, and `watchword version` prints the
 // version.
 package main
@@ -65,6 +66,7 @@ Usage:
   watchword refresh [flags] NAME… sync ExternalSecrets now, bypassing every cache, and wait for the outcome
   watchword plugin conformance [flags]  run the conformance suite against a store plugin (exit 1 if it fails)
   watchword conformance [flags]  the same, against a plugin or a SecretStore/ClusterSecretStore of the cluster
+  watchword agent --config FILE [--once]  deliver secrets as files into directories, atomically, and keep them fresh
   watchword convert [flags]      convert External Secrets Operator manifests (exit 3 if some settings were not carried)
   watchword version              print the version
 
@@ -117,6 +119,10 @@ func main() {
 		if err = runPluginConformance(ctx, c, os.Stdout); errors.Is(err, conformance.ErrFailed) {
 			os.Exit(1)
 		}
+	case "agent":
+		c, perr := parseAgent(os.Args[2:], os.Stderr)
+		exitOnFlagError(cmd, perr)
+		err = runAgent(ctx, c)
 	case "convert":
 		c, perr := parseConvert(os.Args[2:], os.Stderr)
 		exitOnFlagError(cmd, perr)

@@ -165,6 +165,27 @@ func (r Registry) Refs(store Store) (Refs, error) {
 	return resolve(store, f.Refs(store))
 }
 
+// Ops builds the operations of a client for the store as its provider
+// does, after the checks every caller needs: one block set and
+// implemented, its configuration valid, and the namespace rules of the
+// objects it names. It returns the provider's name too (for
+// engine.NewClient). The controllers and the file agent build their
+// clients through it; deps says where credentials come from.
+func (r Registry) Ops(ctx context.Context, store Store, deps Deps) (string, engine.Ops, error) {
+	name, f, err := r.Lookup(store.Spec)
+	if err != nil {
+		return "", engine.Ops{}, err
+	}
+	if err = f.Validate(store); err != nil {
+		return "", engine.Ops{}, err
+	}
+	if _, err = resolve(store, f.Refs(store)); err != nil {
+		return "", engine.Ops{}, err
+	}
+	ops, err := f.New(ctx, store, deps)
+	return name, ops, err
+}
+
 // resolve checks the namespace rules for refs of store and resolves their
 // namespaces.
 func resolve(store Store, refs []ObjectRef) (Refs, error) {

@@ -27,6 +27,9 @@ const (
 	infoObjects    = "yaml"
 	infoFragment   = "yaml fragment"
 	infoHelmValues = "yaml helm-values"
+	// infoAgentConfig is a config file of `watchword agent`, checked by
+	// TestAgentConfigExamplesInDocs.
+	infoAgentConfig = "yaml agent-config"
 )
 
 // docBlock is one fenced code block of a Markdown file.
@@ -167,6 +170,9 @@ func TestDocsExamplesAreAccepted(t *testing.T) {
 		switch {
 		case b.info == infoFragment:
 			notApplied = append(notApplied, name+" (a fragment)")
+			continue
+		case b.info == infoAgentConfig:
+			notApplied = append(notApplied, name+" (an agent config: TestAgentConfigExamplesInDocs parses it)")
 			continue
 		case b.info == infoHelmValues:
 			notApplied = append(notApplied, name+" (Helm values: TestHelmValuesInDocs renders and applies them)")

@@ -155,19 +155,15 @@ func (c *Clients) build(ctx context.Context, r *Resolved) (*engine.Client, error
 // would, without caching them: for a one-off run such as the conformance
 // command. The caller closes them (Ops.Closer, when not nil).
 func Ops(ctx context.Context, reg provider.Registry, direct client.Reader, kube kubernetes.Interface, local *rest.Config, r *Resolved) (string, engine.Ops, error) {
-	name, factory, err := reg.Lookup(r.Store.Spec)
-	if err != nil {
-		return "", engine.Ops{}, err
-	}
-	if err = factory.Validate(r.Store); err != nil {
-		return "", engine.Ops{}, err
-	}
 	refs, err := reg.Refs(r.Store)
 	if err != nil {
 		return "", engine.Ops{}, err
 	}
-	ops, err := factory.New(ctx, r.Store, &deps{store: r.Store, provider: name, refs: refs, direct: direct, kube: kube, local: local})
-	return name, ops, err
+	name, _, err := reg.Lookup(r.Store.Spec)
+	if err != nil {
+		return "", engine.Ops{}, err
+	}
+	return reg.Ops(ctx, r.Store, &deps{store: r.Store, provider: name, refs: refs, direct: direct, kube: kube, local: local})
 }
 
 // Drop forgets the client of a deleted store and closes it.
