@@ -7,7 +7,7 @@ import (
 // SecretStoreProvider is the union of provider blocks. Exactly one is set.
 // Both store specs embed it inline, so this one rule validates the spec of
 // either kind.
-// +kubebuilder:validation:XValidation:rule="[has(self.awsps), has(self.awssm), has(self.barbican), has(self.fake), has(self.kubernetes), has(self.plugin), has(self.vault)].exists_one(x, x)",message="set exactly one provider block in spec (one of: awsps, awssm, barbican, fake, kubernetes, plugin, vault)"
+// +kubebuilder:validation:XValidation:rule="[has(self.awsps), has(self.awssm), has(self.azurekv), has(self.barbican), has(self.fake), has(self.gcpsm), has(self.kubernetes), has(self.plugin), has(self.vault)].exists_one(x, x)",message="set exactly one provider block in spec (one of: awsps, awssm, azurekv, barbican, fake, gcpsm, kubernetes, plugin, vault)"
 type SecretStoreProvider struct {
 	// awsps configures AWS Systems Manager Parameter Store.
 	// +optional
@@ -21,11 +21,19 @@ type SecretStoreProvider struct {
 	// +optional
 	Barbican *BarbicanProvider `json:"barbican,omitempty"`
 
+	// azurekv reads and writes secrets of Azure Key Vault.
+	// +optional
+	AzureKV *AzureKVProvider `json:"azurekv,omitempty"`
+
 	// fake is a store whose data lives in this spec: static values with
 	// versions, an optional simulated latency and an optional injected
 	// error. For demos and tests.
 	// +optional
 	Fake *FakeProvider `json:"fake,omitempty"`
+
+	// gcpsm reads and writes secrets of Google Cloud Secret Manager.
+	// +optional
+	GCPSM *GCPSMProvider `json:"gcpsm,omitempty"`
 
 	// kubernetes reads Secrets from a namespace of this cluster or of
 	// another cluster.

@@ -30,8 +30,10 @@ import (
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/awsps"
 	"github.com/watchword-dev/watchword/internal/provider/awssm"
+	"github.com/watchword-dev/watchword/internal/provider/azurekv"
 	"github.com/watchword-dev/watchword/internal/provider/barbican"
 	"github.com/watchword-dev/watchword/internal/provider/fake"
+	"github.com/watchword-dev/watchword/internal/provider/gcpsm"
 	"github.com/watchword-dev/watchword/internal/provider/kubernetes"
 	"github.com/watchword-dev/watchword/internal/provider/plugin"
 	"github.com/watchword-dev/watchword/internal/provider/vault"
@@ -44,8 +46,10 @@ func registry() provider.Registry {
 	return provider.Registry{
 		"awsps":      awsps.Factory{},
 		"awssm":      awssm.Factory{},
+		"azurekv":    azurekv.Factory{},
 		"barbican":   barbican.Factory{},
 		"fake":       fake.Factory{},
+		"gcpsm":      gcpsm.Factory{},
 		"kubernetes": kubernetes.Factory{},
 		"plugin":     plugin.Factory{},
 		"vault":      vault.Factory{},

@@ -33,8 +33,10 @@ import (
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/awsps"
 	"github.com/watchword-dev/watchword/internal/provider/awssm"
+	"github.com/watchword-dev/watchword/internal/provider/azurekv"
 	"github.com/watchword-dev/watchword/internal/provider/barbican"
 	"github.com/watchword-dev/watchword/internal/provider/fake"
+	"github.com/watchword-dev/watchword/internal/provider/gcpsm"
 	kubeprovider "github.com/watchword-dev/watchword/internal/provider/kubernetes"
 	pluginprovider "github.com/watchword-dev/watchword/internal/provider/plugin"
 	"github.com/watchword-dev/watchword/internal/provider/vault"
@@ -59,8 +61,10 @@ func registry() provider.Registry {
 	return provider.Registry{
 		"awsps":      countingFactory{awsps.Factory{}},
 		"awssm":      countingFactory{awssm.Factory{}},
+		"azurekv":    countingFactory{azurekv.Factory{Transport: azureTransport}},
 		"barbican":   countingFactory{barbican.Factory{}},
 		"fake":       countingFactory{fake.Factory{}},
+		"gcpsm":      countingFactory{gcpsm.Factory{GRPCOptions: gcpServer().GRPCOptions(), HTTPClient: gcpServer().HTTPClient()}},
 		"kubernetes": countingFactory{kubeprovider.Factory{}},
 		"plugin":     countingFactory{pluginprovider.Factory{}},
 		"vault":      countingFactory{vault.Factory{}},
@@ -118,6 +122,9 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if vaultSrv != nil {
 		vaultSrv.Close()
+	}
+	if azureFake != nil {
+		azureFake.Close()
 	}
 	if otherCluster != nil {
 		_ = otherCluster.Stop()

@@ -1,0 +1,133 @@
+package gcpfake
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+const tokenLifetime = time.Hour
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (s *Server) issue(principal string) string {
+	tok := "ya29.fake-" + newID()
+	s.mu.Lock()
+	s.tokens[tok] = accessToken{principal: principal, expires: s.now().Add(tokenLifetime)}
+	s.mu.Unlock()
+	return tok
+}
+
+// serveWeb answers the Security Token Service's token exchange and IAM
+// Credentials' generateAccessToken.
+func (s *Server) serveWeb(w http.ResponseWriter, r *http.Request) {
+	host, _, _ := strings.Cut(r.Host, ":")
+	switch {
+	case host == "sts.googleapis.com" && r.Method == http.MethodPost && r.URL.Path == "/v1/token":
+		s.count("sts")
+		s.exchange(w, r)
+	case host == "iamcredentials.googleapis.com" && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, ":generateAccessToken"):
+		s.count("generateAccessToken")
+		s.generateAccessToken(w, r)
+	default:
+		http.Error(w, "not found", http.StatusNotFound)
+	}
+}
+
+func (s *Server) count(what string) {
+	s.mu.Lock()
+	s.calls[what]++
+	s.mu.Unlock()
+}
+
+func stsError(w http.ResponseWriter, code, description string) {
+	writeJSON(w, http.StatusBadRequest, map[string]string{"error": code, "error_description": description})
+}
+
+// exchange is the token exchange of workload identity federation: a
+// subject token of a registered pool provider for a federated access
+// token.
+func (s *Server) exchange(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		stsError(w, "invalid_request", "The request body must be a form.")
+		return
+	}
+	f := r.PostForm
+	switch {
+	case f.Get("grant_type") != "urn:ietf:params:oauth:grant-type:token-exchange":
+		stsError(w, "unsupported_grant_type", "Invalid grant_type.")
+		return
+	case f.Get("requested_token_type") != "urn:ietf:params:oauth:token-type:access_token":
+		stsError(w, "invalid_request", "Invalid requested_token_type.")
+		return
+	case f.Get("subject_token_type") != "urn:ietf:params:oauth:token-type:jwt" && f.Get("subject_token_type") != "urn:ietf:params:oauth:token-type:id_token":
+		stsError(w, "invalid_request", "Invalid subject_token_type.")
+		return
+	}
+	audience := f.Get("audience")
+	s.mu.Lock()
+	known := s.pools[audience]
+	s.mu.Unlock()
+	if !known {
+		stsError(w, "invalid_target", "The target service indicated by the \"audience\" parameters is invalid. This might either be because the pool or provider is disabled or deleted or because it doesn't exist.")
+		return
+	}
+	if s.VerifySubjectToken == nil {
+		stsError(w, "invalid_grant", "The subject token could not be verified.")
+		return
+	}
+	subject, auds, err := s.VerifySubjectToken(r.Context(), f.Get("subject_token"))
+	if err != nil {
+		stsError(w, "invalid_grant", "The subject token could not be verified.")
+		return
+	}
+	// A provider's default allowed audience is its full name with https:.
+	if !slices.Contains(auds, "https:"+audience) {
+		stsError(w, "invalid_grant", "The audience in ID Token ["+strings.Join(auds, ",")+"] does not match the expected audience.")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"access_token": s.issue(FederatedPrincipal(audience, subject)),
+		"issued_token_type": "urn:ietf:params:oauth:token-type:access_token", "token_type": "Bearer",
+		"expires_in": int(tokenLifetime.Seconds())})
+}
+
+// generateAccessToken issues a token of a service account to a principal
+// allowed to impersonate it.
+func (s *Server) generateAccessToken(w http.ResponseWriter, r *http.Request) {
+	tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	principal, err := s.principal(tok)
+	if err != nil {
+		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{"code": 401, "status": "UNAUTHENTICATED",
+			"message": "Request had invalid authentication credentials."}})
+		return
+	}
+	email := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/v1/projects/-/serviceAccounts/"), ":generateAccessToken")
+	var body struct {
+		Scope     []string `json:"scope"`
+		Lifetime  string   `json:"lifetime"`
+		Delegates []string `json:"delegates"`
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil || len(body.Scope) == 0 {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"code": 400, "status": "INVALID_ARGUMENT",
+			"message": "Invalid request: scope is required."}})
+		return
+	}
+	s.mu.Lock()
+	allowed := s.imperson[principal][email]
+	s.mu.Unlock()
+	if !allowed {
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": map[string]any{"code": 403, "status": "PERMISSION_DENIED",
+			"message": "Permission 'iam.serviceAccounts.getAccessToken' denied on resource (or it may not exist)."}})
+		return
+	}
+	exp := s.now().Add(tokenLifetime)
+	writeJSON(w, http.StatusOK, map[string]any{"accessToken": s.issue("serviceAccount:" + email), "expireTime": exp.UTC().Format(time.RFC3339)})
+}
