@@ -271,24 +271,6 @@ func TestEndpointOverrideExcludesFIPSAndDualStack(t *testing.T) {
 	}
 }
 
-// TestJSONTextIsKeptWhole: a JSON secret read without a property is its
-// text as stored (nested objects, numbers and member order kept), while
-// properties and dataFrom see its members.
-func TestJSONTextIsKeptWhole(t *testing.T) {
-	text := `{"b":{"x":1},"a":"s","n":1.50}`
-	obj := awsbase.TextObject("v1", text)
-	if got, err := engine.Extract("k", obj, ""); err != nil || string(got) != text {
-		t.Errorf("whole read = %q, %v; want the stored text", got, err)
-	}
-	if got, err := engine.Extract("k", obj, "b.x"); err != nil || string(got) != "1" {
-		t.Errorf("property b.x = %q, %v", got, err)
-	}
-	all, err := engine.ExtractAll("k", obj, "")
-	if err != nil || string(all["a"]) != "s" || string(all["n"]) != "1.50" || string(all["b"]) != `{"x":1}` {
-		t.Errorf("dataFrom = %q, %v", all, err)
-	}
-}
-
 // TestControllerCredentials: a ClusterSecretStore that says so uses the
 // controller's own credentials (here from its environment).
 func TestControllerCredentials(t *testing.T) {

@@ -1,45 +1,15 @@
 package awsbase
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/watchword-dev/watchword/internal/engine"
 )
 
-// TextObject is the object of a text value (a SecretString, a parameter's
-// value). A JSON object is returned as fields too, one per member: a string
-// member as its text, any other member as its JSON, so that property and
-// dataFrom work on it as on a structured store; the text itself stays the
-// Value, which a data[] entry without a property gets unchanged. Any other
-// text is a single value.
-func TextObject(version, text string) engine.Object {
-	obj := engine.Object{Version: version, Value: []byte(text)}
-	trimmed := strings.TrimSpace(text)
-	if strings.HasPrefix(trimmed, "{") {
-		var members map[string]json.RawMessage
-		dec := json.NewDecoder(strings.NewReader(trimmed))
-		if err := dec.Decode(&members); err == nil && !dec.More() && members != nil {
-			obj.Fields = make(map[string][]byte, len(members))
-			for k, raw := range members {
-				var s string
-				if bytes.HasPrefix(raw, []byte(`"`)) && json.Unmarshal(raw, &s) == nil {
-					obj.Fields[k] = []byte(s)
-				} else {
-					obj.Fields[k] = []byte(raw)
-				}
-			}
-			return obj
-		}
-	}
-	return obj
-}
-
 // FieldsText is the text a publication's fields are written as: a JSON
-// object of string members, the shape TextObject reads back.
+// object of string members, the shape engine.TextObject reads back.
 func FieldsText(fields map[string][]byte) (string, error) {
 	m := make(map[string]string, len(fields))
 	for k, v := range fields {

@@ -103,7 +103,7 @@ func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, 
 }
 
 func object(p *types.Parameter) engine.Object {
-	return awsbase.TextObject(strconv.FormatInt(p.Version, 10), aws.ToString(p.Value))
+	return engine.TextObject(strconv.FormatInt(p.Version, 10), []byte(aws.ToString(p.Value)))
 }
 
 // readPath reads every parameter under a path, recursively and page by

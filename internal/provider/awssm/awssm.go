@@ -99,7 +99,7 @@ func object(version string, text *string, binary []byte) engine.Object {
 	if text == nil {
 		return engine.Object{Version: version, Value: binary}
 	}
-	return awsbase.TextObject(version, *text)
+	return engine.TextObject(version, []byte(*text))
 }
 
 // GetSecrets reads the current versions of up to BatchLimit secrets with

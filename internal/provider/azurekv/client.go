@@ -1,7 +1,6 @@
 package azurekv
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -106,7 +105,7 @@ func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, 
 		// as JSON.
 		return engine.Object{Version: version, Value: []byte(str(resp.Value))}, nil
 	}
-	return textObject(version, str(resp.Value)), nil
+	return engine.TextObject(version, []byte(str(resp.Value))), nil
 }
 
 // The content types of the secrets that back certificates.
@@ -114,31 +113,6 @@ const (
 	pkcs12ContentType = "application/x-pkcs12"
 	pemContentType    = "application/x-pem-file"
 )
-
-// textObject is the object of a secret's text: the text as its value
-// (what a data[] entry without a property gets, unchanged) and, for a
-// JSON object, fields too, one per member (a string member as its text,
-// any other as its JSON), so that property and dataFrom work on it.
-func textObject(version, text string) engine.Object {
-	obj := engine.Object{Version: version, Value: []byte(text)}
-	trimmed := bytes.TrimSpace([]byte(text))
-	if bytes.HasPrefix(trimmed, []byte("{")) {
-		var members map[string]json.RawMessage
-		dec := json.NewDecoder(bytes.NewReader(trimmed))
-		if err := dec.Decode(&members); err == nil && !dec.More() && members != nil {
-			obj.Fields = make(map[string][]byte, len(members))
-			for k, raw := range members {
-				var s string
-				if bytes.HasPrefix(raw, []byte(`"`)) && json.Unmarshal(raw, &s) == nil {
-					obj.Fields[k] = []byte(s)
-				} else {
-					obj.Fields[k] = []byte(raw)
-				}
-			}
-		}
-	}
-	return obj
-}
 
 // CurrentVersion tells a secret's current version from its version listing
 // (no value in it): the version created last. The listing comes in pages

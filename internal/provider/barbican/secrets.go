@@ -1,9 +1,7 @@
 package barbican
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -157,29 +155,10 @@ func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, 
 // object its members as fields too (a string member as its text, any other
 // as its JSON).
 func objectOf(ver, contentType string, payload []byte) engine.Object {
-	obj := engine.Object{Version: ver, Value: payload}
 	if !strings.HasPrefix(contentType, "text/plain") {
-		return obj
+		return engine.Object{Version: ver, Value: payload}
 	}
-	t := bytes.TrimSpace(payload)
-	if !bytes.HasPrefix(t, []byte("{")) {
-		return obj
-	}
-	var members map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(t))
-	if dec.Decode(&members) != nil || dec.More() || members == nil {
-		return obj
-	}
-	obj.Fields = make(map[string][]byte, len(members))
-	for k, raw := range members {
-		var s string
-		if bytes.HasPrefix(raw, []byte(`"`)) && json.Unmarshal(raw, &s) == nil {
-			obj.Fields[k] = []byte(s)
-		} else {
-			obj.Fields[k] = []byte(raw)
-		}
-	}
-	return obj
+	return engine.TextObject(ver, payload)
 }
 
 // CurrentVersion tells the version a read would return, from the secrets'

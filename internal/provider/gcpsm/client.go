@@ -75,31 +75,7 @@ func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, 
 	if sum := resp.GetPayload().DataCrc32C; sum != nil && *sum != int64(crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli))) {
 		return engine.Object{}, fmt.Errorf("%s: the payload does not match its checksum (corrupted on the way): %w", what, engine.ErrUnavailable)
 	}
-	return payloadObject(versionOf(resp.GetName()), data), nil
-}
-
-// payloadObject is the object of a payload: the payload as its value
-// (what a data[] entry without a property gets, unchanged) and, for a JSON
-// object, fields too (a string member as its text, any other as its JSON).
-func payloadObject(version string, data []byte) engine.Object {
-	obj := engine.Object{Version: version, Value: data}
-	trimmed := bytes.TrimSpace(data)
-	if bytes.HasPrefix(trimmed, []byte("{")) {
-		var members map[string]json.RawMessage
-		dec := json.NewDecoder(bytes.NewReader(trimmed))
-		if err := dec.Decode(&members); err == nil && !dec.More() && members != nil {
-			obj.Fields = make(map[string][]byte, len(members))
-			for k, raw := range members {
-				var s string
-				if bytes.HasPrefix(raw, []byte(`"`)) && json.Unmarshal(raw, &s) == nil {
-					obj.Fields[k] = []byte(s)
-				} else {
-					obj.Fields[k] = []byte(raw)
-				}
-			}
-		}
-	}
-	return obj
+	return engine.TextObject(versionOf(resp.GetName()), data), nil
 }
 
 // CurrentVersion reads the metadata of the latest version: its number,
