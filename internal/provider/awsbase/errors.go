@@ -63,7 +63,7 @@ func (s *Session) Classify(what string, err error) error {
 		return fmt.Errorf("%s: %s: %w", what, s.refused(api, action), engine.ErrPermissionDenied)
 	case "UnrecognizedClientException", "InvalidClientTokenId", "InvalidSignatureException", "SignatureDoesNotMatch",
 		"ExpiredTokenException", "ExpiredToken", "InvalidIdentityToken", "IDPRejectedClaim", "IncompleteSignature", "MissingAuthenticationToken":
-		return fmt.Errorf("%s: AWS rejected the credentials of %s (%s): %w", what, s.Who, code, engine.ErrPermissionDenied)
+		return fmt.Errorf("%s: AWS rejected the credentials of %s (%s): %w", what, s.Who, code, engine.ErrUnauthenticated)
 	case "ThrottlingException", "Throttling", "TooManyRequestsException", "RequestLimitExceeded", "ThrottledException":
 		return fmt.Errorf("%s: AWS throttled the calls%s (%s): %w", what, attempts, code, engine.ErrThrottled)
 	case "DecryptionFailure", "KMSAccessDeniedException", "KMSDisabledException", "KMSInvalidStateException", "KMSNotFoundException":

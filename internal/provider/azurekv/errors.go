@@ -37,7 +37,7 @@ func isStatus(err error, status int) bool {
 func (c *Client) classify(what string, err error) error {
 	var auth *azidentity.AuthenticationFailedError
 	if errors.As(err, &auth) {
-		return fmt.Errorf("%s: Microsoft Entra ID refused to sign in %s%s: %w", what, c.who, entraReason(auth.RawResponse), engine.ErrPermissionDenied)
+		return fmt.Errorf("%s: Microsoft Entra ID refused to sign in %s%s: %w", what, c.who, entraReason(auth.RawResponse), engine.ErrUnauthenticated)
 	}
 	if strings.Contains(err.Error(), "CredentialUnavailableError") {
 		// azidentity has no exported type for it: a managed identity
@@ -77,7 +77,7 @@ func (c *Client) classify(what string, err error) error {
 		return fmt.Errorf("%s: Key Vault does not let %s%s (%s): grant it a role such as Key Vault Secrets User (reads) or Key Vault Secrets Officer (writes), or an access policy: %w",
 			what, c.who, refused(body), label, engine.ErrPermissionDenied)
 	case re.StatusCode == http.StatusUnauthorized:
-		return fmt.Errorf("%s: Key Vault refused the token of %s (%s): check the tenant and that the vault is in it: %w", what, c.who, label, engine.ErrPermissionDenied)
+		return fmt.Errorf("%s: Key Vault refused the token of %s (%s): check the tenant and that the vault is in it: %w", what, c.who, label, engine.ErrUnauthenticated)
 	case re.StatusCode == http.StatusTooManyRequests:
 		return fmt.Errorf("%s: Key Vault throttled the calls (%s) after the SDK's retries: %w", what, label, engine.ErrThrottled)
 	case re.StatusCode == http.StatusConflict && inner == "ObjectIsDeletedButRecoverable":

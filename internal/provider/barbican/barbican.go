@@ -243,7 +243,7 @@ func classify(what string, err error) error {
 	case status == http.StatusNotFound:
 		return fmt.Errorf("%s does not exist: %w", what, engine.ErrNotFound)
 	case status == http.StatusUnauthorized:
-		return fmt.Errorf("%s: the credentials were refused (HTTP 401): %w", what, engine.ErrPermissionDenied)
+		return fmt.Errorf("%s: the credentials were refused (HTTP 401): %w", what, engine.ErrUnauthenticated)
 	case status == http.StatusForbidden:
 		return fmt.Errorf("%s: not allowed by the project's roles and Barbican's policy (HTTP 403): %w", what, engine.ErrPermissionDenied)
 	case status == http.StatusTooManyRequests:

@@ -279,7 +279,7 @@ func (c *Client) classify(what string, err error) error {
 		case strings.Contains(codesSeen, "PERMISSION_DENIED"):
 			hint = ": the federated identity may not impersonate the service account (it needs Service Account Token Creator or Workload Identity User)"
 		}
-		return fmt.Errorf("%s: Google did not accept the credentials of %s (UNAUTHENTICATED%s)%s: %w", what, c.who, codesSeen, hint, engine.ErrPermissionDenied)
+		return fmt.Errorf("%s: Google did not accept the credentials of %s (UNAUTHENTICATED%s)%s: %w", what, c.who, codesSeen, hint, engine.ErrUnauthenticated)
 	case codes.ResourceExhausted:
 		return fmt.Errorf("%s: Secret Manager throttled the calls (RESOURCE_EXHAUSTED) after the client's retries: %w", what, engine.ErrThrottled)
 	case codes.FailedPrecondition:
