@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -168,4 +169,30 @@ func startNamespacedOperator(t *testing.T, ns, sa, class string) {
 			t.Errorf("the namespaced operator did not stop within %s", wait)
 		}
 	})
+}
+
+// TestKustomizeNamespacedOverlay: the namespaced overlay turns the base's
+// ClusterRole and binding into a Role and RoleBinding with the generated
+// rules, passes --namespace, and is applied like the base.
+func TestKustomizeNamespacedOverlay(t *testing.T) {
+	ns := newNamespace(t, restrictedLabels)
+	r, _ := kustomize(t, kustomizeDir+"/overlays/namespaced", ns)
+	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding"} {
+		if k := r.find(kind); len(k) > 0 {
+			t.Errorf("the namespaced overlay renders %s %s", kind, k[0].GetName())
+		}
+	}
+	role, binding := r.one(t, "Role"), r.one(t, "RoleBinding")
+	assertRulesAreGenerated(t, role)
+	if ref, _, _ := unstructured.NestedStringMap(binding.Object, "roleRef"); ref["kind"] != "Role" || ref["name"] != role.GetName() {
+		t.Errorf("the RoleBinding's roleRef %v does not name the Role %s", ref, role.GetName())
+	}
+	d := r.deployment(t)
+	if a := args(t, d); !slices.Contains(a, "--namespace=watchword-system") {
+		t.Errorf("args %v lack --namespace=watchword-system", a)
+	}
+	assertRestrictedDefaults(t, d)
+	assertArgsParse(t, d)
+	applyAll(t, r)
+	assertAdmittedUnderRestricted(t, ns, d.Name)
 }
