@@ -296,7 +296,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		}
 	}
 	//nolint:staticcheck // SA1019: as for the ExternalSecret reconciler above.
-	if err := restart.Setup(ctx, mgr, mgr.GetEventRecorderFor("watchword"), opts.ControllerClass, clock, restart.Options{RestartRate: opts.RestartRate}); err != nil {
+	if err := restart.Setup(ctx, mgr, mgr.GetEventRecorderFor("watchword"), opts.ControllerClass, clock, restart.Options{RestartRate: opts.RestartRate, Namespaces: opts.Namespaces}); err != nil {
 		return nil, fmt.Errorf("setting up the restart controllers: %w", err)
 	}
 	if err := addPushSecrets(ctx, mgr, metaClient, clients, clock, opts); err != nil {

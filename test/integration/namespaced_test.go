@@ -89,7 +89,7 @@ func TestNamespacedInstall(t *testing.T) {
 	}
 
 	class := "ns-" + ns
-	startNamespacedOperator(t, ns, sa, class)
+	op := startNamespacedOperator(t, ns, sa, class)
 	classStore(t, ns, "store", class, "from-the-store")
 	classStore(t, other, "store", class, "elsewhere")
 	newES(t, ns, "mine", "store", withData("v", "k", ""))
@@ -105,6 +105,13 @@ func TestNamespacedInstall(t *testing.T) {
 	newES(t, ns, "cluster", class, withClusterStore(class), withData("v", "k", ""))
 
 	waitSecretData(t, ns, "mine", map[string]string{"v": "from-the-store"})
+	// Every informer the controllers started has synced: none of their
+	// lists or watches was refused under the Role.
+	syncCtx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if !op.Manager.GetCache().WaitForCacheSync(syncCtx) {
+		t.Errorf("the namespaced operator's cache did not sync within %s: a list or watch is refused under its Role", wait)
+	}
 	consistently(t, 3*time.Second, func() (bool, string) {
 		if _, err := getSecret(other, "not-mine"); !apierrors.IsNotFound(err) {
 			return false, "the target in another namespace: " + errString(err)
@@ -140,7 +147,7 @@ func allowed(t *testing.T, user string, ra authorizationv1.ResourceAttributes) b
 // startNamespacedOperator runs an operator of class serving only ns, as the
 // service account sa of ns, with leader election in ns; it stops when the
 // test ends.
-func startNamespacedOperator(t *testing.T, ns, sa, class string) {
+func startNamespacedOperator(t *testing.T, ns, sa, class string) *operator.Operator {
 	t.Helper()
 	cfg := &rest.Config{Host: restCfg.Host, TLSClientConfig: rest.TLSClientConfig{CAData: restCfg.CAData}, BearerToken: accountToken(t, ns, sa)}
 	opts := operator.DefaultOptions()
@@ -169,6 +176,7 @@ func startNamespacedOperator(t *testing.T, ns, sa, class string) {
 			t.Errorf("the namespaced operator did not stop within %s", wait)
 		}
 	})
+	return op
 }
 
 // TestKustomizeNamespacedOverlay: the namespaced overlay turns the base's
