@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -115,6 +116,18 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address of the Go profiling endpoints, /debug/pprof/ (empty disables)")
 	fs.StringVar(&o.RefreshHookAddr, "refresh-hook-bind-address", "", "address of the refresh endpoint, /hooks/refresh, for signed notifications of changed keys (empty or 0 disables)")
 	fs.DurationVar(&o.StatusRefreshPeriod, "status-refresh-period", o.StatusRefreshPeriod, "how often at most a refresh that changed nothing writes an ExternalSecret's status to move its refreshTime (at least 1s)")
+	fs.Func("namespace", "serve only this namespace: list and watch nothing elsewhere, so that Roles suffice; repeat the flag or separate names with commas for several; ClusterSecretStores are then not served (default: all namespaces)", func(v string) error {
+		for _, ns := range strings.Split(v, ",") {
+			if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+				return fmt.Errorf("%q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+			}
+			if slices.Contains(o.Namespaces, ns) {
+				return fmt.Errorf("namespace %q is named twice", ns)
+			}
+			o.Namespaces = append(o.Namespaces, ns)
+		}
+		return nil
+	})
 	fs.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader among the replicas of the controller class")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", "", "name of the leader election lease (default: watchword-leader, or watchword-leader-CLASS with --controller-class)")

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -166,6 +167,32 @@ func TestParseDev(t *testing.T) {
 	} {
 		if _, _, err := parseDev(c.args, io.Discard); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("parseDev(%q) = %v, want an error with %q", c.args, err, c.want)
+		}
+	}
+}
+
+// --namespace is repeatable and takes comma lists; a bad or repeated name
+// is refused with the name.
+func TestParseControllerNamespaces(t *testing.T) {
+	c, err := parseController([]string{"--namespace", "team-a,team-b", "--namespace", "team-c"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Operator.Namespaces; !slices.Equal(got, []string{"team-a", "team-b", "team-c"}) {
+		t.Errorf("namespaces %q, want team-a, team-b and team-c", got)
+	}
+	if c, err := parseController(nil, io.Discard); err != nil || c.Operator.Namespaces != nil {
+		t.Errorf("without --namespace: namespaces %q, error %v; want none (all namespaces)", c.Operator.Namespaces, err)
+	}
+	for _, bad := range []struct{ arg, want string }{
+		{"Team_A", `"Team_A" is not a namespace name`},
+		{"team-a,", `"" is not a namespace name`},
+		{"team-a,team-a", `namespace "team-a" is named twice`},
+	} {
+		var out strings.Builder
+		_, err := parseController([]string{"--namespace", bad.arg}, &out)
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("--namespace %q: %v, want an error with %q", bad.arg, err, bad.want)
 		}
 	}
 }

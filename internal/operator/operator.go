@@ -102,6 +102,10 @@ type Options struct {
 	StatusRefreshPeriod time.Duration
 	// Clock is injected by tests; nil means the wall clock.
 	Clock engine.Clock
+	// Namespaces, when set, restricts every list and watch to these
+	// namespaces, so that Roles in them are enough (`--namespace`,
+	// namespaced.go). ClusterSecretStores are then not served.
+	Namespaces []string
 }
 
 // DefaultOptions are sized for thousands of ExternalSecrets.
@@ -199,7 +203,13 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	// A leader releases its lease when the manager stops. That is safe
 	// because the process ends then: nothing of this replica runs on once
 	// a successor holds the lease.
+	var newCache cache.NewCacheFunc
+	if len(opts.Namespaces) > 0 {
+		newCache = newNamespacedCache(opts.Namespaces)
+		ctrl.LoggerFrom(ctx).Info("Serving only the listed namespaces; ClusterSecretStores are not served", "namespaces", opts.Namespaces)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		NewCache:                      newCache,
 		Scheme:                        Scheme(),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.HealthAddr,
@@ -270,6 +280,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		return nil, fmt.Errorf("setting up the store watches: %w", err)
 	}
 	for _, cluster := range []bool{false, true} {
+		if cluster && len(opts.Namespaces) > 0 {
+			continue // a namespaced operator serves no ClusterSecretStore
+		}
 		changes, kind := storeChanges, v1alpha1.SecretStoreKind
 		if cluster {
 			changes, kind = clusterStoreChanges, v1alpha1.ClusterSecretStoreKind
@@ -283,7 +296,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		}
 	}
 	//nolint:staticcheck // SA1019: as for the ExternalSecret reconciler above.
-	if err := restart.Setup(ctx, mgr, mgr.GetEventRecorderFor("watchword"), opts.ControllerClass, clock, restart.Options{RestartRate: opts.RestartRate}); err != nil {
+	if err := restart.Setup(ctx, mgr, mgr.GetEventRecorderFor("watchword"), opts.ControllerClass, clock, restart.Options{RestartRate: opts.RestartRate, Namespaces: opts.Namespaces}); err != nil {
 		return nil, fmt.Errorf("setting up the restart controllers: %w", err)
 	}
 	if err := addPushSecrets(ctx, mgr, metaClient, clients, clock, opts); err != nil {

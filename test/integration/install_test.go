@@ -317,6 +317,7 @@ func TestHelmChartLints(t *testing.T) {
 	helm := needHelm(t)
 	run(t, helm, "lint", "--strict", chartDir)
 	run(t, helm, "lint", "--strict", chartDir, "--values", "testdata/helm-values-all.yaml")
+	run(t, helm, "lint", "--strict", chartDir, "--values", "testdata/helm-values-namespaced.yaml")
 	for _, set := range []string{"replica=2", "logLevel=verbose", "metrics.port=0"} {
 		cmd := exec.Command(helm, "template", "ww", chartDir, "--set", set)
 		cmd.Env = toolEnv(t)

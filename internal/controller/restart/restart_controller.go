@@ -105,6 +105,9 @@ type Options struct {
 	// RestartRate caps restarts across the cluster; a zero rate means no
 	// cap.
 	RestartRate Rate
+	// Namespaces, when set, confine the Rollouts' cache to them, as the
+	// manager's cache is (a namespaced operator, `--namespace`).
+	Namespaces []string
 }
 
 // Setup registers one controller per workload kind, sharing one gate.
@@ -141,8 +144,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, recorder record.EventRecorder,
 	rollouts := &rolloutWatch{disc: disc, start: func() error {
 		// Only the Rollouts with the label, in a cache of their own: the
 		// manager's cache cannot be told about a kind that appears later.
-		c, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), HTTPClient: mgr.GetHTTPClient(),
-			DefaultLabelSelector: Selector(), DefaultTransform: cache.TransformStripManagedFields()})
+		co := cache.Options{Scheme: mgr.GetScheme(), HTTPClient: mgr.GetHTTPClient(),
+			DefaultLabelSelector: Selector(), DefaultTransform: cache.TransformStripManagedFields()}
+		if len(opts.Namespaces) > 0 {
+			co.DefaultNamespaces = map[string]cache.Config{}
+			for _, ns := range opts.Namespaces {
+				co.DefaultNamespaces[ns] = cache.Config{}
+			}
+		}
+		c, err := cache.New(mgr.GetConfig(), co)
 		if err != nil {
 			return err
 		}

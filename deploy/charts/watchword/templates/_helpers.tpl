@@ -53,3 +53,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "watchword.leaderElect" -}}
 {{- if or .Values.leaderElection.enabled (gt (int .Values.replicas) 1) }}true{{ end }}
 {{- end }}
+
+{{/* The namespaces a namespaced install serves, as a list: namespaced.namespaces, else the release's namespace. Empty when not namespaced. */}}
+{{- define "watchword.watchNamespaces" -}}
+{{- if .Values.namespaced.enabled }}
+{{- default (list .Release.Namespace) .Values.namespaced.namespaces | uniq | join "," }}
+{{- end }}
+{{- end }}
