@@ -1,0 +1,316 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/operator"
+	"github.com/watchword-dev/watchword/internal/webhook"
+)
+
+// admissionWebhook is an operator serving the admission webhook on a
+// loopback port, with the shipped ValidatingWebhookConfiguration
+// (config/webhook) registered by URL and limited to one namespace.
+type admissionWebhook struct {
+	ns, config, secret string
+	port               int
+	stop               func()
+}
+
+// startWebhook runs an operator of a class of its own (its controllers
+// serve nothing of ns; the suite's operator does) with the webhook, its
+// certificate issued by itself for 127.0.0.1 and kept in a Secret of ns.
+// It stops when the test ends, or earlier by stop.
+func startWebhook(t *testing.T, ns string, validity, check time.Duration) *admissionWebhook {
+	t.Helper()
+	ctx := context.Background()
+	addr, err := freeLoopbackAddr()
+	must(t, err)
+	_, portText, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(portText)
+	w := &admissionWebhook{ns: ns, config: "watchword-" + ns, secret: "webhook-cert", port: port}
+
+	// The shipped configuration, reached by URL on loopback instead of
+	// through its Service, and for this test's namespace only.
+	raw, err := os.ReadFile("../../config/webhook/webhook.yaml")
+	must(t, err)
+	var cfg admissionregistrationv1.ValidatingWebhookConfiguration
+	must(t, yaml.Unmarshal([]byte(strings.Split(string(raw), "\n---\n")[0]), &cfg))
+	cfg.Name = w.config
+	for i := range cfg.Webhooks {
+		h := &cfg.Webhooks[i]
+		if h.FailurePolicy == nil || *h.FailurePolicy != admissionregistrationv1.Ignore || h.TimeoutSeconds == nil || *h.TimeoutSeconds > 5 {
+			t.Fatalf("shipped webhook %s: failurePolicy %v, timeout %v; want Ignore and at most 5s", h.Name, h.FailurePolicy, h.TimeoutSeconds)
+		}
+		h.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://" + addr + *h.ClientConfig.Service.Path)}
+		h.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}
+	}
+	must(t, k8s.Create(ctx, &cfg))
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), &cfg) })
+
+	opts := operator.DefaultOptions()
+	opts.Registry = registry()
+	opts.MetricsAddr, opts.HealthAddr = "0", "0"
+	opts.ControllerClass = "webhook-" + ns
+	opts.SkipNameValidation = true
+	opts.Webhook = &webhook.Options{Host: "127.0.0.1", Port: port, Certs: webhook.CertOptions{
+		Namespace: ns, SecretName: w.secret, ConfigName: w.config,
+		DNSNames: []string{"watchword-webhook." + ns + ".svc"}, IPs: []net.IP{net.ParseIP("127.0.0.1")},
+		Validity: validity, CheckPeriod: check,
+	}}
+	runCtx, cancel := context.WithCancel(context.Background())
+	op, err := operator.New(runCtx, restCfg, opts)
+	if err != nil {
+		cancel()
+		t.Fatalf("building the webhook's operator: %v", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = op.Start(runCtx)
+	}()
+	stopped := false
+	w.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(wait):
+			t.Errorf("the webhook's operator did not stop within %s", wait)
+		}
+	}
+	t.Cleanup(w.stop)
+	// Ready once the API server has the CA bundle the operator issued.
+	eventually(t, wait, func() (bool, string) {
+		s, err := getSecret(ns, w.secret)
+		if err != nil {
+			return false, "certificate Secret: " + err.Error()
+		}
+		if got := w.caBundles(t); len(got) == 0 || !bytes.Equal(got[0], s.Data["ca.crt"]) {
+			return false, "caBundle not patched yet"
+		}
+		return true, ""
+	})
+	return w
+}
+
+// caBundles are the caBundle of each webhook of the configuration.
+func (w *admissionWebhook) caBundles(t *testing.T) [][]byte {
+	t.Helper()
+	var cfg admissionregistrationv1.ValidatingWebhookConfiguration
+	must(t, k8s.Get(context.Background(), client.ObjectKey{Name: w.config}, &cfg))
+	var out [][]byte
+	for _, h := range cfg.Webhooks {
+		out = append(out, h.ClientConfig.CABundle)
+	}
+	return out
+}
+
+// refusedWith waits until a dry run of creating obj is refused by the
+// webhook (its cache has caught up with the holder), then creates obj for
+// real and returns the refusal.
+func refusedWith(t *testing.T, obj client.Object, fragments ...string) error {
+	t.Helper()
+	ctx := context.Background()
+	eventually(t, wait, func() (bool, string) {
+		err := k8s.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
+		if err == nil {
+			return false, "a dry-run create was admitted"
+		}
+		return strings.Contains(err.Error(), "denied the request"), err.Error()
+	})
+	err := k8s.Create(ctx, obj)
+	if err == nil {
+		t.Fatalf("%s %s was admitted", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName())
+	}
+	if !apierrors.IsConflict(err) {
+		t.Errorf("refusal is not a Conflict (409): %v", err)
+	}
+	for _, f := range fragments {
+		if !strings.Contains(err.Error(), f) {
+			t.Errorf("refusal %q lacks %q", err.Error(), f)
+		}
+	}
+	return err
+}
+
+func esObject(ns, name, store string, opts ...esOpt) *v1alpha1.ExternalSecret {
+	es := &v1alpha1.ExternalSecret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.ExternalSecretSpec{SecretStoreRef: v1alpha1.StoreRef{Name: store}}}
+	for _, o := range opts {
+		o(es)
+	}
+	return es
+}
+
+// TestWebhookRefusesSecondExternalSecretNamingHolder: a second
+// ExternalSecret that names a target Secret another one writes is refused
+// at create, with the holder named and what to do; the holder's own
+// updates, and an ExternalSecret of another target, are admitted.
+func TestWebhookRefusesSecondExternalSecretNamingHolder(t *testing.T) {
+	ns := newNamespace(t, nil)
+	startWebhook(t, ns, 0, 0)
+	fakeStore(t, ns, "store", fakeEntry{key: "a", value: "from-first"}, fakeEntry{key: "b", value: "from-second"})
+	newES(t, ns, "first", "store", withTarget("shared", v1alpha1.CreationPolicyOwner), withData("v", "a", ""))
+	waitReady(t, ns, "first")
+
+	refusedWith(t, esObject(ns, "second", "store", withTarget("shared", v1alpha1.CreationPolicyOwner), withData("v", "b", "")),
+		`Secret "shared"`, "ExternalSecret "+ns+"/first", "got there first", "choose another spec.target.name")
+	var gone v1alpha1.ExternalSecret
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "second"}, &gone); !apierrors.IsNotFound(err) {
+		t.Fatalf("the refused ExternalSecret exists: %v", err)
+	}
+	// A Merge into a Secret that an Owner ExternalSecret writes is refused too.
+	refusedWith(t, esObject(ns, "merger", "store", withTarget("shared", v1alpha1.CreationPolicyMerge), withData("m", "b", "")),
+		"ExternalSecret "+ns+"/first")
+
+	// The holder's own update goes through and is synced.
+	updateES(t, ns, "first", func(es *v1alpha1.ExternalSecret) { es.Spec.Data[0].SecretKey = "renamed" })
+	waitSecretData(t, ns, "shared", map[string]string{"renamed": "from-first"})
+	// Another target is free.
+	newES(t, ns, "other", "store", withTarget("other", v1alpha1.CreationPolicyOwner), withData("v", "b", ""))
+	waitReady(t, ns, "other")
+	// Moving it onto the held target is refused as an update.
+	es := getES(t, ns, "other")
+	es.Spec.Target.Name = "shared"
+	err := k8s.Update(context.Background(), es)
+	if err == nil || !strings.Contains(err.Error(), "ExternalSecret "+ns+"/first") {
+		t.Fatalf("moving onto the held target: %v", err)
+	}
+}
+
+// TestWebhookRefusesPushSecretDestinationHeldByAnother: a PushSecret
+// publishing to a remote secret of a store that another PushSecret
+// already publishes to is refused, naming it; the holder's update and a
+// free destination are admitted.
+func TestWebhookRefusesPushSecretDestinationHeldByAnother(t *testing.T) {
+	ns := newNamespace(t, nil)
+	startWebhook(t, ns, 0, 0)
+	createSecret(t, ns, "source", map[string]string{"k": "v"})
+	newPush(t, ns, "first", "source", pushTo("remote-db", viaStore(v1alpha1.SecretStoreKind, "remote")))
+
+	second := &v1alpha1.PushSecret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "second"}, Spec: v1alpha1.PushSecretSpec{SecretName: "source"}}
+	pushTo("free-name", viaStore(v1alpha1.SecretStoreKind, "remote"))(second)
+	pushTo("remote-db", viaStore(v1alpha1.SecretStoreKind, "remote"))(second)
+	refusedWith(t, second, `remote secret "remote-db" of SecretStore "remote"`, "PushSecret "+ns+"/first", "got there first")
+
+	// The same name in another store is another remote secret.
+	newPush(t, ns, "elsewhere", "source", pushTo("remote-db", viaStore(v1alpha1.SecretStoreKind, "other-store")))
+	// The holder may change (here, add a destination).
+	updatePush(t, ns, "first", func(ps *v1alpha1.PushSecret) {
+		pushTo("remote-db-2", viaStore(v1alpha1.SecretStoreKind, "remote"))(ps)
+	})
+}
+
+// TestWebhookFailsOpenToReconcileCheck: with the webhook stopped (its
+// configuration still installed), a second writer is admitted, since the
+// configuration fails open, and the controller's own check reports the
+// conflict in its status, naming the holder.
+func TestWebhookFailsOpenToReconcileCheck(t *testing.T) {
+	ns := newNamespace(t, nil)
+	w := startWebhook(t, ns, 0, 0)
+	fakeStore(t, ns, "store", fakeEntry{key: "a", value: "from-first"}, fakeEntry{key: "b", value: "from-second"})
+	newES(t, ns, "first", "store", withTarget("shared", v1alpha1.CreationPolicyOwner), withData("v", "a", ""))
+	waitReady(t, ns, "first")
+	refusedWith(t, esObject(ns, "probe", "store", withTarget("shared", v1alpha1.CreationPolicyOwner), withData("v", "b", "")), "ExternalSecret "+ns+"/first")
+
+	w.stop()
+	newES(t, ns, "second", "store", withTarget("shared", v1alpha1.CreationPolicyOwner), withData("v", "b", ""))
+	waitCondition(t, ns, "second", "TargetConflict", `ExternalSecret "first"`)
+	waitSecretData(t, ns, "shared", map[string]string{"v": "from-first"})
+}
+
+// TestWebhookCertificateRenewedAndCABundleFollows: with a short validity
+// the operator renews its certificate; the Secret holds the new one, the
+// caBundle follows (the new CA first, the previous one kept beside it
+// while valid), the server presents the new certificate, and the API
+// server still reaches the webhook through it.
+func TestWebhookCertificateRenewedAndCABundleFollows(t *testing.T) {
+	ns := newNamespace(t, nil)
+	// Renewed when less than a third (4s) of 12s is left.
+	w := startWebhook(t, ns, 12*time.Second, 250*time.Millisecond)
+	first, err := getSecret(ns, w.secret)
+	must(t, err)
+	if first.Type != corev1.SecretTypeTLS {
+		t.Errorf("certificate Secret type %q, want %q", first.Type, corev1.SecretTypeTLS)
+	}
+	var renewed *corev1.Secret
+	eventually(t, 30*time.Second, func() (bool, string) {
+		s, err := getSecret(ns, w.secret)
+		if err != nil {
+			return false, err.Error()
+		}
+		if bytes.Equal(s.Data["tls.crt"], first.Data["tls.crt"]) {
+			return false, "not renewed yet"
+		}
+		renewed = s
+		return true, ""
+	})
+	cas := pemCerts(t, renewed.Data["ca.crt"])
+	firstCA := pemCerts(t, first.Data["ca.crt"])[0]
+	if len(cas) < 2 || !cas[1].Equal(firstCA) {
+		t.Errorf("the renewed bundle has %d CAs; want the new one and then the previous one", len(cas))
+	}
+	eventually(t, wait, func() (bool, string) {
+		for _, b := range w.caBundles(t) {
+			if len(pemCerts(t, b)) == 0 || !pemCerts(t, b)[0].Equal(cas[0]) {
+				return false, "caBundle does not start with the new CA yet"
+			}
+		}
+		return true, ""
+	})
+	// The server presents a certificate that the new CA signed.
+	eventually(t, wait, func() (bool, string) {
+		pool := x509.NewCertPool()
+		pool.AddCert(cas[0])
+		conn, err := tls.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(w.port)), &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12})
+		if err != nil {
+			return false, "dialling with the new CA: " + err.Error()
+		}
+		_ = conn.Close()
+		return true, ""
+	})
+	// And the API server still reaches the webhook.
+	createSecret(t, ns, "source", map[string]string{"k": "v"})
+	newPush(t, ns, "first", "source", pushTo("remote-db", viaStore(v1alpha1.SecretStoreKind, "remote")))
+	refusedWith(t, &v1alpha1.PushSecret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "second"},
+		Spec: v1alpha1.PushSecretSpec{SecretName: "source", Destinations: []v1alpha1.PushSecretDestination{
+			{Name: "remote-db", ConfigRef: &v1alpha1.StoreRef{Kind: v1alpha1.SecretStoreKind, Name: "remote"}}}}},
+		"PushSecret "+ns+"/first")
+}
+
+func pemCerts(t *testing.T, b []byte) []*x509.Certificate {
+	t.Helper()
+	var out []*x509.Certificate
+	for {
+		var block *pem.Block
+		block, b = pem.Decode(b)
+		if block == nil {
+			return out
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		must(t, err)
+		out = append(out, c)
+	}
+}
