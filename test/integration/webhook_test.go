@@ -191,13 +191,8 @@ func TestWebhookRefusesSecondExternalSecretNamingHolder(t *testing.T) {
 	// Another target is free.
 	newES(t, ns, "other", "store", withTarget("other", v1alpha1.CreationPolicyOwner), withData("v", "b", ""))
 	waitReady(t, ns, "other")
-	// Moving it onto the held target is refused as an update.
-	es := getES(t, ns, "other")
-	es.Spec.Target.Name = "shared"
-	err := k8s.Update(context.Background(), es)
-	if err == nil || !strings.Contains(err.Error(), "ExternalSecret "+ns+"/first") {
-		t.Fatalf("moving onto the held target: %v", err)
-	}
+	// (spec.target.name is immutable, so an ExternalSecret cannot move
+	// onto a held target by an update.)
 }
 
 // TestWebhookRefusesPushSecretDestinationHeldByAnother: a PushSecret
@@ -221,6 +216,13 @@ func TestWebhookRefusesPushSecretDestinationHeldByAnother(t *testing.T) {
 	updatePush(t, ns, "first", func(ps *v1alpha1.PushSecret) {
 		pushTo("remote-db-2", viaStore(v1alpha1.SecretStoreKind, "remote"))(ps)
 	})
+	// Another PushSecret adding a held destination by an update is refused.
+	ps := getPush(t, ns, "elsewhere")
+	pushTo("remote-db-2", viaStore(v1alpha1.SecretStoreKind, "remote"))(ps)
+	err := k8s.Update(context.Background(), ps)
+	if err == nil || !strings.Contains(err.Error(), "PushSecret "+ns+"/first") {
+		t.Fatalf("adding a held destination by an update: %v", err)
+	}
 }
 
 // TestWebhookFailsOpenToReconcileCheck: with the webhook stopped (its
