@@ -6,8 +6,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"net"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +20,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -314,5 +319,95 @@ func pemCerts(t *testing.T, b []byte) []*x509.Certificate {
 		c, err := x509.ParseCertificate(block.Bytes)
 		must(t, err)
 		out = append(out, c)
+	}
+}
+
+// assertShippedWebhook checks a rendering with the webhook on: the
+// configuration fails open within 5s for both kinds and reaches, through
+// a Service of the rendering, the container's webhook port, which the
+// controller is told to serve and the NetworkPolicy lets in; then every
+// object passes a server-side dry run. (Not applied for real: the
+// configuration is cluster-wide and would reach every test's objects.)
+func assertShippedWebhook(t *testing.T, r rendered) {
+	t.Helper()
+	var cfg admissionregistrationv1.ValidatingWebhookConfiguration
+	must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(r.one(t, "ValidatingWebhookConfiguration").Object, &cfg))
+	if cfg.Name != "watchword" {
+		t.Errorf("configuration named %q; the controller's RBAC allows patching watchword only", cfg.Name)
+	}
+	d := r.deployment(t)
+	var port int32
+	for _, c := range d.Spec.Template.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.Name == "webhook" {
+				port = p.ContainerPort
+			}
+		}
+	}
+	if a := args(t, d); port == 0 || !slices.Contains(a, "--webhook-port="+strconv.Itoa(int(port))) {
+		t.Errorf("container port webhook %d, args %v: want the controller to serve that port", port, a)
+	}
+	kinds := map[string]bool{}
+	for _, h := range cfg.Webhooks {
+		if h.FailurePolicy == nil || *h.FailurePolicy != admissionregistrationv1.Ignore || h.TimeoutSeconds == nil || *h.TimeoutSeconds > 5 {
+			t.Errorf("webhook %s: failurePolicy %v, timeout %v; want Ignore and at most 5s", h.Name, h.FailurePolicy, h.TimeoutSeconds)
+		}
+		for _, rule := range h.Rules {
+			kinds[strings.Join(rule.Resources, ",")] = true
+		}
+		svc := h.ClientConfig.Service
+		found := false
+		for _, s := range r.find("Service") {
+			ports, _, _ := unstructured.NestedSlice(s.Object, "spec", "ports")
+			if s.GetName() == svc.Name && len(ports) == 1 && ports[0].(map[string]any)["targetPort"] == "webhook" {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("webhook %s reaches Service %s, which the rendering lacks or which does not target the port webhook", h.Name, svc.Name)
+		}
+	}
+	if !kinds["externalsecrets"] || !kinds["pushsecrets"] {
+		t.Errorf("the configuration covers %v; want externalsecrets and pushsecrets", kinds)
+	}
+	ingress, _, _ := unstructured.NestedSlice(r.one(t, "NetworkPolicy").Object, "spec", "ingress")
+	if !strings.Contains(fmt.Sprint(ingress), strconv.Itoa(int(port))) {
+		t.Errorf("NetworkPolicy ingress %v does not let in the webhook port %d", ingress, port)
+	}
+	assertArgsParse(t, d)
+	for _, u := range r.objs {
+		if _, skip := notInstalled[u.GetKind()]; skip {
+			continue
+		}
+		if err := ssa(context.Background(), u, true); err != nil {
+			t.Errorf("server-side dry run refused %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+}
+
+// TestHelmChartWebhook renders the chart with webhook.enabled.
+func TestHelmChartWebhook(t *testing.T) {
+	helm := needHelm(t)
+	ns := newNamespace(t, restrictedLabels)
+	if len(helmTemplate(t, helm, "wwoff", ns).find("ValidatingWebhookConfiguration")) != 0 {
+		t.Error("the webhook is rendered by default; it is off unless webhook.enabled")
+	}
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	must(t, os.WriteFile(values, []byte("webhook:\n  enabled: true\n"), 0o600))
+	r := helmTemplate(t, helm, "wwhook", ns, values)
+	assertShippedWebhook(t, r)
+	if a := args(t, r.deployment(t)); !slices.Contains(a, "--webhook-namespace="+ns) || !slices.Contains(a, "--webhook-service=wwhook-watchword-webhook") {
+		t.Errorf("args %v: want the release's namespace and webhook Service", a)
+	}
+}
+
+// TestKustomizeWebhookComponent renders the webhook overlay: the base
+// with the config/webhook component.
+func TestKustomizeWebhookComponent(t *testing.T) {
+	ns := newNamespace(t, restrictedLabels)
+	r, _ := kustomize(t, kustomizeDir+"/overlays/webhook", ns)
+	assertShippedWebhook(t, r)
+	if a := args(t, r.deployment(t)); !slices.Contains(a, "--webhook-service=watchword-webhook") {
+		t.Errorf("args %v: want the component's Service", a)
 	}
 }
