@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watchword-dev/watchword/internal/controller/conditions"
+	"github.com/watchword-dev/watchword/internal/failure"
 )
 
 // Keys of the certificate Secret.
@@ -144,10 +145,10 @@ func (c *Certs) ensureSecret(ctx context.Context) ([]byte, error) {
 			// The label lets the shipped admission policy allow the write.
 			Labels: map[string]string{conditions.ManagedByLabel: conditions.ManagedByValue}},
 			Type: corev1.SecretTypeTLS, Data: data}
-		if err := c.writer.Create(ctx, &s); err != nil {
+		if cerr := c.writer.Create(ctx, &s); cerr != nil {
 			// Another replica may have been quicker: the next check reads
 			// what it wrote.
-			return nil, fmt.Errorf("creating Secret %s: %w", key, err)
+			return nil, fmt.Errorf("creating Secret %s: %w", key, failure.Redacted(cerr))
 		}
 	case err != nil:
 		return nil, fmt.Errorf("reading Secret %s: %w", key, err)
@@ -161,10 +162,12 @@ func (c *Certs) ensureSecret(ctx context.Context) ([]byte, error) {
 			s.Labels = map[string]string{}
 		}
 		s.Labels[conditions.ManagedByLabel] = conditions.ManagedByValue
+		// The API server's refusal of a Secret could quote what it refused
+		// (the key), so only its reason and field paths are kept.
 		// resourceVersion is kept: a replica renewing at the same time
 		// gets a conflict and reads the winner's certificate next time.
-		if err := c.writer.Update(ctx, &s); err != nil {
-			return nil, fmt.Errorf("renewing the certificate in Secret %s: %w", key, err)
+		if uerr := c.writer.Update(ctx, &s); uerr != nil {
+			return nil, fmt.Errorf("renewing the certificate in Secret %s: %w", key, failure.Redacted(uerr))
 		}
 		ctrl.LoggerFrom(ctx).Info("renewed the webhook's certificate", "secret", key.String())
 	}

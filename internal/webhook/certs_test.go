@@ -51,8 +51,8 @@ func TestIssuedCertificateServesItsNamesAndIsRenewedWithAThirdLeft(t *testing.T)
 	pool := x509.NewCertPool()
 	pool.AddCert(cas[0])
 	for _, name := range []string{"watchword-webhook.ns.svc", "127.0.0.1"} {
-		if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: name, CurrentTime: now}); err != nil {
-			t.Errorf("certificate for %s: %v", name, err)
+		if _, verr := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: name, CurrentTime: now}); verr != nil {
+			t.Errorf("certificate for %s: %v", name, verr)
 		}
 	}
 	for _, tc := range []struct {

@@ -134,8 +134,8 @@ func (w *admissionWebhook) caBundles(t *testing.T) [][]byte {
 
 // refusedWith waits until a dry run of creating obj is refused by the
 // webhook (its cache has caught up with the holder), then creates obj for
-// real and returns the refusal.
-func refusedWith(t *testing.T, obj client.Object, fragments ...string) error {
+// real and checks the refusal: a Conflict that says fragments.
+func refusedWith(t *testing.T, obj client.Object, fragments ...string) {
 	t.Helper()
 	ctx := context.Background()
 	eventually(t, wait, func() (bool, string) {
@@ -157,7 +157,6 @@ func refusedWith(t *testing.T, obj client.Object, fragments ...string) error {
 			t.Errorf("refusal %q lacks %q", err.Error(), f)
 		}
 	}
-	return err
 }
 
 func esObject(ns, name, store string, opts ...esOpt) *v1alpha1.ExternalSecret {
