@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -22,6 +23,9 @@ const (
 	ExternalSecretPath = "/validate-externalsecret"
 	PushSecretPath     = "/validate-pushsecret"
 )
+
+// errDecode marks a request whose object could not be decoded.
+var errDecode = errors.New("decoding the object")
 
 // Validator answers admission reviews of ExternalSecrets and PushSecrets.
 type Validator struct {
@@ -52,7 +56,14 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	if err != nil {
 		// The reconcile-time checks still hold: a failed lookup lets the
 		// request through, as an unreachable webhook does.
-		ctrl.LoggerFrom(ctx).Error(err, "admission: looking up claims failed; allowing", "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
+		log := ctrl.LoggerFrom(ctx)
+		if errors.Is(err, errDecode) {
+			// A decoding error can quote the object, which may hold
+			// literal template text: it is not logged.
+			log.Info("admission: the object could not be decoded; allowing", "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
+		} else {
+			log.Error(err, "admission: looking up claims failed; allowing", "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
+		}
 		return admission.Allowed("").WithWarnings("Watchword could not check whether another object already writes here; the controller will report a conflict in the status")
 	}
 	if msg != "" {
@@ -67,13 +78,13 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 func (v *Validator) externalSecret(ctx context.Context, req admission.Request) (string, error) {
 	var es v1alpha1.ExternalSecret
 	if err := v.Decoder.Decode(req, &es); err != nil {
-		return "", err
+		return "", errDecode
 	}
 	var old *v1alpha1.ExternalSecret
 	if req.Operation == admissionv1.Update {
 		old = &v1alpha1.ExternalSecret{}
 		if err := v.Decoder.DecodeRaw(req.OldObject, old); err != nil {
-			return "", err
+			return "", errDecode
 		}
 	}
 	self := "ExternalSecret/" + es.Namespace + "/" + es.Name
@@ -96,13 +107,13 @@ func (v *Validator) externalSecret(ctx context.Context, req admission.Request) (
 func (v *Validator) pushSecret(ctx context.Context, req admission.Request) (string, error) {
 	var ps v1alpha1.PushSecret
 	if err := v.Decoder.Decode(req, &ps); err != nil {
-		return "", err
+		return "", errDecode
 	}
 	var old *v1alpha1.PushSecret
 	if req.Operation == admissionv1.Update {
 		old = &v1alpha1.PushSecret{}
 		if err := v.Decoder.DecodeRaw(req.OldObject, old); err != nil {
-			return "", err
+			return "", errDecode
 		}
 	}
 	self := "PushSecret/" + ps.Namespace + "/" + ps.Name

@@ -221,9 +221,14 @@ func TestWebhookRefusesPushSecretDestinationHeldByAnother(t *testing.T) {
 		pushTo("remote-db-2", viaStore(v1alpha1.SecretStoreKind, "remote"))(ps)
 	})
 	// Another PushSecret adding a held destination by an update is refused.
-	ps := getPush(t, ns, "elsewhere")
-	pushTo("remote-db-2", viaStore(v1alpha1.SecretStoreKind, "remote"))(ps)
-	err := k8s.Update(context.Background(), ps)
+	// (Retried while the controller's status writes make it stale.)
+	var err error
+	eventually(t, wait, func() (bool, string) {
+		ps := getPush(t, ns, "elsewhere")
+		pushTo("remote-db-2", viaStore(v1alpha1.SecretStoreKind, "remote"))(ps)
+		err = k8s.Update(context.Background(), ps)
+		return err == nil || strings.Contains(err.Error(), "denied the request"), fmt.Sprint(err)
+	})
 	if err == nil || !strings.Contains(err.Error(), "PushSecret "+ns+"/first") {
 		t.Fatalf("adding a held destination by an update: %v", err)
 	}
@@ -242,6 +247,11 @@ func TestWebhookFailsOpenToReconcileCheck(t *testing.T) {
 	refusedWith(t, esObject(ns, "probe", "store", withTarget("shared", v1alpha1.CreationPolicyOwner), withData("v", "b", "")), "ExternalSecret "+ns+"/first")
 
 	w.stop()
+	// Nothing answers on the webhook's port any more.
+	if conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(w.port)), time.Second); err == nil {
+		_ = conn.Close()
+		t.Fatal("the webhook still listens after its operator stopped")
+	}
 	newES(t, ns, "second", "store", withTarget("shared", v1alpha1.CreationPolicyOwner), withData("v", "b", ""))
 	waitCondition(t, ns, "second", "TargetConflict", `ExternalSecret "first"`)
 	waitSecretData(t, ns, "shared", map[string]string{"v": "from-first"})
