@@ -3,10 +3,15 @@ package integration
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -46,6 +51,14 @@ type admissionWebhook struct {
 // It stops when the test ends, or earlier by stop.
 func startWebhook(t *testing.T, ns string, validity, check time.Duration) *admissionWebhook {
 	t.Helper()
+	return startWebhookWith(t, ns, validity, check, "", nil)
+}
+
+// startWebhookWith is startWebhook; with certDir, the operator serves the
+// certificate found there instead, and the configuration's caBundle is
+// set to caBundle by the test, as cert-manager's CA injector would.
+func startWebhookWith(t *testing.T, ns string, validity, check time.Duration, certDir string, caBundle []byte) *admissionWebhook {
+	t.Helper()
 	ctx := context.Background()
 	addr, err := freeLoopbackAddr()
 	must(t, err)
@@ -67,6 +80,7 @@ func startWebhook(t *testing.T, ns string, validity, check time.Duration) *admis
 		}
 		h.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://" + addr + *h.ClientConfig.Service.Path)}
 		h.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}
+		h.ClientConfig.CABundle = caBundle
 	}
 	must(t, k8s.Create(ctx, &cfg))
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), &cfg) })
@@ -80,7 +94,7 @@ func startWebhook(t *testing.T, ns string, validity, check time.Duration) *admis
 		Namespace: ns, SecretName: w.secret, ConfigName: w.config,
 		DNSNames: []string{"watchword-webhook." + ns + ".svc"}, IPs: []net.IP{net.ParseIP("127.0.0.1")},
 		Validity: validity, CheckPeriod: check,
-	}}
+	}, CertDir: certDir}
 	runCtx, cancel := context.WithCancel(context.Background())
 	op, err := operator.New(runCtx, restCfg, opts)
 	if err != nil {
@@ -106,6 +120,9 @@ func startWebhook(t *testing.T, ns string, validity, check time.Duration) *admis
 		}
 	}
 	t.Cleanup(w.stop)
+	if certDir != "" {
+		return w
+	}
 	// Ready once the API server has the CA bundle the operator issued.
 	eventually(t, wait, func() (bool, string) {
 		s, err := getSecret(ns, w.secret)
@@ -419,4 +436,59 @@ func TestKustomizeWebhookComponent(t *testing.T) {
 	if a := args(t, r.deployment(t)); !slices.Contains(a, "--webhook-service=watchword-webhook") {
 		t.Errorf("args %v: want the component's Service", a)
 	}
+}
+
+// TestWebhookServesMountedCertificatesWithoutTouchingCABundle: with
+// --webhook-cert-dir (the cert-manager setup) the operator serves the
+// mounted certificate, issues none and leaves caBundle as its injector
+// set it; the API server reaches the webhook with that bundle.
+func TestWebhookServesMountedCertificatesWithoutTouchingCABundle(t *testing.T) {
+	ns := newNamespace(t, nil)
+	dir := t.TempDir()
+	caPEM, certPEM, keyPEM := issueForLoopback(t)
+	must(t, os.WriteFile(filepath.Join(dir, "tls.crt"), certPEM, 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "tls.key"), keyPEM, 0o600))
+	w := startWebhookWith(t, ns, 0, 0, dir, caPEM)
+
+	createSecret(t, ns, "source", map[string]string{"k": "v"})
+	newPush(t, ns, "first", "source", pushTo("remote-db", viaStore(v1alpha1.SecretStoreKind, "remote")))
+	refusedWith(t, &v1alpha1.PushSecret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "second"},
+		Spec: v1alpha1.PushSecretSpec{SecretName: "source", Destinations: []v1alpha1.PushSecretDestination{
+			{Name: "remote-db", ConfigRef: &v1alpha1.StoreRef{Kind: v1alpha1.SecretStoreKind, Name: "remote"}}}}},
+		"PushSecret "+ns+"/first")
+	for _, b := range w.caBundles(t) {
+		if !bytes.Equal(b, caPEM) {
+			t.Error("the operator changed the caBundle the injector set")
+		}
+	}
+	if _, err := getSecret(ns, w.secret); !apierrors.IsNotFound(err) {
+		t.Errorf("the operator issued a certificate Secret of its own: %v", err)
+	}
+}
+
+// issueForLoopback makes a CA and a serving certificate for 127.0.0.1,
+// standing in for cert-manager.
+func issueForLoopback(t *testing.T) (caPEM, certPEM, keyPEM []byte) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	must(t, err)
+	now := time.Now()
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-issuer"},
+		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	must(t, err)
+	ca, err := x509.ParseCertificate(caDER)
+	must(t, err)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	must(t, err)
+	leafTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(time.Hour), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, ca, &key.PublicKey, caKey)
+	must(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	must(t, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }
