@@ -218,8 +218,9 @@ func TestWebhookRefusesSecondExternalSecretNamingHolder(t *testing.T) {
 
 // TestWebhookRefusesPushSecretDestinationHeldByAnother: a PushSecret
 // publishing to a remote secret of a store that another PushSecret
-// already publishes to is refused, naming it; the holder's update and a
-// free destination are admitted.
+// already publishes to is refused, naming it, and so is an ExternalSecret
+// publishing there; the holder's update and a free destination are
+// admitted.
 func TestWebhookRefusesPushSecretDestinationHeldByAnother(t *testing.T) {
 	ns := newNamespace(t, nil)
 	startWebhook(t, ns, 0, 0)
@@ -230,6 +231,12 @@ func TestWebhookRefusesPushSecretDestinationHeldByAnother(t *testing.T) {
 	pushTo("free-name", viaStore(v1alpha1.SecretStoreKind, "remote"))(second)
 	pushTo("remote-db", viaStore(v1alpha1.SecretStoreKind, "remote"))(second)
 	refusedWith(t, second, `remote secret "remote-db" of SecretStore "remote"`, "PushSecret "+ns+"/first", "got there first")
+
+	// An ExternalSecret publishing there is refused too.
+	refusedWith(t, esObject(ns, "publisher", "store", withData("k", "a", ""), func(es *v1alpha1.ExternalSecret) {
+		es.Spec.PublishConnectionDetailsTo = &v1alpha1.ExternalSecretPublication{PushSecretDestination: v1alpha1.PushSecretDestination{
+			Name: "remote-db", ConfigRef: &v1alpha1.StoreRef{Kind: v1alpha1.SecretStoreKind, Name: "remote"}}}
+	}), "PushSecret "+ns+"/first")
 
 	// The same name in another store is another remote secret.
 	newPush(t, ns, "elsewhere", "source", pushTo("remote-db", viaStore(v1alpha1.SecretStoreKind, "other-store")))
