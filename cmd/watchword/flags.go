@@ -21,6 +21,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/controller/restart"
 	"github.com/watchword-dev/watchword/internal/dev"
 	"github.com/watchword-dev/watchword/internal/operator"
+	"github.com/watchword-dev/watchword/internal/webhook"
 )
 
 // controllerConfig is what the flags of `watchword controller` ask for.
@@ -135,10 +136,15 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration, "how long a lease that is not renewed keeps other replicas waiting")
 	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", o.RenewDeadline, "how long the leader tries to renew its lease before it steps down")
 	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "how often replicas try to take or renew the lease")
+	var wh webhookFlags
+	wh.add(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return c, err
 	}
 	if err := c.Log.validate(); err != nil {
+		return c, err
+	}
+	if err := wh.apply(o); err != nil {
 		return c, err
 	}
 	if o.Workers < 1 {
@@ -257,4 +263,51 @@ func parseDev(args []string, out io.Writer) (dev.Options, logConfig, error) {
 	o.Operator.Registry = registry()
 	o.Operator.MetricsAddr, o.Operator.HealthAddr = "0", "0"
 	return o, l, nil
+}
+
+// webhookFlags are the flags of the admission webhook (docs/operations.md).
+type webhookFlags struct {
+	port                                                  int
+	host, certDir, namespace, service, secret, configName string
+	validity                                              time.Duration
+}
+
+func (w *webhookFlags) add(fs *flag.FlagSet) {
+	fs.IntVar(&w.port, "webhook-port", 0, "port of the admission webhook that refuses a second writer of a target (0: not served)")
+	fs.StringVar(&w.host, "webhook-host", "", "address the admission webhook listens on (default: all)")
+	fs.StringVar(&w.certDir, "webhook-cert-dir", "", "folder with tls.crt and tls.key to serve (such as a cert-manager Certificate's Secret); the caBundle is then left to its issuer. Empty: the controller issues and renews its own certificate")
+	fs.StringVar(&w.namespace, "webhook-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the webhook's Service and certificate Secret (default: $POD_NAMESPACE)")
+	fs.StringVar(&w.service, "webhook-service", "watchword-webhook", "name of the webhook's Service, which the certificate is issued for")
+	fs.StringVar(&w.secret, "webhook-cert-secret", "watchword-webhook-cert", "Secret that holds the self-issued certificate")
+	fs.StringVar(&w.configName, "webhook-configuration", "watchword", "ValidatingWebhookConfiguration whose caBundle the controller keeps (its RBAC allows only watchword)")
+	fs.DurationVar(&w.validity, "webhook-cert-validity", 365*24*time.Hour, "validity of a self-issued certificate; it is renewed when a third is left (at least 1h)")
+}
+
+// apply sets o.Webhook from the flags.
+func (w *webhookFlags) apply(o *operator.Options) error {
+	if w.port == 0 {
+		return nil
+	}
+	if w.port < 0 || w.port > 65535 {
+		return fmt.Errorf("--webhook-port %d: use a port from 1 to 65535 (0: no webhook)", w.port)
+	}
+	opts := &webhook.Options{Host: w.host, Port: w.port, CertDir: w.certDir}
+	if w.certDir == "" {
+		if errs := validation.IsDNS1123Label(w.namespace); len(errs) > 0 {
+			return fmt.Errorf("--webhook-namespace %q: name the namespace of the webhook's Service (or set $POD_NAMESPACE): %s", w.namespace, strings.Join(errs, "; "))
+		}
+		for flag, v := range map[string]string{"webhook-service": w.service, "webhook-cert-secret": w.secret, "webhook-configuration": w.configName} {
+			if errs := validation.IsDNS1123Subdomain(v); len(errs) > 0 {
+				return fmt.Errorf("--%s %q is not a valid object name: %s", flag, v, strings.Join(errs, "; "))
+			}
+		}
+		if w.validity < time.Hour {
+			return fmt.Errorf("--webhook-cert-validity %s: use at least 1h, such as 8760h (a year)", w.validity)
+		}
+		svc := w.service + "." + w.namespace + ".svc"
+		opts.Certs = webhook.CertOptions{Namespace: w.namespace, SecretName: w.secret, ConfigName: w.configName,
+			DNSNames: []string{svc, svc + ".cluster.local"}, Validity: w.validity}
+	}
+	o.Webhook = opts
+	return nil
 }

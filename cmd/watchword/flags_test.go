@@ -196,3 +196,44 @@ func TestParseControllerNamespaces(t *testing.T) {
 		}
 	}
 }
+
+// TestParseControllerWebhook: the webhook is off unless --webhook-port; it
+// then issues a certificate for its Service in its namespace, or serves
+// --webhook-cert-dir; bad values are refused with what to use.
+func TestParseControllerWebhook(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "")
+	c, err := parseController(nil, io.Discard)
+	if err != nil || c.Operator.Webhook != nil {
+		t.Fatalf("no flags: webhook %+v, err %v; want none", c.Operator.Webhook, err)
+	}
+	c, err = parseController([]string{"--webhook-port", "9443", "--webhook-namespace", "ww", "--webhook-cert-validity", "720h"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := c.Operator.Webhook
+	if w == nil || w.Port != 9443 || w.CertDir != "" || w.Certs.Namespace != "ww" || w.Certs.SecretName != "watchword-webhook-cert" ||
+		w.Certs.ConfigName != "watchword" || w.Certs.Validity != 720*time.Hour ||
+		strings.Join(w.Certs.DNSNames, ",") != "watchword-webhook.ww.svc,watchword-webhook.ww.svc.cluster.local" {
+		t.Errorf("webhook options %+v", w)
+	}
+	t.Setenv("POD_NAMESPACE", "from-env")
+	c, err = parseController([]string{"--webhook-port", "9443"}, io.Discard)
+	if err != nil || c.Operator.Webhook.Certs.Namespace != "from-env" {
+		t.Errorf("namespace from $POD_NAMESPACE: %+v, %v", c.Operator.Webhook, err)
+	}
+	c, err = parseController([]string{"--webhook-port", "9443", "--webhook-cert-dir", "/certs"}, io.Discard)
+	if err != nil || c.Operator.Webhook.CertDir != "/certs" {
+		t.Errorf("cert dir: %+v, %v", c.Operator.Webhook, err)
+	}
+	t.Setenv("POD_NAMESPACE", "")
+	for args, want := range map[string]string{
+		"--webhook-port=70000": "--webhook-port 70000",
+		"--webhook-port=9443":  "--webhook-namespace",
+		"--webhook-port=9443 --webhook-namespace=ww --webhook-cert-validity=1m": "--webhook-cert-validity 1m0s",
+		"--webhook-port=9443 --webhook-namespace=ww --webhook-service=Bad_Name": "--webhook-service",
+	} {
+		if _, err := parseController(strings.Fields(args), io.Discard); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one naming %s", args, err, want)
+		}
+	}
+}

@@ -49,6 +49,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/metrics"
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/refreshhook"
+	"github.com/watchword-dev/watchword/internal/webhook"
 )
 
 // Options configure the operator.
@@ -106,6 +107,10 @@ type Options struct {
 	// namespaces, so that Roles in them are enough (`--namespace`,
 	// namespaced.go). ClusterSecretStores are then not served.
 	Namespaces []string
+
+	// Webhook, when set, serves the admission webhook that refuses a
+	// second writer of a target (docs/operations.md); nil: not served.
+	Webhook *webhook.Options
 }
 
 // DefaultOptions are sized for thousands of ExternalSecrets.
@@ -301,6 +306,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	}
 	if err := addPushSecrets(ctx, mgr, metaClient, clients, clock, opts); err != nil {
 		return nil, err
+	}
+	if opts.Webhook != nil {
+		if err := webhook.Setup(ctx, mgr, *opts.Webhook); err != nil {
+			return nil, fmt.Errorf("setting up the admission webhook: %w", err)
+		}
 	}
 	if a := opts.RefreshHookAddr; a != "" && a != "0" {
 		h := &refreshhook.Handler{Stores: mgr.GetClient(), Secrets: mgr.GetClient(), Notifier: hookNotifier{es}, Class: opts.ControllerClass}

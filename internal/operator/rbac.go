@@ -20,3 +20,9 @@ package operator
 // +kubebuilder:rbac:groups=external-secrets.x-k8s.io,resources=pushsecrets,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=external-secrets.x-k8s.io,resources=pushsecrets/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=external-secrets.x-k8s.io,resources=pushsecrets/finalizers,verbs=update
+//
+// The admission webhook (internal/webhook): keep the caBundle of its own
+// ValidatingWebhookConfiguration, by name only. Its certificate Secret is
+// written under the Secret rules above.
+//
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=watchword,verbs=get;patch
