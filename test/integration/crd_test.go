@@ -127,7 +127,7 @@ var ruleCases = []ruleCase{
 		valid:   `{fake: {error: {reason: Throttled, retryAfter: 5s}}}`,
 		invalid: []string{`{fake: {error: {reason: Throttled, retryAfter: soon}}}`}},
 	{rule: "set exactly one provider block", kinds: storeKinds,
-		valid:   `{controller: "", fake: {}}`,
+		valid: `{controller: "", fake: {}}`,
 		invalid: []string{`{fake: {}, vault: {server: "https://v:8200", auth: {tokenSecretRef: {name: t, key: token}}}}`, `{controller: ""}`,
 			`{fake: {}, alibaba: {regionID: cn-hangzhou, auth: {secretRef: {accessKeyID: {name: a, key: id}, accessKeySecret: {name: a, key: secret}}}}}`}},
 	{rule: "refreshHook.secretRef of a ClusterSecretStore must give the namespace", kinds: []string{kindCSS},

@@ -1,0 +1,72 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/test/alibabafake"
+)
+
+// The Alibaba Cloud tests run against test/alibabafake, a loopback KMS
+// endpoint that speaks the RPC API and verifies the SDK's request
+// signatures (no KMS emulator can run here). The store reaches it through
+// its endpoint field, as a VPC endpoint would be set.
+
+func alibabaStore(t *testing.T, ns, name, endpoint, credentials string) {
+	t.Helper()
+	must(t, k8s.Create(context.Background(), &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.SecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{Alibaba: &v1alpha1.AlibabaProvider{
+			RegionID: "cn-hangzhou", Endpoint: endpoint,
+			Auth: v1alpha1.AlibabaAuth{SecretRef: v1alpha1.AlibabaAuthSecretRef{
+				AccessKeyID:     v1alpha1.SecretKeySelector{Name: credentials, Key: "id"},
+				AccessKeySecret: v1alpha1.SecretKeySelector{Name: credentials, Key: "secret"}}}}}}}))
+}
+
+func TestAlibabaReadsPropertiesFollowsVersionsAndNamesRefusedKeys(t *testing.T) {
+	fake := alibabafake.New(t)
+	ns := newNamespace(t, nil)
+	fake.AddKey("LTAI5tReader", "reader-access-key-secret", "kms:GetSecretValue", "kms:ListSecretVersionIds")
+	createSecret(t, ns, "ali", map[string]string{"id": "LTAI5tReader", "secret": "reader-access-key-secret"})
+	alibabaStore(t, ns, "ali", fake.Endpoint(), "ali")
+	first := fake.PutValue("app/db", []byte(`{"user":"app","password":"`+sentinel+`"}`))
+	newES(t, ns, "es", "ali", withData("user", "app/db", "user"), withDataFrom("app/db", ""))
+	waitSecretData(t, ns, "es", map[string]string{"user": "app", "password": sentinel})
+	if got := versionOf(waitReady(t, ns, "es"), "app/db"); got != first {
+		t.Errorf("status version %q; want %q", got, first)
+	}
+
+	// A new version (PutSecretValue moves ACSCurrent) reaches the target
+	// and the status.
+	second := fake.PutValue("app/db", []byte(`{"user":"app2","password":"`+sentinel+`"}`))
+	forceSync(t, ns, "es")
+	waitSecretData(t, ns, "es", map[string]string{"user": "app2", "password": sentinel})
+	eventually(t, wait, func() (bool, string) {
+		got := versionOf(getES(t, ns, "es"), "app/db")
+		return got == second, "status version " + got
+	})
+
+	// A pinned stage reads the version that holds it.
+	newES(t, ns, "previous", "ali", func(es *v1alpha1.ExternalSecret) {
+		es.Spec.Data = append(es.Spec.Data, v1alpha1.ExternalSecretData{SecretKey: "user",
+			RemoteRef: v1alpha1.RemoteReference{Key: "app/db", Version: "ACSPrevious", Property: "user"}})
+	})
+	waitSecretData(t, ns, "previous", map[string]string{"user": "app"})
+
+	// A wrong AccessKey secret: the signature does not verify, and the
+	// condition says so without any value.
+	createSecret(t, ns, "ali-wrong", map[string]string{"id": "LTAI5tReader", "secret": "not-the-secret"})
+	alibabaStore(t, ns, "ali-wrong", fake.Endpoint(), "ali-wrong")
+	newES(t, ns, "es2", "ali-wrong", withData("user", "app/db", "user"))
+	es2 := waitCondition(t, ns, "es2", "PermissionDenied", "SignatureDoesNotMatch", `"LTAI5tReader"`, `"app/db"`)
+	for _, secret := range []string{sentinel, "not-the-secret", "reader-access-key-secret"} {
+		if strings.Contains(readyCond(es2).Message, secret) {
+			t.Error("the condition holds a secret")
+		}
+	}
+	// The first ExternalSecret is untouched.
+	waitSecretData(t, ns, "es", map[string]string{"user": "app2", "password": sentinel})
+}
