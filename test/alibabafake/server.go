@@ -228,7 +228,7 @@ func (s *Server) handle(r *http.Request) (map[string]any, *apiError) {
 	case "GetSecretValue":
 		return s.getSecretValue(query)
 	case "ListSecretVersionIds":
-		return s.listSecretVersionIds(query)
+		return s.listSecretVersionIDs(query)
 	}
 	return nil, fail(404, "InvalidAction.NotFound", "Specified api is not found, please check your url and method.")
 }
@@ -377,7 +377,7 @@ func (s *Server) getSecretValue(q map[string]string) (map[string]any, *apiError)
 		"SecretData": data, "SecretDataType": dataType, "VersionStages": stagesJSON(found)}, nil
 }
 
-func (s *Server) listSecretVersionIds(q map[string]string) (map[string]any, *apiError) {
+func (s *Server) listSecretVersionIDs(q map[string]string) (map[string]any, *apiError) {
 	sec := s.secrets[q["SecretName"]]
 	if sec == nil {
 		return nil, fail(404, "Forbidden.ResourceNotFound", "The resource not exists.")
