@@ -8,10 +8,15 @@
 // reused nonce, a body that does not match its digest, unknown or disabled
 // AccessKeys, actions the key's policy does not allow, unknown actions and
 // unknown or repeated parameters. Only the read actions Watchword uses
-// are served: GetSecretValue and ListSecretVersionIds.
+// are served: GetSecretValue and ListSecretVersionIds. It also serves STS's
+// AssumeRoleWithOIDC (version 2015-04-01, anonymous, parameters in a form
+// body): the OIDC token is checked by VerifyOIDCToken, and the temporary
+// credentials it issues must then be sent with their security token.
 package alibabafake
 
 import (
+	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -21,6 +26,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,13 +66,41 @@ type Server struct {
 	calls    map[string]int
 	throttle int
 	// Skew shifts the fake's clock, to test the check of x-acs-date.
-	skew time.Duration
+	skew  time.Duration
+	roles map[string]*oidcRole
+	// CredentialLifetime is how long STS's credentials last (one hour
+	// unless set before the first exchange).
+	CredentialLifetime time.Duration
+
+	// VerifyOIDCToken checks an OIDC token given to AssumeRoleWithOIDC
+	// and returns its subject and audiences, as the RAM OIDC provider does
+	// with the issuer's keys. Nil refuses every token.
+	VerifyOIDCToken func(ctx context.Context, token string) (subject string, audiences []string, err error)
+}
+
+// Audience is the audience STS requires of an OIDC token.
+const Audience = "sts.aliyuncs.com"
+
+// AddOIDCRole adds a RAM role whose trust policy lets the OIDC provider's
+// token of subject assume it, with a policy allowing actions.
+func (s *Server) AddOIDCRole(roleARN, providerARN, subject string, actions ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.roles[roleARN] = &oidcRole{provider: providerARN, subject: subject, actions: actions}
 }
 
 type accessKey struct {
 	secret   string
 	actions  map[string]bool
 	disabled bool
+	// token and expires, of temporary credentials issued by STS.
+	token   string
+	expires time.Time
+}
+
+type oidcRole struct {
+	provider, subject string
+	actions           []string
 }
 
 type secret struct {
@@ -84,7 +118,8 @@ type version struct {
 
 // New starts a fake on loopback, stopped when the test ends.
 func New(t testing.TB) *Server {
-	s := &Server{keys: map[string]*accessKey{}, secrets: map[string]*secret{}, nonces: map[string]bool{}, calls: map[string]int{}}
+	s := &Server{keys: map[string]*accessKey{}, secrets: map[string]*secret{}, nonces: map[string]bool{}, calls: map[string]int{},
+		roles: map[string]*oidcRole{}, CredentialLifetime: time.Hour}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
 	return s
@@ -212,6 +247,9 @@ func (s *Server) handle(r *http.Request) (map[string]any, *apiError) {
 	if err != nil {
 		return nil, fail(400, "InvalidParameter", "the request body cannot be read")
 	}
+	if r.Header.Get("x-acs-action") == "AssumeRoleWithOIDC" {
+		return s.assumeRoleWithOIDC(r, raw)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	action, query, aerr := s.authenticate(r, raw)
@@ -280,6 +318,14 @@ func (s *Server) authenticate(r *http.Request, body []byte) (string, map[string]
 	}
 	if key.disabled {
 		return "", nil, fail(400, "InvalidAccessKeyId.Inactive", "Specified access key is disabled.")
+	}
+	if key.token != "" {
+		if !slices.Contains(signed, "x-acs-security-token") || subtle.ConstantTimeCompare([]byte(h("x-acs-security-token")), []byte(key.token)) != 1 {
+			return "", nil, fail(400, "InvalidSecurityToken.Mismatch", "Specified SecurityToken mismatch with the AccessKey.")
+		}
+		if time.Now().Add(s.skew).After(key.expires) {
+			return "", nil, fail(400, "InvalidSecurityToken.Expired", "Specified SecurityToken is expired.")
+		}
 	}
 	// The query: each parameter once.
 	query := map[string]string{}
@@ -409,4 +455,74 @@ func (s *Server) listSecretVersionIDs(q map[string]string) (map[string]any, *api
 	lo, hi := min((number-1)*size, total), min(number*size, total)
 	return map[string]any{"SecretName": q["SecretName"], "PageNumber": number, "PageSize": size, "TotalCount": total,
 		"VersionIds": map[string]any{"VersionId": all[lo:hi]}}, nil
+}
+
+// assumeRoleWithOIDC is STS's AssumeRoleWithOIDC: anonymous, its
+// parameters in a form body.
+func (s *Server) assumeRoleWithOIDC(r *http.Request, body []byte) (map[string]any, *apiError) {
+	h := r.Header.Get
+	if r.Method != http.MethodPost || r.URL.Path != "/" || r.URL.RawQuery != "" {
+		return nil, fail(400, "InvalidParameter", "AssumeRoleWithOIDC takes its parameters in a form body, by POST on /")
+	}
+	if h("x-acs-version") != "2015-04-01" {
+		return nil, fail(400, "InvalidVersion", "Specified parameter Version is not valid.")
+	}
+	sum := sha256.Sum256(body)
+	if h("x-acs-content-sha256") != hex.EncodeToString(sum[:]) || !strings.HasPrefix(h("Content-Type"), "application/x-www-form-urlencoded") {
+		return nil, fail(400, "InvalidParameter", "the body is not a form matching x-acs-content-sha256")
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, fail(400, "InvalidParameter", "the body is not a form")
+	}
+	allowed := map[string]bool{"RoleArn": true, "OIDCProviderArn": true, "OIDCToken": true, "RoleSessionName": true, "DurationSeconds": false, "Policy": false}
+	for k, vs := range form {
+		if _, known := allowed[k]; !known || len(vs) != 1 {
+			return nil, fail(400, "InvalidParameter", "The parameter %s is not valid or is repeated.", k)
+		}
+	}
+	for k, required := range allowed {
+		if required && form.Get(k) == "" {
+			return nil, fail(400, "MissingParameter", "The input parameter %s that is mandatory for processing this request is not supplied.", k)
+		}
+	}
+	s.mu.Lock()
+	s.calls["AssumeRoleWithOIDC"]++
+	role, verify := s.roles[form.Get("RoleArn")], s.VerifyOIDCToken
+	s.mu.Unlock()
+	if role == nil {
+		return nil, fail(404, "EntityNotExist.Role", "The specified Role not exists.")
+	}
+	if role.provider != form.Get("OIDCProviderArn") {
+		return nil, fail(404, "EntityNotExist.OIDCProvider", "The specified OIDC provider does not exist.")
+	}
+	if verify == nil {
+		return nil, fail(400, "AuthenticationFail.OIDCToken.Invalid", "The OIDC token is invalid.")
+	}
+	subject, audiences, err := verify(r.Context(), form.Get("OIDCToken"))
+	if err != nil || !slices.Contains(audiences, Audience) {
+		return nil, fail(400, "AuthenticationFail.OIDCToken.Invalid", "The OIDC token is invalid: its signature, issuer or audience is not trusted.")
+	}
+	if subject != role.subject {
+		return nil, fail(403, "AuthenticationFail.NoPermission", "You are not authorized to assume the role by the trust policy.")
+	}
+	id, secret, token := "STS.NK"+randomHex(8), randomHex(16), "CAIS"+randomHex(32)
+	s.mu.Lock()
+	expires := time.Now().Add(s.CredentialLifetime).UTC().Truncate(time.Second)
+	s.keys[id] = &accessKey{secret: secret, actions: map[string]bool{}, token: token, expires: expires}
+	for _, a := range role.actions {
+		s.keys[id].actions[strings.TrimPrefix(a, "kms:")] = true
+	}
+	s.mu.Unlock()
+	return map[string]any{
+		"AssumedRoleUser": map[string]any{"Arn": form.Get("RoleArn") + "/" + form.Get("RoleSessionName"), "AssumedRoleId": "3" + randomHex(8) + ":" + form.Get("RoleSessionName")},
+		"Credentials":     map[string]any{"AccessKeyId": id, "AccessKeySecret": secret, "SecurityToken": token, "Expiration": expires.Format("2006-01-02T15:04:05Z")},
+		"OIDCTokenInfo":   map[string]any{"Subject": subject, "ClientIds": strings.Join(audiences, ",")},
+	}, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

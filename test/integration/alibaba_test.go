@@ -21,7 +21,7 @@ func alibabaStore(t *testing.T, ns, name, endpoint, credentials string) {
 	must(t, k8s.Create(context.Background(), &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.SecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{Alibaba: &v1alpha1.AlibabaProvider{
 			RegionID: "cn-hangzhou", Endpoint: endpoint,
-			Auth: v1alpha1.AlibabaAuth{SecretRef: v1alpha1.AlibabaAuthSecretRef{
+			Auth: v1alpha1.AlibabaAuth{SecretRef: &v1alpha1.AlibabaAuthSecretRef{
 				AccessKeyID:     v1alpha1.SecretKeySelector{Name: credentials, Key: "id"},
 				AccessKeySecret: v1alpha1.SecretKeySelector{Name: credentials, Key: "secret"}}}}}}}))
 }

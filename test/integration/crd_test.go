@@ -195,6 +195,17 @@ var ruleCases = []ruleCase{
 		invalid: []string{
 			`{azurekv: {vaultURL: "https://v.vault.azure.net", tenantID: t, auth: {managedIdentity: {}, workloadIdentity: {clientID: c, serviceAccountRef: {name: sa}}}}}`,
 			`{azurekv: {vaultURL: "https://v.vault.azure.net", auth: {}}}`}},
+	{rule: "alibaba.auth must set exactly one of secretRef or rrsa", kinds: storeKinds,
+		valid: `{alibaba: {regionID: cn-hangzhou, auth: {secretRef: {accessKeyID: {name: a, key: id}, accessKeySecret: {name: a, key: secret}}}}}`,
+		invalid: []string{
+			`{alibaba: {regionID: cn-hangzhou, auth: {secretRef: {accessKeyID: {name: a, key: id}, accessKeySecret: {name: a, key: secret}}, rrsa: {serviceAccountRef: {name: sa}, roleARN: "acs:ram::1:role/r", oidcProviderARN: "acs:ram::1:oidc-provider/p"}}}}`,
+			`{alibaba: {regionID: cn-hangzhou, auth: {}}}`}},
+	{rule: "rrsa.roleARN must be a RAM role ARN", kinds: storeKinds,
+		valid:   `{alibaba: {regionID: cn-hangzhou, stsEndpoint: "https://sts-vpc.cn-hangzhou.aliyuncs.com", auth: {rrsa: {serviceAccountRef: {name: sa}, roleARN: "acs:ram::1:role/r", oidcProviderARN: "acs:ram::1:oidc-provider/p"}}}}`,
+		invalid: []string{`{alibaba: {regionID: cn-hangzhou, auth: {rrsa: {serviceAccountRef: {name: sa}, roleARN: "arn:aws:iam::1:role/r", oidcProviderARN: "acs:ram::1:oidc-provider/p"}}}}`}},
+	{rule: "rrsa.oidcProviderARN must be a RAM OIDC provider ARN", kinds: storeKinds,
+		valid:   `{alibaba: {regionID: cn-hangzhou, auth: {rrsa: {serviceAccountRef: {name: sa}, roleARN: "acs:ram::1:role/r", oidcProviderARN: "acs:ram::1:oidc-provider/p", sessionName: watchword}}}}`,
+		invalid: []string{`{alibaba: {regionID: cn-hangzhou, auth: {rrsa: {serviceAccountRef: {name: sa}, roleARN: "acs:ram::1:role/r", oidcProviderARN: "ack-rrsa-p"}}}}`}},
 	{rule: "gcpsm.auth must set exactly one of secretRef or workloadIdentityFederation", kinds: storeKinds,
 		valid: `{gcpsm: {projectID: p, auth: {secretRef: {secretAccessKeySecretRef: {name: s, key: k}}}}}`,
 		invalid: []string{

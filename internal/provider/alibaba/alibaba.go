@@ -4,7 +4,8 @@
 // ID, a JSON object value as fields (for property and dataFrom), and tells
 // the current version from the list of version IDs without reading the
 // value. It authenticates with a RAM user's AccessKey pair read from a
-// Secret. It is read-only: its Ops have no Writer, so publishing to it is
+// Secret, or with RRSA: a token of a Kubernetes service account exchanged
+// for a RAM role's temporary credentials. It is read-only: its Ops have no Writer, so publishing to it is
 // refused by the engine.
 package alibaba
 
@@ -34,68 +35,87 @@ var _ provider.Factory = Factory{}
 // Validate checks what CEL cannot.
 func (Factory) Validate(store provider.Store) error {
 	spec := store.Spec.Alibaba
-	if spec.Endpoint != "" {
-		if _, _, err := endpoint(spec.Endpoint); err != nil {
-			return err
+	if (spec.Auth.SecretRef == nil) == (spec.Auth.RRSA == nil) {
+		return fmt.Errorf("%w: alibaba.auth must set exactly one of secretRef or rrsa", engine.ErrInvalidConfig)
+	}
+	for field, raw := range map[string]string{"alibaba.endpoint": spec.Endpoint, "alibaba.stsEndpoint": spec.STSEndpoint} {
+		if raw != "" {
+			if _, _, err := endpoint(raw, field); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// Refs names the Secret keys of the AccessKey pair.
+// Refs names the Secret keys of the AccessKey pair and the service
+// account of RRSA.
 func (Factory) Refs(store provider.Store) []provider.ObjectRef {
-	s := store.Spec.Alibaba.Auth.SecretRef
-	return []provider.ObjectRef{
-		provider.SecretKeyRef("alibaba.auth.secretRef.accessKeyID", s.AccessKeyID),
-		provider.SecretKeyRef("alibaba.auth.secretRef.accessKeySecret", s.AccessKeySecret),
+	a := store.Spec.Alibaba.Auth
+	var out []provider.ObjectRef
+	if s := a.SecretRef; s != nil {
+		out = append(out,
+			provider.SecretKeyRef("alibaba.auth.secretRef.accessKeyID", s.AccessKeyID),
+			provider.SecretKeyRef("alibaba.auth.secretRef.accessKeySecret", s.AccessKeySecret))
 	}
+	if r := a.RRSA; r != nil {
+		out = append(out, provider.ServiceAccountRef("alibaba.auth.rrsa.serviceAccountRef", r.ServiceAccountRef))
+	}
+	return out
 }
 
 // endpoint splits an endpoint URL into the SDK's protocol and host.
-func endpoint(raw string) (protocol, host string, err error) {
+func endpoint(raw, field string) (protocol, host string, err error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.User != nil {
-		return "", "", fmt.Errorf("%w: alibaba.endpoint must be a URL of a host alone, such as https://kms-vpc.cn-hangzhou.aliyuncs.com", engine.ErrInvalidConfig)
+		return "", "", fmt.Errorf("%w: %s must be a URL of a host alone, such as https://kms-vpc.cn-hangzhou.aliyuncs.com", engine.ErrInvalidConfig, field)
 	}
 	return strings.ToUpper(u.Scheme), u.Host, nil
 }
 
-// New reads the AccessKey pair and builds the client; no call is made.
+// New builds the client: it reads the AccessKey pair, or prepares the
+// RRSA exchange, made at the first call; no call is made here.
 func (f Factory) New(ctx context.Context, store provider.Store, deps provider.Deps) (engine.Ops, error) {
 	if err := f.Validate(store); err != nil {
 		return engine.Ops{}, err
 	}
 	spec := store.Spec.Alibaba
-	ref := spec.Auth.SecretRef
-	id, err := deps.SecretValue(ctx, ref.AccessKeyID)
-	if err != nil {
-		return engine.Ops{}, err
-	}
-	secret, err := deps.SecretValue(ctx, ref.AccessKeySecret)
-	if err != nil {
-		return engine.Ops{}, err
-	}
-	keyID := strings.TrimSpace(string(id))
-	if keyID == "" || len(secret) == 0 {
-		return engine.Ops{}, fmt.Errorf("%w: alibaba.auth.secretRef: the AccessKey ID or secret in Secret %q is empty", engine.ErrInvalidConfig, ref.AccessKeyID.Name)
-	}
-	cfg := &openapi.Config{
-		AccessKeyId:     tea.String(keyID),
-		AccessKeySecret: tea.String(strings.TrimSpace(string(secret))),
-		RegionId:        tea.String(spec.RegionID),
+	cfg := &openapi.Config{RegionId: tea.String(spec.RegionID)}
+	var who string
+	if ref := spec.Auth.SecretRef; ref != nil {
+		id, err := deps.SecretValue(ctx, ref.AccessKeyID)
+		if err != nil {
+			return engine.Ops{}, err
+		}
+		secret, err := deps.SecretValue(ctx, ref.AccessKeySecret)
+		if err != nil {
+			return engine.Ops{}, err
+		}
+		keyID := strings.TrimSpace(string(id))
+		if keyID == "" || len(secret) == 0 {
+			return engine.Ops{}, fmt.Errorf("%w: alibaba.auth.secretRef: the AccessKey ID or secret in Secret %q is empty", engine.ErrInvalidConfig, ref.AccessKeyID.Name)
+		}
+		cfg.AccessKeyId, cfg.AccessKeySecret = tea.String(keyID), tea.String(strings.TrimSpace(string(secret)))
+		// The AccessKey ID names the caller in messages; it is not a
+		// secret (Alibaba Cloud shows it in logs and the console).
+		who = fmt.Sprintf("AccessKey %q (from Secret %q)", keyID, ref.AccessKeyID.Name)
+	} else {
+		cred, w, err := newRRSA(store, deps)
+		if err != nil {
+			return engine.Ops{}, err
+		}
+		cfg.Credential, who = cred, w
 	}
 	host := "kms." + spec.RegionID + ".aliyuncs.com"
 	if spec.Endpoint != "" {
-		protocol, h, _ := endpoint(spec.Endpoint)
+		protocol, h, _ := endpoint(spec.Endpoint, "alibaba.endpoint")
 		cfg.Protocol, cfg.Endpoint, host = tea.String(protocol), tea.String(h), h
 	}
 	api, err := kms.NewClient(cfg)
 	if err != nil {
 		return engine.Ops{}, fmt.Errorf("%w: alibaba: the KMS client cannot be built for region %q", engine.ErrInvalidConfig, spec.RegionID)
 	}
-	// The AccessKey ID names the caller in messages; it is not a secret
-	// (Alibaba Cloud shows it in logs and the console).
-	c := &Client{api: api, host: host, who: fmt.Sprintf("AccessKey %q (from Secret %q)", keyID, ref.AccessKeyID.Name)}
+	c := &Client{api: api, host: host, who: who}
 	return engine.Ops{Reader: c, Versions: c}, nil
 }
 

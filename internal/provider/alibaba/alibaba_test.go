@@ -44,7 +44,7 @@ func newEnv(t *testing.T) *env {
 func (e *env) store() provider.Store {
 	return provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "team", Name: "ali", Spec: &v1alpha1.SecretStoreProvider{Alibaba: &v1alpha1.AlibabaProvider{
 		RegionID: "cn-hangzhou", Endpoint: e.fake.Endpoint(),
-		Auth: v1alpha1.AlibabaAuth{SecretRef: v1alpha1.AlibabaAuthSecretRef{
+		Auth: v1alpha1.AlibabaAuth{SecretRef: &v1alpha1.AlibabaAuthSecretRef{
 			AccessKeyID:     v1alpha1.SecretKeySelector{Name: "ali", Key: "id"},
 			AccessKeySecret: v1alpha1.SecretKeySelector{Name: "ali", Key: "secret"}}}}}}
 }
@@ -244,4 +244,97 @@ func TestUnavailableEndpoint(t *testing.T) {
 	mustClass(t, err, engine.ErrUnavailable, "127.0.0.1:1")
 	s.Spec.Alibaba.Endpoint = "https://kms.example.com/path"
 	mustClass(t, Factory{}.Validate(s), engine.ErrInvalidConfig, "alibaba.endpoint")
+}
+
+const (
+	roleARN     = "acs:ram::1234567890123456:role/watchword-reader"
+	providerARN = "acs:ram::1234567890123456:oidc-provider/ack-rrsa-test"
+)
+
+func (e *env) rrsaStore(sa string) provider.Store {
+	s := e.store()
+	s.Spec.Alibaba.STSEndpoint = e.fake.Endpoint()
+	s.Spec.Alibaba.Auth = v1alpha1.AlibabaAuth{RRSA: &v1alpha1.AlibabaRRSA{
+		ServiceAccountRef: v1alpha1.ServiceAccountSelector{Name: sa}, RoleARN: roleARN, OIDCProviderARN: providerARN}}
+	return s
+}
+
+func TestRRSAExchangesAServiceAccountToken(t *testing.T) {
+	e := newEnv(t)
+	c := ctx(t)
+	iss := azurefake.NewIssuer()
+	e.deps.Issuer = iss
+	e.fake.VerifyOIDCToken = iss.Verify
+	e.fake.AddOIDCRole(roleARN, providerARN, "system:serviceaccount:team:reader", "kms:GetSecretValue", "kms:ListSecretVersionIds")
+	v1 := e.fake.PutValue("db", []byte(`{"user":"a"}`))
+	ops, err := Factory{}.New(c, e.rrsaStore("reader"), e.deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.fake.Calls("AssumeRoleWithOIDC") != 0 || e.deps.TokenRequests != 0 {
+		t.Fatal("building the client exchanged a token")
+	}
+	obj, err := ops.Reader.GetSecret(c, engine.Ref{Key: "db"})
+	if err != nil || string(obj.Fields["user"]) != "a" {
+		t.Fatalf("read: %v", err)
+	}
+	if v, err := ops.Versions.CurrentVersion(c, "db"); err != nil || v != v1 {
+		t.Fatalf("CurrentVersion %q, %v", v, err)
+	}
+	// One token and one exchange; the role's credentials are then reused.
+	if e.deps.TokenRequests != 1 || e.fake.Calls("AssumeRoleWithOIDC") != 1 {
+		t.Fatalf("%d token requests, %d exchanges; want 1 each", e.deps.TokenRequests, e.fake.Calls("AssumeRoleWithOIDC"))
+	}
+
+	// Credentials within five minutes of expiry are renewed.
+	e.fake.CredentialLifetime = 4 * time.Minute
+	ops, err = Factory{}.New(c, e.rrsaStore("reader"), e.deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err = ops.Reader.GetSecret(c, engine.Ref{Key: "db"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.fake.Calls("AssumeRoleWithOIDC"); n != 3 {
+		t.Fatalf("%d exchanges; want 3 (short-lived credentials renewed)", n)
+	}
+}
+
+func TestRRSARefusals(t *testing.T) {
+	e := newEnv(t)
+	c := ctx(t)
+	iss := azurefake.NewIssuer()
+	e.deps.Issuer = iss
+	e.fake.VerifyOIDCToken = iss.Verify
+	e.fake.AddOIDCRole(roleARN, providerARN, "system:serviceaccount:team:reader", "kms:ListSecretVersionIds")
+	e.fake.PutValue("db", []byte("s3cr3t-value"))
+
+	// Another service account: the role's trust policy refuses it.
+	ops, _ := Factory{}.New(c, e.rrsaStore("intruder"), e.deps)
+	_, err := ops.Reader.GetSecret(c, engine.Ref{Key: "db"})
+	mustClass(t, err, engine.ErrUnauthenticated, "AuthenticationFail.NoPermission", roleARN, `"team/intruder"`, `"db"`)
+
+	// A token for another audience.
+	s := e.rrsaStore("reader")
+	s.Spec.Alibaba.Auth.RRSA.ServiceAccountRef.Audiences = []string{"vault"}
+	ops, _ = Factory{}.New(c, s, e.deps)
+	_, err = ops.Reader.GetSecret(c, engine.Ref{Key: "db"})
+	mustClass(t, err, engine.ErrUnauthenticated, "AuthenticationFail.OIDCToken.Invalid")
+
+	// An unknown OIDC provider.
+	s = e.rrsaStore("reader")
+	s.Spec.Alibaba.Auth.RRSA.OIDCProviderARN = providerARN + "-other"
+	ops, _ = Factory{}.New(c, s, e.deps)
+	_, err = ops.Versions.CurrentVersion(c, "db")
+	mustClass(t, err, engine.ErrUnauthenticated, "EntityNotExist.OIDCProvider")
+
+	// The role may list, not read.
+	ops, _ = Factory{}.New(c, e.rrsaStore("reader"), e.deps)
+	if _, err = ops.Versions.CurrentVersion(c, "db"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ops.Reader.GetSecret(c, engine.Ref{Key: "db"})
+	mustClass(t, err, engine.ErrPermissionDenied, "Forbidden.RAM", roleARN)
 }

@@ -18,6 +18,10 @@ func (c *Client) classify(what string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%s: KMS at %s did not answer in time: %w", what, c.host, engine.ErrUnavailable)
 	}
+	var exchange *stsError
+	if errors.As(err, &exchange) {
+		return fmt.Errorf("%s: %w", what, exchange.err)
+	}
 	var sdk *tea.SDKError
 	if !errors.As(err, &sdk) || sdk.Code == nil || tea.IntValue(sdk.StatusCode) == 0 {
 		// The SDK raises its timeouts and connection failures as errors
