@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
@@ -69,4 +70,39 @@ func TestAlibabaReadsPropertiesFollowsVersionsAndNamesRefusedKeys(t *testing.T) 
 	}
 	// The first ExternalSecret is untouched.
 	waitSecretData(t, ns, "es", map[string]string{"user": "app2", "password": sentinel})
+}
+
+func TestAlibabaRRSAExchangesAReviewedServiceAccountToken(t *testing.T) {
+	fake := alibabafake.New(t)
+	// STS checks the token by a TokenReview of the test API server, as
+	// RAM checks it with the cluster issuer's keys.
+	fake.VerifyOIDCToken = tokenReview(alibabafake.Audience)
+	ns := newNamespace(t, nil)
+	const role, oidc = "acs:ram::1234567890123456:role/watchword-reader", "acs:ram::1234567890123456:oidc-provider/ack-rrsa-it"
+	fake.AddOIDCRole(role, oidc, "system:serviceaccount:"+ns+":reader", "kms:GetSecretValue", "kms:ListSecretVersionIds")
+	for _, sa := range []string{"reader", "intruder"} {
+		must(t, k8s.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}}))
+	}
+	rrsaStore := func(name, sa string) {
+		must(t, k8s.Create(context.Background(), &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1alpha1.SecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{Alibaba: &v1alpha1.AlibabaProvider{
+				RegionID: "eu-central-1", Endpoint: fake.Endpoint(), STSEndpoint: fake.Endpoint(),
+				Auth: v1alpha1.AlibabaAuth{RRSA: &v1alpha1.AlibabaRRSA{ServiceAccountRef: v1alpha1.ServiceAccountSelector{Name: sa},
+					RoleARN: role, OIDCProviderARN: oidc}}}}}}))
+	}
+	fake.PutValue("app/api", []byte(`{"token":"`+sentinel+`"}`))
+	rrsaStore("ali", "reader")
+	newES(t, ns, "es", "ali", withData("token", "app/api", "token"))
+	waitSecretData(t, ns, "es", map[string]string{"token": sentinel})
+	if fake.Calls("AssumeRoleWithOIDC") == 0 {
+		t.Error("no token exchange reached STS")
+	}
+
+	// A service account the role's trust policy does not name.
+	rrsaStore("ali-intruder", "intruder")
+	newES(t, ns, "es2", "ali-intruder", withData("token", "app/api", "token"))
+	es2 := waitCondition(t, ns, "es2", "PermissionDenied", "AuthenticationFail.NoPermission", `"`+ns+`/intruder"`, role)
+	if strings.Contains(readyCond(es2).Message, sentinel) {
+		t.Error("the condition holds a value")
+	}
 }
