@@ -278,8 +278,8 @@ func TestRRSAExchangesAServiceAccountToken(t *testing.T) {
 	if err != nil || string(obj.Fields["user"]) != "a" {
 		t.Fatalf("read: %v", err)
 	}
-	if v, err := ops.Versions.CurrentVersion(c, "db"); err != nil || v != v1 {
-		t.Fatalf("CurrentVersion %q, %v", v, err)
+	if v, verr := ops.Versions.CurrentVersion(c, "db"); verr != nil || v != v1 {
+		t.Fatalf("CurrentVersion %q, %v", v, verr)
 	}
 	// One token and one exchange; the role's credentials are then reused.
 	if e.deps.TokenRequests != 1 || e.fake.Calls("AssumeRoleWithOIDC") != 1 {
