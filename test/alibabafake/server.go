@@ -7,8 +7,10 @@
 // own signing function, openapi-util's GetAuthorization), a stale date, a
 // reused nonce, a body that does not match its digest, unknown or disabled
 // AccessKeys, actions the key's policy does not allow, unknown actions and
-// unknown or repeated parameters. Only the read actions Watchword uses
-// are served: GetSecretValue and ListSecretVersionIds. It also serves STS's
+// unknown or repeated parameters. It serves the actions Watchword uses:
+// GetSecretValue, ListSecretVersionIds, DescribeSecret, CreateSecret,
+// PutSecretValue, TagResource and DeleteSecret (without a recovery
+// window). It also serves STS's
 // AssumeRoleWithOIDC (version 2015-04-01, anonymous, parameters in a form
 // body): the OIDC token is checked by VerifyOIDCToken, and the temporary
 // credentials it issues must then be sent with their security token.
@@ -53,6 +55,13 @@ const (
 var params = map[string]map[string]bool{
 	"GetSecretValue":       {"SecretName": true, "VersionId": false, "VersionStage": false, "FetchExtendedConfig": false, "DryRun": false},
 	"ListSecretVersionIds": {"SecretName": true, "IncludeDeprecated": false, "PageNumber": false, "PageSize": false},
+	"DescribeSecret":       {"SecretName": true, "FetchTags": false},
+	"CreateSecret": {"SecretName": true, "SecretData": true, "VersionId": true, "SecretDataType": false, "EncryptionKeyId": false,
+		"Description": false, "Tags": false, "SecretType": false, "DKMSInstanceId": false, "Policy": false, "ExtendedConfig": false,
+		"EnableAutomaticRotation": false, "RotationInterval": false},
+	"PutSecretValue": {"SecretName": true, "SecretData": true, "VersionId": true, "SecretDataType": false, "VersionStages": false},
+	"TagResource":    {"Tags": true, "SecretName": false, "KeyId": false, "CertificateId": false},
+	"DeleteSecret":   {"SecretName": true, "ForceDeleteWithoutRecovery": false, "RecoveryWindowInDays": false},
 }
 
 // Server is a fake KMS endpoint. Its methods are safe for concurrent use.
@@ -104,6 +113,7 @@ type oidcRole struct {
 }
 
 type secret struct {
+	tags     map[string]string
 	binary   bool
 	versions []*version
 	serial   int
@@ -164,7 +174,7 @@ func (s *Server) put(name string, data []byte, binary bool) string {
 	defer s.mu.Unlock()
 	sec := s.secrets[name]
 	if sec == nil {
-		sec = &secret{binary: binary}
+		sec = &secret{binary: binary, tags: map[string]string{}}
 		s.secrets[name] = sec
 	}
 	sec.serial++
@@ -267,6 +277,16 @@ func (s *Server) handle(r *http.Request) (map[string]any, *apiError) {
 		return s.getSecretValue(query)
 	case "ListSecretVersionIds":
 		return s.listSecretVersionIDs(query)
+	case "DescribeSecret":
+		return s.describeSecret(query)
+	case "CreateSecret":
+		return s.createSecret(query)
+	case "PutSecretValue":
+		return s.putSecretValue(query)
+	case "TagResource":
+		return s.tagResource(query)
+	case "DeleteSecret":
+		return s.deleteSecret(query)
 	}
 	return nil, fail(404, "InvalidAction.NotFound", "Specified api is not found, please check your url and method.")
 }
@@ -525,4 +545,166 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// Tags returns a secret's tags and whether it exists.
+func (s *Server) Tags(name string) (map[string]string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sec := s.secrets[name]
+	if sec == nil {
+		return nil, false
+	}
+	out := map[string]string{}
+	for k, v := range sec.tags {
+		out[k] = v
+	}
+	return out, true
+}
+
+// Value returns the data of a secret's ACSCurrent version.
+func (s *Server) Value(name string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sec := s.secrets[name]; sec != nil {
+		for _, v := range sec.versions {
+			if slices.Contains(v.stages, Current) {
+				return slices.Clone(v.data), true
+			}
+		}
+	}
+	return nil, false
+}
+
+func parseTags(raw string) (map[string]string, *apiError) {
+	var tags []struct {
+		TagKey   *string `json:"TagKey"`
+		TagValue *string `json:"TagValue"`
+	}
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&tags); err != nil || len(tags) > 20 {
+		return nil, fail(400, "InvalidParameter.Tags", "Tags must be a JSON array of at most 20 {TagKey, TagValue}.")
+	}
+	out := map[string]string{}
+	for _, t := range tags {
+		if t.TagKey == nil || t.TagValue == nil || *t.TagKey == "" || len(*t.TagKey) > 128 || len(*t.TagValue) > 128 || strings.HasPrefix(*t.TagKey, "acs:") || strings.HasPrefix(*t.TagKey, "aliyun") {
+			return nil, fail(400, "InvalidParameter.Tags", "A tag needs a key of 1 to 128 characters, not starting with acs: or aliyun, and a value of at most 128.")
+		}
+		out[*t.TagKey] = *t.TagValue
+	}
+	return out, nil
+}
+
+func (s *Server) describeSecret(q map[string]string) (map[string]any, *apiError) {
+	sec := s.secrets[q["SecretName"]]
+	if sec == nil {
+		return nil, fail(404, "Forbidden.ResourceNotFound", "The resource not exists.")
+	}
+	out := map[string]any{"SecretName": q["SecretName"], "SecretType": "Generic", "Arn": "acs:kms:cn-hangzhou:1234567890123456:secret/" + q["SecretName"]}
+	if q["FetchTags"] == "true" {
+		var tags []map[string]string
+		for k, v := range sec.tags {
+			tags = append(tags, map[string]string{"TagKey": k, "TagValue": v})
+		}
+		out["Tags"] = map[string]any{"Tag": tags}
+	}
+	return out, nil
+}
+
+func dataType(q map[string]string) (bool, *apiError) {
+	switch q["SecretDataType"] {
+	case "", "text":
+		return false, nil
+	case "binary":
+		return true, nil
+	}
+	return false, fail(400, "InvalidParameter", "SecretDataType must be text or binary.")
+}
+
+func (s *Server) createSecret(q map[string]string) (map[string]any, *apiError) {
+	name := q["SecretName"]
+	if s.secrets[name] != nil {
+		return nil, fail(400, "Rejected.ResourceExist", "The resource already exists.")
+	}
+	binary, aerr := dataType(q)
+	if aerr != nil {
+		return nil, aerr
+	}
+	tags := map[string]string{}
+	if q["Tags"] != "" {
+		if tags, aerr = parseTags(q["Tags"]); aerr != nil {
+			return nil, aerr
+		}
+	}
+	data := []byte(q["SecretData"])
+	if binary {
+		dec, err := base64.StdEncoding.DecodeString(q["SecretData"])
+		if err != nil {
+			return nil, fail(400, "InvalidParameter", "SecretData of a binary secret must be base64.")
+		}
+		data = dec
+	}
+	v := &version{id: q["VersionId"], data: data, stages: []string{Current}, created: time.Now().UTC()}
+	s.secrets[name] = &secret{tags: tags, binary: binary, versions: []*version{v}}
+	return map[string]any{"SecretName": name, "VersionId": v.id, "Arn": "acs:kms:cn-hangzhou:1234567890123456:secret/" + name}, nil
+}
+
+func (s *Server) putSecretValue(q map[string]string) (map[string]any, *apiError) {
+	sec := s.secrets[q["SecretName"]]
+	if sec == nil {
+		return nil, fail(404, "Forbidden.ResourceNotFound", "The resource not exists.")
+	}
+	if q["VersionStages"] != "" {
+		return nil, fail(400, "InvalidParameter", "the fake moves ACSCurrent only; VersionStages is not modelled")
+	}
+	if binary, aerr := dataType(q); aerr != nil || binary != sec.binary {
+		return nil, fail(400, "InvalidParameter", "SecretDataType must match the secret's.")
+	}
+	for _, v := range sec.versions {
+		if v.id == q["VersionId"] {
+			return nil, fail(400, "Rejected.ResourceExist", "The version already exists.")
+		}
+	}
+	for _, old := range sec.versions {
+		old.stages = slices.DeleteFunc(old.stages, func(st string) bool { return st == Previous })
+	}
+	for _, old := range sec.versions {
+		if slices.Contains(old.stages, Current) {
+			old.stages = slices.DeleteFunc(old.stages, func(st string) bool { return st == Current })
+			old.stages = append(old.stages, Previous)
+		}
+	}
+	v := &version{id: q["VersionId"], data: []byte(q["SecretData"]), stages: []string{Current}, created: time.Now().UTC()}
+	sec.versions = append(sec.versions, v)
+	return map[string]any{"SecretName": q["SecretName"], "VersionId": v.id, "VersionStages": stagesJSON(v)}, nil
+}
+
+func (s *Server) tagResource(q map[string]string) (map[string]any, *apiError) {
+	if q["KeyId"] != "" || q["CertificateId"] != "" || q["SecretName"] == "" {
+		return nil, fail(400, "InvalidParameter", "the fake tags secrets only: give SecretName alone")
+	}
+	sec := s.secrets[q["SecretName"]]
+	if sec == nil {
+		return nil, fail(404, "Forbidden.ResourceNotFound", "The resource not exists.")
+	}
+	tags, aerr := parseTags(q["Tags"])
+	if aerr != nil {
+		return nil, aerr
+	}
+	for k, v := range tags {
+		sec.tags[k] = v
+	}
+	return map[string]any{}, nil
+}
+
+func (s *Server) deleteSecret(q map[string]string) (map[string]any, *apiError) {
+	if s.secrets[q["SecretName"]] == nil {
+		return nil, fail(404, "Forbidden.ResourceNotFound", "The resource not exists.")
+	}
+	if q["ForceDeleteWithoutRecovery"] != "true" {
+		return nil, fail(400, "InvalidParameter", "the fake models only ForceDeleteWithoutRecovery=true (no recovery window)")
+	}
+	delete(s.secrets, q["SecretName"])
+	return map[string]any{"SecretName": q["SecretName"]}, nil
 }

@@ -3,10 +3,9 @@
 // version stage (ACSCurrent, ACSPrevious or a custom stage) or a version
 // ID, a JSON object value as fields (for property and dataFrom), and tells
 // the current version from the list of version IDs without reading the
-// value. It authenticates with a RAM user's AccessKey pair read from a
+// value, and writes secrets it marks with its owner tag (for publishing). It authenticates with a RAM user's AccessKey pair read from a
 // Secret, or with RRSA: a token of a Kubernetes service account exchanged
-// for a RAM role's temporary credentials. It is read-only: its Ops have no Writer, so publishing to it is
-// refused by the engine.
+// for a RAM role's temporary credentials.
 package alibaba
 
 import (
@@ -116,7 +115,7 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 		return engine.Ops{}, fmt.Errorf("%w: alibaba: the KMS client cannot be built for region %q", engine.ErrInvalidConfig, spec.RegionID)
 	}
 	c := &Client{api: api, host: host, who: who}
-	return engine.Ops{Reader: c, Versions: c}, nil
+	return engine.Ops{Reader: c, Versions: c, Writer: c}, nil
 }
 
 // Client reads secrets of one store; safe for concurrent use.

@@ -23,18 +23,21 @@ const (
 	keySecret = "s3cr3t-access-key-secret"
 )
 
+var allActions = []string{"kms:GetSecretValue", "kms:ListSecretVersionIds", "kms:DescribeSecret", "kms:CreateSecret",
+	"kms:PutSecretValue", "kms:TagResource", "kms:DeleteSecret"}
+
 type env struct {
 	fake *alibabafake.Server
 	deps *azurefake.Deps
 }
 
-// newEnv is a fake KMS with a RAM user's AccessKey allowed the read
-// actions, its pair in the Secret ali/id and ali/secret. (test/azurefake's
+// newEnv is a fake KMS with a RAM user's AccessKey allowed every action
+// the provider uses, its pair in the Secret ali/id and ali/secret. (test/azurefake's
 // Deps stands in for the cluster's Secrets.)
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	f := alibabafake.New(t)
-	f.AddKey(keyID, keySecret, "kms:GetSecretValue", "kms:ListSecretVersionIds")
+	f.AddKey(keyID, keySecret, allActions...)
 	d := &azurefake.Deps{Namespace: "team"}
 	d.SetSecret("ali", "id", []byte(keyID))
 	d.SetSecret("ali", "secret", []byte(keySecret))
@@ -337,4 +340,56 @@ func TestRRSARefusals(t *testing.T) {
 	}
 	_, err = ops.Reader.GetSecret(c, engine.Ref{Key: "db"})
 	mustClass(t, err, engine.ErrPermissionDenied, "Forbidden.RAM", roleARN)
+}
+
+func TestPublishTagsOwnershipAndAdoption(t *testing.T) {
+	e := newEnv(t)
+	c := ctx(t)
+	ops := e.ops(t)
+	owner := engine.Owner{ID: "PushSecret/team/p/0d8c"}
+	pub := engine.Publication{Fields: map[string][]byte{"k": []byte("s3cr3t-value")}, Tags: map[string]string{"team": "a"}}
+	v, err := ops.Writer.PutSecret(c, "pushed", pub, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := e.fake.Value("pushed")
+	tags, _ := e.fake.Tags("pushed")
+	if string(data) != `{"k":"s3cr3t-value"}` || tags[OwnerTag] != owner.ID || tags["team"] != "a" {
+		t.Fatalf("tags %v", tags)
+	}
+	// Unchanged: no new version.
+	if again, perr := ops.Writer.PutSecret(c, "pushed", pub, owner); perr != nil || again != v || e.fake.Calls("PutSecretValue") != 0 {
+		t.Fatalf("unchanged put %q (first %q), %v, %d PutSecretValue", again, v, perr, e.fake.Calls("PutSecretValue"))
+	}
+	_, err = ops.Writer.PutSecret(c, "pushed", pub, engine.Owner{ID: "PushSecret/other/q/1"})
+	mustClass(t, err, engine.ErrNotOwned, `"`+owner.ID+`"`, OwnerTag)
+	err = ops.Writer.DeleteSecret(c, "pushed", engine.Owner{ID: "PushSecret/other/q/1"})
+	mustClass(t, err, engine.ErrNotOwned, `"`+owner.ID+`"`)
+	_, err = ops.Writer.PutSecret(c, "bad", engine.Publication{Fields: pub.Fields, Tags: map[string]string{OwnerTag: "me"}}, owner)
+	mustClass(t, err, engine.ErrInvalidConfig, "ownership marker")
+
+	// An untagged secret is taken over only when adopting: it gains the
+	// tag and a new version, and keeps its tags.
+	e.fake.PutValue("foreign", []byte("theirs"))
+	_, err = ops.Writer.PutSecret(c, "foreign", pub, owner)
+	mustClass(t, err, engine.ErrNotOwned, "no "+OwnerTag+" tag", "adopt")
+	if data, _ = e.fake.Value("foreign"); string(data) != "theirs" {
+		t.Fatal("an untagged secret was written over")
+	}
+	if _, err = ops.Writer.PutSecret(c, "foreign", pub, engine.Owner{ID: owner.ID, Adopt: true}); err != nil {
+		t.Fatal(err)
+	}
+	if tags, _ = e.fake.Tags("foreign"); tags[OwnerTag] != owner.ID {
+		t.Fatalf("the adopted secret's tags %v", tags)
+	}
+	prev, err := ops.Reader.GetSecret(c, engine.Ref{Key: "foreign", Version: "ACSPrevious"})
+	if err != nil || string(prev.Value) != "theirs" {
+		t.Fatalf("ACSPrevious after adoption: %v", err)
+	}
+	if err = ops.Writer.DeleteSecret(c, "foreign", owner); err != nil {
+		t.Fatal(err)
+	}
+	if _, found := e.fake.Tags("foreign"); found {
+		t.Fatal("the owned secret is still there")
+	}
 }
