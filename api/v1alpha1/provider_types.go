@@ -9,7 +9,7 @@ import (
 // either kind.
 // +kubebuilder:validation:XValidation:rule="[has(self.alibaba), has(self.awsps), has(self.awssm), has(self.azurekv), has(self.barbican), has(self.fake), has(self.gcpsm), has(self.kubernetes), has(self.plugin), has(self.vault)].exists_one(x, x)",message="set exactly one provider block in spec (one of: alibaba, awsps, awssm, azurekv, barbican, fake, gcpsm, kubernetes, plugin, vault)"
 type SecretStoreProvider struct {
-	// alibaba reads secrets of Alibaba Cloud KMS Secrets Manager.
+	// alibaba reads and writes secrets of Alibaba Cloud KMS Secrets Manager.
 	// +optional
 	Alibaba *AlibabaProvider `json:"alibaba,omitempty"`
 
