@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/provider/alibaba"
 	"github.com/watchword-dev/watchword/test/alibabafake"
 )
 
@@ -104,5 +105,40 @@ func TestAlibabaRRSAExchangesAReviewedServiceAccountToken(t *testing.T) {
 	es2 := waitCondition(t, ns, "es2", "PermissionDenied", "AuthenticationFail.NoPermission", `"`+ns+`/intruder"`, role)
 	if strings.Contains(readyCond(es2).Message, sentinel) {
 		t.Error("the condition holds a value")
+	}
+}
+
+func TestAlibabaPublishesWithTheOwnershipTag(t *testing.T) {
+	fake := alibabafake.New(t)
+	ns := newNamespace(t, nil)
+	fake.AddKey("LTAI5tPusher", "pusher-access-key-secret", "kms:GetSecretValue", "kms:ListSecretVersionIds",
+		"kms:DescribeSecret", "kms:CreateSecret", "kms:PutSecretValue", "kms:TagResource", "kms:DeleteSecret")
+	createSecret(t, ns, "ali", map[string]string{"id": "LTAI5tPusher", "secret": "pusher-access-key-secret"})
+	alibabaStore(t, ns, "ali", fake.Endpoint(), "ali")
+	fake.PutValue("foreign", []byte("theirs"))
+	createSecret(t, ns, "src", map[string]string{"password": sentinel})
+	newPush(t, ns, "p", "src", pushKey("password", "db-password"), pushTo("published", viaStore("SecretStore", "ali")))
+	ps := waitPushReady(t, ns, "p")
+	owner := "PushSecret/" + ns + "/p/" + string(ps.UID)
+	eventually(t, wait, func() (bool, string) {
+		data, _ := fake.Value("published")
+		tags, found := fake.Tags("published")
+		return found && string(data) == `{"db-password":"`+sentinel+`"}` && tags[alibaba.OwnerTag] == owner, "tags " + tags[alibaba.OwnerTag]
+	})
+
+	updatePush(t, ns, "p", func(ps *v1alpha1.PushSecret) {
+		ps.Spec.Destinations = append(ps.Spec.Destinations, v1alpha1.PushSecretDestination{Name: "foreign", ConfigRef: &v1alpha1.StoreRef{Name: "ali"}})
+	})
+	waitPushCondition(t, ns, "p", "NotOwned", "foreign", alibaba.OwnerTag, "1 of 2 destinations published")
+	if data, _ := fake.Value("foreign"); string(data) != "theirs" {
+		t.Error("an untagged KMS secret was written over")
+	}
+	must(t, k8s.Delete(context.Background(), getPush(t, ns, "p")))
+	waitGone(t, ps)
+	if _, found := fake.Tags("published"); found {
+		t.Error("the published KMS secret is still there")
+	}
+	if data, _ := fake.Value("foreign"); string(data) != "theirs" {
+		t.Error("an untagged KMS secret was deleted")
 	}
 }
