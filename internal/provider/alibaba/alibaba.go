@@ -15,7 +15,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"time"
+	"sync"
 
 	openapi "github.com/alibabacloud-go/darabonba-openapi/v2/client"
 	kms "github.com/alibabacloud-go/kms-20160120/v3/client"
@@ -114,7 +114,7 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 	if err != nil {
 		return engine.Ops{}, fmt.Errorf("%w: alibaba: the KMS client cannot be built for region %q", engine.ErrInvalidConfig, spec.RegionID)
 	}
-	c := &Client{api: api, host: host, who: who}
+	c := &Client{api: api, host: host, who: who, lock: lockFor(host, kmsConnectMS, kmsReadMS)}
 	return engine.Ops{Reader: c, Versions: c, Writer: c}, nil
 }
 
@@ -123,6 +123,7 @@ type Client struct {
 	api  *kms.Client
 	host string
 	who  string
+	lock *sync.Mutex
 }
 
 // CurrentStage is the stage of a secret's current version.
@@ -142,15 +143,41 @@ func checkName(what, key string) error {
 	return nil
 }
 
-// runtime bounds a call by the context's deadline: the SDK takes no
-// context, only timeouts in milliseconds.
-func runtime(ctx context.Context) *util.RuntimeOptions {
-	rt := &util.RuntimeOptions{}
-	if d, ok := ctx.Deadline(); ok {
-		ms := max(int(time.Until(d).Milliseconds()), 1)
-		rt.ReadTimeout, rt.ConnectTimeout = tea.Int(ms), tea.Int(ms)
+// The SDK's HTTP layer (tea) keeps one http.Client per endpoint and
+// timeouts, shared by every SDK client of the process, and rewrites its
+// Timeout on every call while other calls read it; the SDK client also
+// clears a field of its own on every call. Neither is safe for concurrent
+// use (the race detector reports both), so the calls through one such
+// http.Client are made one at a time, under a lock of its own. The
+// timeouts are fixed, so that there is one http.Client per endpoint
+// (tea keys its pool by them); STS's differ from KMS's so that an
+// exchange made inside a KMS call never waits on that call's lock.
+var (
+	kmsConnectMS, kmsReadMS = 5000, int(engine.CallTimeout.Milliseconds())
+	stsConnectMS, stsReadMS = 4000, int(engine.CallTimeout.Milliseconds())
+	callLocks               sync.Map // tea's pool tag → *sync.Mutex
+)
+
+func lockFor(host string, connectMS, readMS int) *sync.Mutex {
+	l, _ := callLocks.LoadOrStore(fmt.Sprintf("%s|%d|%d", host, connectMS, readMS), &sync.Mutex{})
+	return l.(*sync.Mutex)
+}
+
+// call makes one SDK call under its http.Client's lock, unless the
+// context ended while it waited.
+func call[T any](ctx context.Context, l *sync.Mutex, connectMS, readMS int, fn func(*util.RuntimeOptions) (T, error)) (T, error) {
+	l.Lock()
+	defer l.Unlock()
+	if err := ctx.Err(); err != nil {
+		var zero T
+		return zero, err
 	}
-	return rt
+	return fn(&util.RuntimeOptions{ConnectTimeout: tea.Int(connectMS), ReadTimeout: tea.Int(readMS)})
+}
+
+// kmsCall is call for the store's KMS client.
+func kmsCall[T any](ctx context.Context, c *Client, fn func(*util.RuntimeOptions) (T, error)) (T, error) {
+	return call(ctx, c.lock, kmsConnectMS, kmsReadMS, fn)
 }
 
 // GetSecret reads one version of a secret: by stage (ACSCurrent,
@@ -183,7 +210,9 @@ func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, 
 	if done := ctx.Err(); done != nil {
 		return engine.Object{}, c.classify(what, done)
 	}
-	resp, err := c.api.GetSecretValueWithOptions(req, runtime(ctx))
+	resp, err := kmsCall(ctx, c, func(rt *util.RuntimeOptions) (*kms.GetSecretValueResponse, error) {
+		return c.api.GetSecretValueWithOptions(req, rt)
+	})
 	if err != nil {
 		return engine.Object{}, c.classify(what, err)
 	}
@@ -218,8 +247,10 @@ func (c *Client) CurrentVersion(ctx context.Context, key string) (string, error)
 		if done := ctx.Err(); done != nil {
 			return "", c.classify(what, done)
 		}
-		resp, err := c.api.ListSecretVersionIdsWithOptions(&kms.ListSecretVersionIdsRequest{
-			SecretName: tea.String(key), PageNumber: tea.Int32(page), PageSize: tea.Int32(pageSize)}, runtime(ctx))
+		req := &kms.ListSecretVersionIdsRequest{SecretName: tea.String(key), PageNumber: tea.Int32(page), PageSize: tea.Int32(pageSize)}
+		resp, err := kmsCall(ctx, c, func(rt *util.RuntimeOptions) (*kms.ListSecretVersionIdsResponse, error) {
+			return c.api.ListSecretVersionIdsWithOptions(req, rt)
+		})
 		if err != nil {
 			return "", c.classify(what, err)
 		}

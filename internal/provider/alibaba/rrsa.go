@@ -9,6 +9,7 @@ import (
 	"time"
 
 	openapi "github.com/alibabacloud-go/darabonba-openapi/v2/client"
+	util "github.com/alibabacloud-go/tea-utils/v2/service"
 	"github.com/alibabacloud-go/tea/tea"
 	credential "github.com/aliyun/credentials-go/credentials"
 
@@ -37,6 +38,7 @@ const refreshBefore = 5 * time.Minute
 // reads the token from a file, and Watchword requests its tokens instead.)
 type rrsaCredential struct {
 	sts  *openapi.Client
+	lock *sync.Mutex
 	deps provider.Deps
 	spec v1alpha1.AlibabaRRSA
 	sa   v1alpha1.ServiceAccountSelector
@@ -53,13 +55,15 @@ var _ credential.Credential = (*rrsaCredential)(nil)
 func newRRSA(store provider.Store, deps provider.Deps) (*rrsaCredential, string, error) {
 	spec := store.Spec.Alibaba
 	r := spec.Auth.RRSA
-	cfg := &openapi.Config{RegionId: tea.String(spec.RegionID), Endpoint: tea.String("sts." + spec.RegionID + ".aliyuncs.com")}
+	host := "sts." + spec.RegionID + ".aliyuncs.com"
+	cfg := &openapi.Config{RegionId: tea.String(spec.RegionID), Endpoint: tea.String(host)}
 	if spec.STSEndpoint != "" {
-		protocol, host, err := endpoint(spec.STSEndpoint, "alibaba.stsEndpoint")
+		protocol, h, err := endpoint(spec.STSEndpoint, "alibaba.stsEndpoint")
 		if err != nil {
 			return nil, "", err
 		}
-		cfg.Protocol, cfg.Endpoint = tea.String(protocol), tea.String(host)
+		cfg.Protocol, cfg.Endpoint = tea.String(protocol), tea.String(h)
+		host = h
 	}
 	sts, err := openapi.NewClient(cfg)
 	if err != nil {
@@ -84,7 +88,7 @@ func newRRSA(store provider.Store, deps provider.Deps) (*rrsaCredential, string,
 		name = name[:min(len(name), 64)]
 	}
 	who := fmt.Sprintf("RAM role %q through Kubernetes service account %q", r.RoleARN, store.NamespaceOf(sa.Namespace)+"/"+sa.Name)
-	return &rrsaCredential{sts: sts, deps: deps, spec: *r, sa: sa, name: name, who: who}, who, nil
+	return &rrsaCredential{sts: sts, lock: lockFor(host, stsConnectMS, stsReadMS), deps: deps, spec: *r, sa: sa, name: name, who: who}, who, nil
 }
 
 // stsError is a refusal of the token exchange, already classified.
@@ -107,17 +111,18 @@ func (c *rrsaCredential) GetCredential() (*credential.CredentialModel, error) {
 	if err != nil {
 		return nil, &stsError{fmt.Errorf("requesting a token of Kubernetes service account %q for RRSA: %w", c.sa.Name, err)}
 	}
-	rt := runtime(ctx)
-	resp, err := c.sts.CallApi(&openapi.Params{
-		Action: tea.String("AssumeRoleWithOIDC"), Version: tea.String("2015-04-01"), Protocol: tea.String("HTTPS"),
-		Pathname: tea.String("/"), Method: tea.String("POST"), AuthType: tea.String("Anonymous"), Style: tea.String("RPC"),
-		ReqBodyType: tea.String("formData"), BodyType: tea.String("json"),
-	}, &openapi.OpenApiRequest{Body: map[string]any{
-		"RoleArn":         c.spec.RoleARN,
-		"OIDCProviderArn": c.spec.OIDCProviderARN,
-		"OIDCToken":       token,
-		"RoleSessionName": c.name,
-	}}, rt)
+	resp, err := call(ctx, c.lock, stsConnectMS, stsReadMS, func(rt *util.RuntimeOptions) (map[string]any, error) {
+		return c.sts.CallApi(&openapi.Params{
+			Action: tea.String("AssumeRoleWithOIDC"), Version: tea.String("2015-04-01"), Protocol: tea.String("HTTPS"),
+			Pathname: tea.String("/"), Method: tea.String("POST"), AuthType: tea.String("Anonymous"), Style: tea.String("RPC"),
+			ReqBodyType: tea.String("formData"), BodyType: tea.String("json"),
+		}, &openapi.OpenApiRequest{Body: map[string]any{
+			"RoleArn":         c.spec.RoleARN,
+			"OIDCProviderArn": c.spec.OIDCProviderARN,
+			"OIDCToken":       token,
+			"RoleSessionName": c.name,
+		}}, rt)
+	})
 	if err != nil {
 		return nil, &stsError{c.classify(err)}
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	kms "github.com/alibabacloud-go/kms-20160120/v3/client"
+	util "github.com/alibabacloud-go/tea-utils/v2/service"
 	"github.com/alibabacloud-go/tea/tea"
 
 	"github.com/watchword-dev/watchword/internal/engine"
@@ -26,7 +27,9 @@ type tag struct {
 
 // describe reads the secret's tags; found is false when it does not exist.
 func (c *Client) describe(ctx context.Context, what, key string) (tags map[string]string, found bool, err error) {
-	resp, err := c.api.DescribeSecretWithOptions(&kms.DescribeSecretRequest{SecretName: tea.String(key), FetchTags: tea.String("true")}, runtime(ctx))
+	resp, err := kmsCall(ctx, c, func(rt *util.RuntimeOptions) (*kms.DescribeSecretResponse, error) {
+		return c.api.DescribeSecretWithOptions(&kms.DescribeSecretRequest{SecretName: tea.String(key), FetchTags: tea.String("true")}, rt)
+	})
 	if err != nil {
 		cerr := c.classify(what+" (reading its tags first)", err)
 		if errors.Is(cerr, engine.ErrNotFound) {
@@ -101,8 +104,10 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 	}
 	version := newVersionID()
 	if !found {
-		_, err = c.api.CreateSecretWithOptions(&kms.CreateSecretRequest{SecretName: tea.String(key), SecretData: tea.String(string(payload)),
-			SecretDataType: tea.String("text"), VersionId: tea.String(version), Tags: tea.String(string(tagJSON))}, runtime(ctx))
+		_, err = kmsCall(ctx, c, func(rt *util.RuntimeOptions) (*kms.CreateSecretResponse, error) {
+			return c.api.CreateSecretWithOptions(&kms.CreateSecretRequest{SecretName: tea.String(key), SecretData: tea.String(string(payload)),
+				SecretDataType: tea.String("text"), VersionId: tea.String(version), Tags: tea.String(string(tagJSON))}, rt)
+		})
 		if err != nil {
 			// Rejected.ResourceExist: a concurrent writer created it; the
 			// retry finds it and checks its owner.
@@ -115,7 +120,10 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 	}
 	for _, t := range tags {
 		if v, ok := have[t.TagKey]; !ok || v != t.TagValue {
-			if _, err = c.api.TagResourceWithOptions(&kms.TagResourceRequest{SecretName: tea.String(key), Tags: tea.String(string(tagJSON))}, runtime(ctx)); err != nil {
+			_, err = kmsCall(ctx, c, func(rt *util.RuntimeOptions) (*kms.TagResourceResponse, error) {
+				return c.api.TagResourceWithOptions(&kms.TagResourceRequest{SecretName: tea.String(key), Tags: tea.String(string(tagJSON))}, rt)
+			})
+			if err != nil {
 				return "", c.classify(what+" (tagging it)", err)
 			}
 			break
@@ -128,8 +136,10 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 	case err != nil && !errors.Is(err, engine.ErrNotFound):
 		return "", fmt.Errorf("%s (reading its current version to compare): %w", what, err)
 	}
-	_, err = c.api.PutSecretValueWithOptions(&kms.PutSecretValueRequest{SecretName: tea.String(key), SecretData: tea.String(string(payload)),
-		SecretDataType: tea.String("text"), VersionId: tea.String(version)}, runtime(ctx))
+	_, err = kmsCall(ctx, c, func(rt *util.RuntimeOptions) (*kms.PutSecretValueResponse, error) {
+		return c.api.PutSecretValueWithOptions(&kms.PutSecretValueRequest{SecretName: tea.String(key), SecretData: tea.String(string(payload)),
+			SecretDataType: tea.String("text"), VersionId: tea.String(version)}, rt)
+	})
 	if err != nil {
 		return "", c.classify(what, err)
 	}
@@ -150,7 +160,9 @@ func (c *Client) DeleteSecret(ctx context.Context, key string, owner engine.Owne
 	if _, err = ownership(what, have, engine.Owner{ID: owner.ID}); err != nil {
 		return err
 	}
-	_, err = c.api.DeleteSecretWithOptions(&kms.DeleteSecretRequest{SecretName: tea.String(key), ForceDeleteWithoutRecovery: tea.String("true")}, runtime(ctx))
+	_, err = kmsCall(ctx, c, func(rt *util.RuntimeOptions) (*kms.DeleteSecretResponse, error) {
+		return c.api.DeleteSecretWithOptions(&kms.DeleteSecretRequest{SecretName: tea.String(key), ForceDeleteWithoutRecovery: tea.String("true")}, rt)
+	})
 	if err != nil {
 		if cerr := c.classify(what, err); !errors.Is(cerr, engine.ErrNotFound) {
 			return cerr
