@@ -1,10 +1,12 @@
 package alibabafake
 
 import (
+	"context"
 	"errors"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	openapi "github.com/alibabacloud-go/darabonba-openapi/v2/client"
 	kms "github.com/alibabacloud-go/kms-20160120/v3/client"
@@ -95,5 +97,62 @@ func TestTheFakeRefusesWhatKMSRefuses(t *testing.T) {
 	}
 	if n := s.Calls("refused"); n != 5 {
 		t.Errorf("%d requests refused before an action; want 5 (action, parameter, nonce, signature, missing parameter)", n)
+	}
+}
+
+func TestTheFakeSTSIssuesCredentialsThatNeedTheirToken(t *testing.T) {
+	s := New(t)
+	s.VerifyOIDCToken = func(_ context.Context, token string) (string, []string, error) {
+		if token != "good-token" {
+			return "", nil, errors.New("bad token")
+		}
+		return "system:serviceaccount:team:reader", []string{Audience}, nil
+	}
+	const role, provider = "acs:ram::1:role/r", "acs:ram::1:oidc-provider/p"
+	s.AddOIDCRole(role, provider, "system:serviceaccount:team:reader", "kms:GetSecretValue")
+	s.PutValue("db", []byte("v"))
+	u, _ := url.Parse(s.Endpoint())
+	sts, err := openapi.NewClient(&openapi.Config{Endpoint: tea.String(u.Host), Protocol: tea.String("HTTP")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assume := func(token string) (map[string]any, error) {
+		return sts.CallApi(&openapi.Params{Action: tea.String("AssumeRoleWithOIDC"), Version: tea.String("2015-04-01"), Protocol: tea.String("HTTP"),
+			Pathname: tea.String("/"), Method: tea.String("POST"), AuthType: tea.String("Anonymous"), Style: tea.String("RPC"),
+			ReqBodyType: tea.String("formData"), BodyType: tea.String("json")},
+			&openapi.OpenApiRequest{Body: map[string]any{"RoleArn": role, "OIDCProviderArn": provider, "OIDCToken": token, "RoleSessionName": "s"}},
+			&util.RuntimeOptions{})
+	}
+	if _, err = assume("forged-token"); code(t, err) != "AuthenticationFail.OIDCToken.Invalid" {
+		t.Errorf("forged token: %s", code(t, err))
+	}
+	resp, err := assume("good-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := resp["body"].(map[string]any)["Credentials"].(map[string]any)
+	kmsWith := func(token string) error {
+		c, cerr := kms.NewClient(&openapi.Config{AccessKeyId: tea.String(creds["AccessKeyId"].(string)), AccessKeySecret: tea.String(creds["AccessKeySecret"].(string)),
+			SecurityToken: tea.String(token), RegionId: tea.String("cn-hangzhou"), Endpoint: tea.String(u.Host), Protocol: tea.String("HTTP")})
+		if cerr != nil {
+			t.Fatal(cerr)
+		}
+		_, cerr = c.GetSecretValue(&kms.GetSecretValueRequest{SecretName: tea.String("db")})
+		return cerr
+	}
+	if err = kmsWith(creds["SecurityToken"].(string)); err != nil {
+		t.Fatalf("with the issued token: %v", err)
+	}
+	if err = kmsWith("CAISforged"); code(t, err) != "InvalidSecurityToken.Mismatch" {
+		t.Errorf("another token: %s", code(t, err))
+	}
+	// Credentials issued already expired.
+	s.CredentialLifetime = -time.Minute
+	if resp, err = assume("good-token"); err != nil {
+		t.Fatal(err)
+	}
+	creds = resp["body"].(map[string]any)["Credentials"].(map[string]any)
+	if err = kmsWith(creds["SecurityToken"].(string)); code(t, err) != "InvalidSecurityToken.Expired" {
+		t.Errorf("expired credentials: %s", code(t, err))
 	}
 }

@@ -3,9 +3,10 @@
 // version stage (ACSCurrent, ACSPrevious or a custom stage) or a version
 // ID, a JSON object value as fields (for property and dataFrom), and tells
 // the current version from the list of version IDs without reading the
-// value, and writes secrets it marks with its owner tag (for publishing). It authenticates with a RAM user's AccessKey pair read from a
-// Secret, or with RRSA: a token of a Kubernetes service account exchanged
-// for a RAM role's temporary credentials.
+// value. For publishing, it writes and deletes secrets that carry its
+// owner tag. It authenticates with a RAM user's AccessKey pair read from
+// a Secret, or with RRSA: a token of a Kubernetes service account
+// exchanged for a RAM role's temporary credentials.
 package alibaba
 
 import (
