@@ -7,8 +7,12 @@ import (
 // SecretStoreProvider is the union of provider blocks. Exactly one is set.
 // Both store specs embed it inline, so this one rule validates the spec of
 // either kind.
-// +kubebuilder:validation:XValidation:rule="[has(self.awsps), has(self.awssm), has(self.azurekv), has(self.barbican), has(self.fake), has(self.gcpsm), has(self.kubernetes), has(self.plugin), has(self.vault)].exists_one(x, x)",message="set exactly one provider block in spec (one of: awsps, awssm, azurekv, barbican, fake, gcpsm, kubernetes, plugin, vault)"
+// +kubebuilder:validation:XValidation:rule="[has(self.alibaba), has(self.awsps), has(self.awssm), has(self.azurekv), has(self.barbican), has(self.fake), has(self.gcpsm), has(self.kubernetes), has(self.plugin), has(self.vault)].exists_one(x, x)",message="set exactly one provider block in spec (one of: alibaba, awsps, awssm, azurekv, barbican, fake, gcpsm, kubernetes, plugin, vault)"
 type SecretStoreProvider struct {
+	// alibaba reads and writes secrets of Alibaba Cloud KMS Secrets Manager.
+	// +optional
+	Alibaba *AlibabaProvider `json:"alibaba,omitempty"`
+
 	// awsps configures AWS Systems Manager Parameter Store.
 	// +optional
 	AWSPS *AWSProvider `json:"awsps,omitempty"`

@@ -28,6 +28,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/memlimit"
 	"github.com/watchword-dev/watchword/internal/operator"
 	"github.com/watchword-dev/watchword/internal/provider"
+	"github.com/watchword-dev/watchword/internal/provider/alibaba"
 	"github.com/watchword-dev/watchword/internal/provider/awsps"
 	"github.com/watchword-dev/watchword/internal/provider/awssm"
 	"github.com/watchword-dev/watchword/internal/provider/azurekv"
@@ -44,6 +45,7 @@ import (
 // registry lists the providers of this build.
 func registry() provider.Registry {
 	return provider.Registry{
+		"alibaba":    alibaba.Factory{},
 		"awsps":      awsps.Factory{},
 		"awssm":      awssm.Factory{},
 		"azurekv":    azurekv.Factory{},

@@ -31,6 +31,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/localcluster"
 	"github.com/watchword-dev/watchword/internal/operator"
 	"github.com/watchword-dev/watchword/internal/provider"
+	"github.com/watchword-dev/watchword/internal/provider/alibaba"
 	"github.com/watchword-dev/watchword/internal/provider/awsps"
 	"github.com/watchword-dev/watchword/internal/provider/awssm"
 	"github.com/watchword-dev/watchword/internal/provider/azurekv"
@@ -59,6 +60,7 @@ var (
 // reads made of each store, so tests can tell when the provider was called.
 func registry() provider.Registry {
 	return provider.Registry{
+		"alibaba":    countingFactory{alibaba.Factory{}},
 		"awsps":      countingFactory{awsps.Factory{}},
 		"awssm":      countingFactory{awssm.Factory{}},
 		"azurekv":    countingFactory{azurekv.Factory{Transport: azureTransport}},
