@@ -151,6 +151,10 @@ func entraReason(resp *http.Response) string {
 		out += ": the client secret is wrong or expired"
 	case strings.HasPrefix(e.Detail, "AADSTS700016"):
 		out += ": no such application in the tenant; check clientID and tenantID"
+	case strings.HasPrefix(e.Detail, "AADSTS700027"):
+		out += ": the certificate is not registered on the app registration, or its client assertion was refused; upload the certificate's public part to the app and check clientID"
+	case strings.HasPrefix(e.Detail, "AADSTS700024"):
+		out += ": the client assertion is outside its valid time range; check the clock of the machine Watchword runs on"
 	case strings.HasPrefix(e.Detail, "AADSTS70021"):
 		out += ": the app has no federated credential matching the service account's token (issuer, subject system:serviceaccount:<namespace>:<name>, audience " + AssertionAudience + ")"
 	}
