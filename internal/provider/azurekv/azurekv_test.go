@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/engine"
@@ -298,6 +299,25 @@ func TestThrottlingIsRetriedWithRetryAfterThenReported(t *testing.T) {
 	// One first try and three retries.
 	if n := e.fake.Calls("throttled"); n != 2+4 {
 		t.Fatalf("throttled answers %d; want 6", n)
+	}
+}
+
+// TestThrottlingHandsRetryAfterToTheGate: a Retry-After longer than the
+// SDK's MaxRetryDelay ends its retries at once, and the error carries the
+// wait so that the store's gate holds the store that long.
+func TestThrottlingHandsRetryAfterToTheGate(t *testing.T) {
+	e := newEnv(t)
+	e.fake.SetSecret(vaultHost, "db", "v", nil)
+	ops := e.ops(t, secretStore(clientSecretSpec()))
+	e.fake.Throttle(100, 30)
+	_, err := ops.Reader.GetSecret(context.Background(), engine.Ref{Key: "db"})
+	mustClass(t, err, engine.ErrThrottled, "HTTP 429 Throttled", "asked to wait 30s")
+	var ra interface{ RetryAfter() time.Duration }
+	if !errors.As(err, &ra) || ra.RetryAfter() != 30*time.Second {
+		t.Fatalf("error %v does not carry the 30s Retry-After", err)
+	}
+	if n := e.fake.Calls("throttled"); n != 1 {
+		t.Fatalf("throttled answers %d; want 1 (no retry within the SDK)", n)
 	}
 }
 
