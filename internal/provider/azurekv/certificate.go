@@ -46,7 +46,8 @@ func certificateCredential(ctx context.Context, tenant string, c *v1alpha1.Azure
 	cred, err := azidentity.NewClientCertificateCredential(tenant, c.ClientID, certs, key,
 		&azidentity.ClientCertificateCredentialOptions{ClientOptions: opts})
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: azurekv.auth.clientCertificate: %s", engine.ErrInvalidConfig, safeSDKText(err))
+		return nil, "", fmt.Errorf("%w: azurekv.auth.clientCertificate.certificateRef (Secret %q key %q): %s", engine.ErrInvalidConfig,
+			c.CertificateRef.Name, c.CertificateRef.Key, safeSDKText(err))
 	}
 	return cred, who, nil
 }
