@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -70,8 +69,8 @@ func thumbprintMatches(header string, digest []byte) bool {
 // thumbprint names a registered certificate, the signature verifies with
 // its public key, iss and sub are the client ID, aud is the token
 // endpoint, and the assertion is within its lifetime. It returns the
-// AADSTS code and description of the first check that fails.
-func verifyCertificateAssertion(a *app, h assertionHeader, assertion, tokenEndpoint string, now time.Time) (string, error) {
+// AADSTS code and description of the first check that fails, or "".
+func verifyCertificateAssertion(a *app, h assertionHeader, assertion, tokenEndpoint string, now time.Time) (code, description string) {
 	var cert *x509.Certificate
 	for _, c := range a.certs {
 		s1 := sha1.Sum(c.Raw) //nolint:gosec // see the import
@@ -82,30 +81,30 @@ func verifyCertificateAssertion(a *app, h assertionHeader, assertion, tokenEndpo
 		}
 	}
 	if cert == nil {
-		return "AADSTS700027", errors.New("The certificate with identifier used to sign the client assertion is not registered on application.")
+		return "AADSTS700027", "The certificate with identifier used to sign the client assertion is not registered on application."
 	}
 	tok, err := jwt.ParseSigned(assertion, []jose.SignatureAlgorithm{jose.PS256, jose.RS256, jose.ES256, jose.ES384})
 	if err != nil {
-		return "AADSTS50027", errors.New("JWT token is invalid or malformed.")
+		return "AADSTS50027", "JWT token is invalid or malformed."
 	}
 	var claims jwt.Claims
 	if err := tok.Claims(cert.PublicKey, &claims); err != nil {
-		return "AADSTS700027", errors.New("Client assertion failed signature validation.")
+		return "AADSTS700027", "Client assertion failed signature validation."
 	}
 	if claims.Issuer != a.clientID || claims.Subject != a.clientID {
-		return "AADSTS700021", errors.New("Client assertion application identifier doesn't match 'client_id' parameter.")
+		return "AADSTS700021", "Client assertion application identifier doesn't match 'client_id' parameter."
 	}
 	if !slices.Contains([]string(claims.Audience), tokenEndpoint) {
-		return "AADSTS700027", errors.New("Client assertion failed validation: the audience of the client assertion must be the token endpoint.")
+		return "AADSTS700027", "Client assertion failed validation: the audience of the client assertion must be the token endpoint."
 	}
 	if claims.Expiry == nil {
-		return "AADSTS50027", errors.New("JWT token is invalid or malformed: exp is missing.")
+		return "AADSTS50027", "JWT token is invalid or malformed: exp is missing."
 	}
 	if err := claims.ValidateWithLeeway(jwt.Expected{Time: now}, time.Minute); err != nil {
-		return "AADSTS700024", errors.New("Client assertion is not within its valid time range.")
+		return "AADSTS700024", "Client assertion is not within its valid time range."
 	}
 	if !now.Before(cert.NotAfter) || now.Before(cert.NotBefore) {
-		return "AADSTS700027", errors.New("The certificate used to sign the client assertion has expired.")
+		return "AADSTS700027", "The certificate used to sign the client assertion has expired."
 	}
-	return "", nil
+	return "", ""
 }

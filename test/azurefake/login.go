@@ -105,9 +105,8 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, host, tenant stri
 			return
 		}
 		if h, ok := certificateAssertion(assertion); ok {
-			code, err := verifyCertificateAssertion(a, h, assertion, "https://"+host+"/"+tenant+"/oauth2/v2.0/token", s.now())
-			if err != nil {
-				entraError(w, http.StatusUnauthorized, "invalid_client", code, err.Error())
+			if code, description := verifyCertificateAssertion(a, h, assertion, "https://"+host+"/"+tenant+"/oauth2/v2.0/token", s.now()); code != "" {
+				entraError(w, http.StatusUnauthorized, "invalid_client", code, description)
 				return
 			}
 			break

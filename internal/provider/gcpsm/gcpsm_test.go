@@ -281,7 +281,7 @@ func TestThrottlingHonoursRetryInfo(t *testing.T) {
 		t.Fatalf("throttled answers %d; want 5", n)
 	}
 	e.fake.ThrottleFor(3, 100*time.Millisecond)
-	if _, err := ops.Reader.GetSecret(ctx, engine.Ref{Key: "db"}); err != nil {
+	if _, err = ops.Reader.GetSecret(ctx, engine.Ref{Key: "db"}); err != nil {
 		t.Fatalf("three throttled answers then success: %v", err)
 	}
 
