@@ -350,6 +350,7 @@ func TestValidate(t *testing.T) {
 		want   string
 	}{
 		{"no tenant", func(s *v1alpha1.AzureKVProvider) { s.TenantID = "" }, "tenantID is required"},
+		{"no tenant for a client certificate", func(s *v1alpha1.AzureKVProvider) { *s = *certificateSpec(false); s.TenantID = "" }, "tenantID is required"},
 		{"vault URL with a path", func(s *v1alpha1.AzureKVProvider) { s.VaultURL = "https://v.vault.azure.net/secrets/x" }, "vault's address alone"},
 		{"authority host over http", func(s *v1alpha1.AzureKVProvider) { s.AuthorityHost = "http://login.example" }, "authorityHost must be an https address"},
 	} {
