@@ -15,7 +15,8 @@ type AzureKVProvider struct {
 	VaultURL string `json:"vaultURL"`
 
 	// tenantID is the Microsoft Entra tenant (directory) ID the identity
-	// belongs to. Required by workloadIdentity and clientSecret.
+	// belongs to. Required by workloadIdentity, clientSecret and
+	// clientCertificate.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^[-a-zA-Z0-9.]*$`
@@ -37,7 +38,7 @@ type AzureKVProvider struct {
 
 // AzureKVAuth is the union of the ways to authenticate against Microsoft
 // Entra ID for Key Vault.
-// +kubebuilder:validation:XValidation:rule="[has(self.workloadIdentity), has(self.managedIdentity), has(self.clientSecret)].exists_one(x, x)",message="azurekv.auth must set exactly one of workloadIdentity, managedIdentity or clientSecret"
+// +kubebuilder:validation:XValidation:rule="[has(self.workloadIdentity), has(self.managedIdentity), has(self.clientSecret), has(self.clientCertificate)].exists_one(x, x)",message="azurekv.auth must set exactly one of workloadIdentity, managedIdentity, clientSecret or clientCertificate"
 type AzureKVAuth struct {
 	// workloadIdentity signs in as an application (or user-assigned
 	// managed identity) that trusts a Kubernetes service account: Watchword
@@ -57,6 +58,12 @@ type AzureKVAuth struct {
 	// from a Secret.
 	// +optional
 	ClientSecret *AzureClientSecretAuth `json:"clientSecret,omitempty"`
+
+	// clientCertificate signs in as an application with a certificate
+	// credential: Watchword signs a client assertion with the
+	// certificate's private key, read from a Secret.
+	// +optional
+	ClientCertificate *AzureClientCertificateAuth `json:"clientCertificate,omitempty"`
 }
 
 // AzureWorkloadIdentityAuth signs in with a federated credential of a
@@ -97,4 +104,25 @@ type AzureClientSecretAuth struct {
 	// clientSecretRef is the Secret key that holds the client secret.
 	// +required
 	ClientSecretRef SecretKeySelector `json:"clientSecretRef"`
+}
+
+// AzureClientCertificateAuth signs in as an application with a
+// certificate credential.
+type AzureClientCertificateAuth struct {
+	// clientID is the application (client) ID.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	ClientID string `json:"clientID"`
+
+	// certificateRef is the Secret key that holds the certificate and its
+	// private key: PEM (the certificate and an unencrypted private key,
+	// in any order) or PKCS#12 (PFX), binary as stored in the Secret.
+	// +required
+	CertificateRef SecretKeySelector `json:"certificateRef"`
+
+	// passwordRef is the Secret key that holds the password of a PKCS#12
+	// certificate. Omit it for PEM or a PKCS#12 file without a password.
+	// +optional
+	PasswordRef *SecretKeySelector `json:"passwordRef,omitempty"`
 }

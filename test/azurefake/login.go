@@ -104,6 +104,13 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, host, tenant stri
 			entraError(w, http.StatusBadRequest, "invalid_request", "AADSTS50027", "client_assertion_type must be urn:ietf:params:oauth:client-assertion-type:jwt-bearer.")
 			return
 		}
+		if h, ok := certificateAssertion(assertion); ok {
+			if code, description := verifyCertificateAssertion(a, h, assertion, "https://"+host+"/"+tenant+"/oauth2/v2.0/token", s.now()); code != "" {
+				entraError(w, http.StatusUnauthorized, "invalid_client", code, description)
+				return
+			}
+			break
+		}
 		if s.VerifyAssertion == nil {
 			entraError(w, http.StatusBadRequest, "invalid_client", "AADSTS700211", "No matching federated identity record found for presented assertion issuer.")
 			return

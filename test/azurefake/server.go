@@ -100,6 +100,8 @@ type app struct {
 	tenant, clientID, clientSecret string
 	// subject of the federated credential, "" for none.
 	subject string
+	// certs are the registered certificate credentials.
+	certs []*x509.Certificate
 	// perms on every vault: get, list, set, delete.
 	perms map[string]bool
 }

@@ -54,16 +54,18 @@ type Server struct {
 	now     func() time.Time
 	project string
 
-	mu          sync.Mutex
-	secrets     map[string]*secret  // by resource name, projects/P[/locations/L]/secrets/S
-	accounts    map[string]*account // service accounts by email
-	perms       map[string]map[string]bool
-	tokens      map[string]accessToken
-	pools       map[string]bool            // workload identity pool provider audiences
-	imperson    map[string]map[string]bool // principal -> emails it may impersonate
-	throttle    int
-	calls       map[string]int
-	authorities []string
+	mu       sync.Mutex
+	secrets  map[string]*secret  // by resource name, projects/P[/locations/L]/secrets/S
+	accounts map[string]*account // service accounts by email
+	perms    map[string]map[string]bool
+	tokens   map[string]accessToken
+	pools    map[string]bool            // workload identity pool provider audiences
+	imperson map[string]map[string]bool // principal -> emails it may impersonate
+	throttle int
+	// throttleDelay is the RetryInfo delay of a throttled answer.
+	throttleDelay time.Duration
+	calls         map[string]int
+	authorities   []string
 	// VerifySubjectToken checks the subject token of a token exchange (a
 	// Kubernetes service-account token) and returns its subject and
 	// audiences. Set it before the first request.
@@ -290,11 +292,18 @@ func (s *Server) Secret(name string) ([]byte, map[string]string, bool) {
 	return nil, sec.labels, true
 }
 
-// Throttle makes the next n calls fail with RESOURCE_EXHAUSTED.
-func (s *Server) Throttle(n int) {
+// Throttle makes the next n calls fail with RESOURCE_EXHAUSTED and a
+// RetryInfo detail asking to wait one second.
+func (s *Server) Throttle(n int) { s.ThrottleFor(n, time.Second) }
+
+// ThrottleFor makes the next n calls fail with RESOURCE_EXHAUSTED and a
+// google.rpc.RetryInfo detail asking to wait delay (none when delay is 0,
+// as for a quota that names no retry time).
+func (s *Server) ThrottleFor(n int, delay time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.throttle = n
+	s.throttleDelay = delay
 }
 
 // Calls returns how many calls of a method (such as

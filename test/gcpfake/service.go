@@ -44,9 +44,16 @@ func (s *Server) authorize(ctx context.Context, req any, info *grpc.UnaryServerI
 	if s.throttle > 0 {
 		s.throttle--
 		s.calls["throttled"]++
+		delay := s.throttleDelay
 		s.mu.Unlock()
-		st, _ := status.New(codes.ResourceExhausted, "Quota exceeded for quota metric 'Access requests' and limit 'Access requests per minute per project'").
-			WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Second)})
+		st := status.New(codes.ResourceExhausted, "Quota exceeded for quota metric 'Access requests' and limit 'Access requests per minute per project'")
+		if delay > 0 {
+			withInfo, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(delay)})
+			if err != nil {
+				return nil, status.Error(codes.Internal, err.Error())
+			}
+			st = withInfo
+		}
 		return nil, st.Err()
 	}
 	s.mu.Unlock()

@@ -2,11 +2,18 @@ package integration
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -166,6 +173,49 @@ func TestAzureKeyVaultClientSecretRefusalThenRotation(t *testing.T) {
 	// Fixing the Secret rebuilds the client without a restart.
 	updateSecret(t, ns, "azure-app", func(s *corev1.Secret) { s.Data["secret"] = []byte("right-client-secret") })
 	waitSecretData(t, ns, "es", map[string]string{"v": "v1-value"})
+}
+
+// azureCertificate makes a self-signed certificate and its key as PEM.
+func azureCertificate(t *testing.T, cn string) (*x509.Certificate, string) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	must(t, err)
+	tpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &key.PublicKey, key)
+	must(t, err)
+	cert, err := x509.ParseCertificate(der)
+	must(t, err)
+	k, err := x509.MarshalPKCS8PrivateKey(key)
+	must(t, err)
+	return cert, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})) +
+		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: k}))
+}
+
+// TestAzureKeyVaultClientCertificateRefusalThenFix signs in with a
+// certificate credential from a Secret: the fake's Entra ID verifies the
+// client assertion's signature with the registered certificate.
+func TestAzureKeyVaultClientCertificateRefusalThenFix(t *testing.T) {
+	fake := needAzure(t)
+	ns := newNamespace(t, nil)
+	host := azureVault(ns)
+	clientID := strings.Split(ns, "-")[0] + "-cert-app"
+	fake.AddApp(azureTenant, clientID, "", "", "get", "list")
+	registered, registeredPEM := azureCertificate(t, "registered")
+	fake.AddClientCertificate(azureTenant, clientID, registered)
+	fake.SetSecret(host, "db", "via-certificate", nil)
+	_, otherPEM := azureCertificate(t, "not-registered")
+	createSecret(t, ns, "azure-cert", map[string]string{"tls.pem": otherPEM})
+	azureStore(t, ns, "azure", host, v1alpha1.AzureKVAuth{ClientCertificate: &v1alpha1.AzureClientCertificateAuth{ClientID: clientID,
+		CertificateRef: v1alpha1.SecretKeySelector{Name: "azure-cert", Key: "tls.pem"}}})
+	newES(t, ns, "es", "azure", withData("v", "db", ""))
+	es := waitCondition(t, ns, "es", "PermissionDenied", "AADSTS700027", "not registered", clientID)
+	if strings.Contains(readyCond(es).Message, "PRIVATE KEY") {
+		t.Error("the condition holds the key")
+	}
+	// Putting the registered certificate in the Secret rebuilds the client.
+	updateSecret(t, ns, "azure-cert", func(s *corev1.Secret) { s.Data["tls.pem"] = []byte(registeredPEM) })
+	waitSecretData(t, ns, "es", map[string]string{"v": "via-certificate"})
 }
 
 func TestAzureKeyVaultPushWritesWithTheOwnershipTag(t *testing.T) {

@@ -190,11 +190,15 @@ var ruleCases = []ruleCase{
 	{rule: "azurekv.authorityHost must start with https://", kinds: storeKinds,
 		valid:   `{azurekv: {vaultURL: "https://v.vault.usgovcloudapi.net", authorityHost: "https://login.microsoftonline.us/", auth: {managedIdentity: {}}}}`,
 		invalid: []string{`{azurekv: {vaultURL: "https://v.vault.azure.net", authorityHost: "login.microsoftonline.us", auth: {managedIdentity: {}}}}`}},
-	{rule: "azurekv.auth must set exactly one of workloadIdentity, managedIdentity or clientSecret", kinds: storeKinds,
+	{rule: "azurekv.auth must set exactly one of workloadIdentity, managedIdentity, clientSecret or clientCertificate", kinds: storeKinds,
 		valid: `{azurekv: {vaultURL: "https://v.vault.azure.net", tenantID: t, auth: {workloadIdentity: {clientID: c, serviceAccountRef: {name: sa}}}}}`,
 		invalid: []string{
 			`{azurekv: {vaultURL: "https://v.vault.azure.net", tenantID: t, auth: {managedIdentity: {}, workloadIdentity: {clientID: c, serviceAccountRef: {name: sa}}}}}`,
+			`{azurekv: {vaultURL: "https://v.vault.azure.net", tenantID: t, auth: {clientSecret: {clientID: c, clientSecretRef: {name: s, key: k}}, clientCertificate: {clientID: c, certificateRef: {name: s, key: pem}}}}}`,
 			`{azurekv: {vaultURL: "https://v.vault.azure.net", auth: {}}}`}},
+	{rule: "azurekv.auth must set exactly one of workloadIdentity, managedIdentity, clientSecret or clientCertificate", kinds: storeKinds,
+		valid:   `{azurekv: {vaultURL: "https://v.vault.azure.net", tenantID: t, auth: {clientCertificate: {clientID: c, certificateRef: {name: s, key: pfx}, passwordRef: {name: s, key: pw}}}}}`,
+		invalid: []string{`{azurekv: {vaultURL: "https://v.vault.azure.net", tenantID: t, auth: {managedIdentity: {}, clientCertificate: {clientID: c, certificateRef: {name: s, key: pem}}}}}`}},
 	{rule: "alibaba.auth must set exactly one of secretRef or rrsa", kinds: storeKinds,
 		valid: `{alibaba: {regionID: cn-hangzhou, auth: {secretRef: {accessKeyID: {name: a, key: id}, accessKeySecret: {name: a, key: secret}}}}}`,
 		invalid: []string{

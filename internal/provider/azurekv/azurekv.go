@@ -47,8 +47,8 @@ func (Factory) Validate(store provider.Store) error {
 	if a.ManagedIdentity != nil && !store.Cluster() {
 		return fmt.Errorf("%w: azurekv.auth.managedIdentity acts as the identity of the machine Watchword runs on, which every namespace would share: use it in a ClusterSecretStore, or use workloadIdentity or clientSecret in this SecretStore", engine.ErrInvalidConfig)
 	}
-	if (a.WorkloadIdentity != nil || a.ClientSecret != nil) && spec.TenantID == "" {
-		return fmt.Errorf("%w: azurekv.tenantID is required with workloadIdentity and clientSecret: set it to the directory (tenant) ID of the app registration", engine.ErrInvalidConfig)
+	if (a.WorkloadIdentity != nil || a.ClientSecret != nil || a.ClientCertificate != nil) && spec.TenantID == "" {
+		return fmt.Errorf("%w: azurekv.tenantID is required with workloadIdentity, clientSecret and clientCertificate: set it to the directory (tenant) ID of the app registration", engine.ErrInvalidConfig)
 	}
 	u, err := url.Parse(spec.VaultURL)
 	if err != nil || u.Scheme != "https" || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
@@ -62,12 +62,18 @@ func (Factory) Validate(store provider.Store) error {
 	return nil
 }
 
-// Refs names the client secret and the workload identity's service account.
+// Refs names the client secret, the client certificate and its password, and the workload identity's service account.
 func (Factory) Refs(store provider.Store) []provider.ObjectRef {
 	a := store.Spec.AzureKV.Auth
 	var out []provider.ObjectRef
 	if a.ClientSecret != nil {
 		out = append(out, provider.SecretKeyRef("azurekv.auth.clientSecret.clientSecretRef", a.ClientSecret.ClientSecretRef))
+	}
+	if c := a.ClientCertificate; c != nil {
+		out = append(out, provider.SecretKeyRef("azurekv.auth.clientCertificate.certificateRef", c.CertificateRef))
+		if c.PasswordRef != nil {
+			out = append(out, provider.SecretKeyRef("azurekv.auth.clientCertificate.passwordRef", *c.PasswordRef))
+		}
 	}
 	if a.WorkloadIdentity != nil {
 		out = append(out, provider.ServiceAccountRef("azurekv.auth.workloadIdentity.serviceAccountRef", a.WorkloadIdentity.ServiceAccountRef))
@@ -75,7 +81,7 @@ func (Factory) Refs(store provider.Store) []provider.ObjectRef {
 	return out
 }
 
-// New builds the client. It reads the client secret, but signs in only at
+// New builds the client. It reads the client secret or certificate, but signs in only at
 // the first request, as the SDK does (after Key Vault's challenge names the
 // tenant and resource).
 func (f Factory) New(ctx context.Context, store provider.Store, deps provider.Deps) (engine.Ops, error) {
@@ -129,6 +135,8 @@ func credential(ctx context.Context, store provider.Store, deps provider.Deps, o
 			return nil, "", fmt.Errorf("%w: azurekv.auth.clientSecret: %s", engine.ErrInvalidConfig, safeSDKText(err))
 		}
 		return cred, who, nil
+	case a.ClientCertificate != nil:
+		return certificateCredential(ctx, spec.TenantID, a.ClientCertificate, deps, opts)
 	case a.WorkloadIdentity != nil:
 		w := a.WorkloadIdentity
 		sa := w.ServiceAccountRef
@@ -160,7 +168,7 @@ func credential(ctx context.Context, store provider.Store, deps provider.Deps, o
 		}
 		return cred, who, nil
 	}
-	return nil, "", fmt.Errorf("%w: azurekv.auth must set one of workloadIdentity, managedIdentity or clientSecret", engine.ErrInvalidConfig)
+	return nil, "", fmt.Errorf("%w: azurekv.auth must set one of workloadIdentity, managedIdentity, clientSecret or clientCertificate", engine.ErrInvalidConfig)
 }
 
 // safeSDKText is the text of an SDK error raised before any request: it

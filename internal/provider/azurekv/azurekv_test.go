@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/engine"
@@ -301,6 +302,25 @@ func TestThrottlingIsRetriedWithRetryAfterThenReported(t *testing.T) {
 	}
 }
 
+// TestThrottlingHandsRetryAfterToTheGate: a Retry-After longer than the
+// SDK's MaxRetryDelay ends its retries at once, and the error carries the
+// wait so that the store's gate holds the store that long.
+func TestThrottlingHandsRetryAfterToTheGate(t *testing.T) {
+	e := newEnv(t)
+	e.fake.SetSecret(vaultHost, "db", "v", nil)
+	ops := e.ops(t, secretStore(clientSecretSpec()))
+	e.fake.Throttle(100, 30)
+	_, err := ops.Reader.GetSecret(context.Background(), engine.Ref{Key: "db"})
+	mustClass(t, err, engine.ErrThrottled, "HTTP 429 Throttled", "asked to wait 30s")
+	var ra interface{ RetryAfter() time.Duration }
+	if !errors.As(err, &ra) || ra.RetryAfter() != 30*time.Second {
+		t.Fatalf("error %v does not carry the 30s Retry-After", err)
+	}
+	if n := e.fake.Calls("throttled"); n != 1 {
+		t.Fatalf("throttled answers %d; want 1 (no retry within the SDK)", n)
+	}
+}
+
 func TestWriteOverADeletedSecretSaysWhatToDo(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -330,6 +350,7 @@ func TestValidate(t *testing.T) {
 		want   string
 	}{
 		{"no tenant", func(s *v1alpha1.AzureKVProvider) { s.TenantID = "" }, "tenantID is required"},
+		{"no tenant for a client certificate", func(s *v1alpha1.AzureKVProvider) { *s = *certificateSpec(false); s.TenantID = "" }, "tenantID is required"},
 		{"vault URL with a path", func(s *v1alpha1.AzureKVProvider) { s.VaultURL = "https://v.vault.azure.net/secrets/x" }, "vault's address alone"},
 		{"authority host over http", func(s *v1alpha1.AzureKVProvider) { s.AuthorityHost = "http://login.example" }, "authorityHost must be an https address"},
 	} {

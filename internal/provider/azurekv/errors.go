@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
@@ -79,6 +81,10 @@ func (c *Client) classify(what string, err error) error {
 	case re.StatusCode == http.StatusUnauthorized:
 		return fmt.Errorf("%s: Key Vault refused the token of %s (%s): check the tenant and that the vault is in it: %w", what, c.who, label, engine.ErrUnauthenticated)
 	case re.StatusCode == http.StatusTooManyRequests:
+		if d, ok := retryAfter(re.RawResponse); ok {
+			// The vault's hint holds the store (the gate) that long.
+			return engine.ThrottledFor(d, fmt.Sprintf("%s: Key Vault throttled the calls (%s) and asked to wait %s", what, label, d))
+		}
 		return fmt.Errorf("%s: Key Vault throttled the calls (%s) after the SDK's retries: %w", what, label, engine.ErrThrottled)
 	case re.StatusCode == http.StatusConflict && inner == "ObjectIsDeletedButRecoverable":
 		return fmt.Errorf("%s: the secret was deleted and Key Vault keeps its name until it is purged or recovered (%s): recover or purge it: %w", what, label, engine.ErrUnavailable)
@@ -151,6 +157,10 @@ func entraReason(resp *http.Response) string {
 		out += ": the client secret is wrong or expired"
 	case strings.HasPrefix(e.Detail, "AADSTS700016"):
 		out += ": no such application in the tenant; check clientID and tenantID"
+	case strings.HasPrefix(e.Detail, "AADSTS700027"):
+		out += ": the certificate is not registered on the app registration, or its client assertion was refused; upload the certificate's public part to the app and check clientID"
+	case strings.HasPrefix(e.Detail, "AADSTS700024"):
+		out += ": the client assertion is outside its valid time range; check the clock of the machine Watchword runs on"
 	case strings.HasPrefix(e.Detail, "AADSTS70021"):
 		out += ": the app has no federated credential matching the service account's token (issuer, subject system:serviceaccount:<namespace>:<name>, audience " + AssertionAudience + ")"
 	}
@@ -174,4 +184,29 @@ func safeCode(s string) string {
 		return s
 	}
 	return ""
+}
+
+// retryAfter reads the wait a throttled answer asks for: Retry-After in
+// seconds or as an HTTP date, or the milliseconds headers Azure services
+// also send. azcore reads them in an internal package it does not
+// export, so the provider reads them itself.
+func retryAfter(resp *http.Response) (time.Duration, bool) {
+	if resp == nil {
+		return 0, false
+	}
+	for _, h := range []string{"Retry-After-Ms", "X-Ms-Retry-After-Ms"} {
+		if ms, err := strconv.Atoi(resp.Header.Get(h)); err == nil && ms > 0 {
+			return time.Duration(ms) * time.Millisecond, true
+		}
+	}
+	v := resp.Header.Get("Retry-After")
+	if s, err := strconv.Atoi(v); err == nil {
+		return time.Duration(s) * time.Second, s > 0
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := time.Until(t); d > 0 {
+			return d, true
+		}
+	}
+	return 0, false
 }

@@ -281,6 +281,10 @@ func (c *Client) classify(what string, err error) error {
 		}
 		return fmt.Errorf("%s: Google did not accept the credentials of %s (UNAUTHENTICATED%s)%s: %w", what, c.who, codesSeen, hint, engine.ErrUnauthenticated)
 	case codes.ResourceExhausted:
+		if d, ok := retryDelay(st); ok {
+			// The service's hint holds the store (the gate) that long.
+			return engine.ThrottledFor(d, fmt.Sprintf("%s: Secret Manager throttled the calls (RESOURCE_EXHAUSTED) and asked to wait %s", what, d))
+		}
 		return fmt.Errorf("%s: Secret Manager throttled the calls (RESOURCE_EXHAUSTED) after the client's retries: %w", what, engine.ErrThrottled)
 	case codes.FailedPrecondition:
 		if m := versionState.FindStringSubmatch(msg); m != nil {

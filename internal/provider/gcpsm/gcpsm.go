@@ -85,6 +85,7 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 	if err != nil {
 		return engine.Ops{}, fmt.Errorf("connecting to Secret Manager at %s: %w", endpoint, engine.ErrUnavailable)
 	}
+	honourRetryHints(api)
 	c := &Client{api: api, parent: parent, who: who, regional: spec.Location != ""}
 	return engine.Ops{Reader: c, Versions: c, Writer: c, Closer: c}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/secretmanager/apiv1/secretmanagerpb"
 
@@ -246,6 +247,50 @@ func TestThrottlingIsRetriedThenReported(t *testing.T) {
 	}
 	if e.fake.Calls("throttled") != 1 {
 		t.Fatalf("throttled %d", e.fake.Calls("throttled"))
+	}
+}
+
+// TestThrottlingHonoursRetryInfo: a RESOURCE_EXHAUSTED answer's RetryInfo
+// delay is waited out by the client when short, and handed to the store's
+// gate (an error that carries the delay) when long, without more calls.
+func TestThrottlingHonoursRetryInfo(t *testing.T) {
+	e := newEnv(t)
+	e.fake.AddVersion("projects/"+project+"/secrets/db", []byte("v"))
+	ops := e.ops(t, store(keySpec()))
+	ctx := context.Background()
+
+	e.fake.ThrottleFor(1, 30*time.Second)
+	_, err := ops.Reader.GetSecret(ctx, engine.Ref{Key: "db"})
+	mustClass(t, err, engine.ErrThrottled, "RESOURCE_EXHAUSTED", "asked to wait 30s")
+	var ra interface{ RetryAfter() time.Duration }
+	if !errors.As(err, &ra) || ra.RetryAfter() != 30*time.Second {
+		t.Fatalf("error %v does not carry the 30s hint", err)
+	}
+	if n := e.fake.Calls("throttled"); n != 1 {
+		t.Fatalf("throttled answers %d; want 1 (a long hint is not retried by the client)", n)
+	}
+
+	// Short hints are waited out, at most three times; a fourth throttled
+	// answer is reported with its hint.
+	e.fake.ThrottleFor(4, 100*time.Millisecond)
+	_, err = ops.Reader.GetSecret(ctx, engine.Ref{Key: "db"})
+	if !errors.As(err, &ra) || ra.RetryAfter() != 100*time.Millisecond || !errors.Is(err, engine.ErrThrottled) {
+		t.Fatalf("error %v: want ErrThrottled carrying the 100ms hint", err)
+	}
+	if n := e.fake.Calls("throttled"); n != 1+4 {
+		t.Fatalf("throttled answers %d; want 5", n)
+	}
+	e.fake.ThrottleFor(3, 100*time.Millisecond)
+	if _, err = ops.Reader.GetSecret(ctx, engine.Ref{Key: "db"}); err != nil {
+		t.Fatalf("three throttled answers then success: %v", err)
+	}
+
+	// Without RetryInfo, plain ErrThrottled after the client's retries.
+	e.fake.ThrottleFor(4, 0)
+	_, err = ops.Reader.GetSecret(ctx, engine.Ref{Key: "db"})
+	mustClass(t, err, engine.ErrThrottled, "RESOURCE_EXHAUSTED")
+	if errors.As(err, &ra) {
+		t.Fatalf("error %v carries a hint the service did not send", err)
 	}
 }
 
