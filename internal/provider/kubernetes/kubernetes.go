@@ -147,6 +147,9 @@ func restConfig(ctx context.Context, store provider.Store, deps provider.Deps) (
 		return cfg, certIdentity(crt), nil
 	case auth.ServiceAccount != nil:
 		sa := *auth.ServiceAccount
+		if err := refuseOwnIdentity(ctx, deps, store.NamespaceOf(sa.Namespace), sa.Name); err != nil {
+			return nil, nil, err
+		}
 		tok, _, err := deps.ServiceAccountToken(ctx, sa)
 		if err != nil {
 			return nil, nil, err
