@@ -218,4 +218,29 @@ func TestKubernetesStoreMayNotUseWatchwordsOwnIdentity(t *testing.T) {
 		}
 		assertNoLeak(t, tenant)
 	})
+	t.Run("token Secret holding Watchword's own token", func(t *testing.T) {
+		tenant := newNamespace(t, nil)
+		createSecret(t, tenant, "stolen", map[string]string{"token": accountToken(t, opNs, "watchword")})
+		must(t, k8s.Create(ctx, &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "borrowed"},
+			Spec: v1alpha1.SecretStoreSpec{Controller: class, SecretStoreProvider: v1alpha1.SecretStoreProvider{Kubernetes: &v1alpha1.KubernetesProvider{
+				RemoteNamespace: victim,
+				Auth:            v1alpha1.KubernetesAuth{Token: &v1alpha1.KubernetesTokenAuth{BearerToken: v1alpha1.SecretKeySelector{Name: "stolen", Key: "token"}}}}}}}))
+		newES(t, tenant, "es", "borrowed", withData("v", "crown", "key"))
+		es := waitCondition(t, tenant, "es", "InvalidStoreConfig", fmt.Sprintf("%q", "system:serviceaccount:"+opNs+":watchword"), "the user Watchword itself runs as")
+		t.Logf("refused: %s", readyCond(es).Message)
+		if _, err := getSecret(tenant, "es"); err == nil {
+			t.Fatal("a target was written from a store acting as Watchword")
+		}
+		assertNoLeak(t, tenant)
+	})
+	t.Run("a token of another account is not refused", func(t *testing.T) {
+		tenant := newNamespace(t, nil)
+		createSecret(t, tenant, "own", map[string]string{"token": readerToken(t, victim)})
+		must(t, k8s.Create(ctx, &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "own"},
+			Spec: v1alpha1.SecretStoreSpec{Controller: class, SecretStoreProvider: v1alpha1.SecretStoreProvider{Kubernetes: &v1alpha1.KubernetesProvider{
+				RemoteNamespace: victim,
+				Auth:            v1alpha1.KubernetesAuth{Token: &v1alpha1.KubernetesTokenAuth{BearerToken: v1alpha1.SecretKeySelector{Name: "own", Key: "token"}}}}}}}))
+		newES(t, tenant, "es", "own", withData("v", "crown", "key"))
+		waitSecretData(t, tenant, "es", map[string]string{"v": sentinel})
+	})
 }

@@ -79,6 +79,12 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 	if err != nil {
 		return engine.Ops{}, fmt.Errorf("%w: building a client: %v", engine.ErrInvalidConfig, err)
 	}
+	// serviceAccount auth was checked by name before its token was asked.
+	if (spec.Server == nil || spec.Server.URL == "") && spec.Auth.ServiceAccount == nil {
+		if err := refuseOwnCredentials(ctx, deps, cs.AuthenticationV1().SelfSubjectReviews()); err != nil {
+			return engine.Ops{}, err
+		}
+	}
 	ns := spec.RemoteNamespace
 	if ns == "" {
 		ns = store.Namespace
