@@ -81,8 +81,8 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 	}
 	// serviceAccount auth was checked by name before its token was asked.
 	if (spec.Server == nil || spec.Server.URL == "") && spec.Auth.ServiceAccount == nil {
-		if err := refuseOwnCredentials(ctx, deps, cs.AuthenticationV1().SelfSubjectReviews()); err != nil {
-			return engine.Ops{}, err
+		if refused := refuseOwnCredentials(ctx, deps, cs.AuthenticationV1().SelfSubjectReviews()); refused != nil {
+			return engine.Ops{}, refused
 		}
 	}
 	ns := spec.RemoteNamespace
