@@ -88,9 +88,9 @@ func Start(opts Options) (*Cluster, error) {
 	api := env.ControlPlane.GetAPIServer()
 	var tmpDirs []string
 	if opts.Restartable {
-		dir, err := os.MkdirTemp("", "watchword-apiserver-")
-		if err != nil {
-			return nil, err
+		dir, mkErr := os.MkdirTemp("", "watchword-apiserver-")
+		if mkErr != nil {
+			return nil, mkErr
 		}
 		api.CertDir = dir
 		tmpDirs = append(tmpDirs, dir)
@@ -129,7 +129,7 @@ func (c *Cluster) RestartAPIServer(down func()) error {
 	// reporting the timeout): kube-apiserver drains open watches slowly.
 	// Either way it is stopped once its port no longer answers.
 	stopErr := api.Stop()
-	addr := api.SecureServing.ListenAddr.HostPort()
+	addr := api.HostPort()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		conn, err := net.DialTimeout("tcp", addr, time.Second)

@@ -28,12 +28,12 @@ func TestAPIServerRestartMidRun(t *testing.T) {
 	}
 	const n = 50
 	ctx := context.Background()
-	cluster, err := localcluster.Start(localcluster.Options{NoControllerManager: true, Restartable: true})
+	cp, err := localcluster.Start(localcluster.Options{NoControllerManager: true, Restartable: true})
 	if err != nil {
 		t.Fatalf("starting a control plane: %v", err)
 	}
-	t.Cleanup(func() { _ = cluster.Stop() })
-	c, err := client.New(cluster.Config, client.Options{Scheme: operator.Scheme()})
+	t.Cleanup(func() { _ = cp.Stop() })
+	c, err := client.New(cp.Config, client.Options{Scheme: operator.Scheme()})
 	must(t, err)
 
 	opts := operator.DefaultOptions()
@@ -41,7 +41,7 @@ func TestAPIServerRestartMidRun(t *testing.T) {
 	opts.MetricsAddr, opts.HealthAddr = "0", "0"
 	opts.SkipNameValidation = true
 	runCtx, cancel := context.WithCancel(ctx)
-	op, err := operator.New(runCtx, cluster.Config, opts)
+	op, err := operator.New(runCtx, cp.Config, opts)
 	if err != nil {
 		cancel()
 		t.Fatalf("building the operator: %v", err)
@@ -51,7 +51,10 @@ func TestAPIServerRestartMidRun(t *testing.T) {
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-done:
+		case err := <-done:
+			if err != nil {
+				t.Errorf("the operator ended with: %v", err)
+			}
 		case <-time.After(wait):
 			t.Errorf("the operator did not stop within %s", wait)
 		}
@@ -87,7 +90,7 @@ func TestAPIServerRestartMidRun(t *testing.T) {
 
 	var away time.Duration
 	start := time.Now()
-	must(t, cluster.RestartAPIServer(func() {
+	must(t, cp.RestartAPIServer(func() {
 		// The API server is down: let the operator's watches and
 		// leader-less workers notice it for a few seconds.
 		time.Sleep(5 * time.Second)
