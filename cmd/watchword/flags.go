@@ -113,6 +113,8 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	fs.Float64Var(&qps, "kube-api-qps", qps, "requests per second to the API server (above 0)")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "burst of requests to the API server (at least 1)")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address of the Prometheus metrics endpoint (0 disables)")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "serve the metrics over HTTPS, only to clients the API server authenticates and authorizes for get on the non-resource URL /metrics")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "with --metrics-secure, a directory holding tls.crt and tls.key (default: a self-signed certificate made at start)")
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of the /healthz and /readyz endpoints (0 disables)")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address of the Go profiling endpoints, /debug/pprof/ (empty disables)")
 	fs.StringVar(&o.RefreshHookAddr, "refresh-hook-bind-address", "", "address of the refresh endpoint, /hooks/refresh, for signed notifications of changed keys (empty or 0 disables)")

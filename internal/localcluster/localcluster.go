@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +46,11 @@ type Options struct {
 	// collection, namespaces, workload controllers), for runs that only
 	// need the API.
 	NoControllerManager bool
+	// Restartable keeps the API server's certificates in a folder of the
+	// cluster's own, so that RestartAPIServer brings it back with the same
+	// serving certificate, client CA and service-account keys: clients
+	// made before the restart keep working after it.
+	Restartable bool
 }
 
 // Cluster is a running local control plane.
@@ -80,14 +86,26 @@ func Start(opts Options) (*Cluster, error) {
 	}
 	env.ControlPlane.APIServer = nil
 	api := env.ControlPlane.GetAPIServer()
+	var tmpDirs []string
+	if opts.Restartable {
+		dir, mkErr := os.MkdirTemp("", "watchword-apiserver-")
+		if mkErr != nil {
+			return nil, mkErr
+		}
+		api.CertDir = dir
+		tmpDirs = append(tmpDirs, dir)
+	}
 	for name, values := range opts.APIServerArgs {
 		api.Configure().Set(name, values...)
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		for _, d := range tmpDirs {
+			_ = os.RemoveAll(d)
+		}
 		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s: %w", assets, err)
 	}
-	c := &Cluster{env: env, Config: cfg, AssetsDir: assets}
+	c := &Cluster{env: env, Config: cfg, AssetsDir: assets, tmpDirs: tmpDirs}
 	if !opts.NoControllerManager {
 		ctx, cancel := context.WithCancel(context.Background())
 		c.cancel = cancel
@@ -97,6 +115,40 @@ func Start(opts Options) (*Cluster, error) {
 		}
 	}
 	return c, nil
+}
+
+// RestartAPIServer stops kube-apiserver and starts it again on the same
+// address, with etcd left running; the cluster must have been started
+// Restartable. down is called while it is stopped (nil: none).
+func (c *Cluster) RestartAPIServer(down func()) error {
+	api := c.env.ControlPlane.APIServer
+	if api == nil || len(c.tmpDirs) == 0 || api.CertDir != c.tmpDirs[0] {
+		return errors.New("RestartAPIServer needs a cluster started with Options.Restartable")
+	}
+	// envtest sends SIGTERM and, after its stop timeout, SIGKILL (then
+	// reporting the timeout): kube-apiserver drains open watches slowly.
+	// Either way it is stopped once its port no longer answers.
+	stopErr := api.Stop()
+	addr := api.HostPort()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			break
+		}
+		_ = conn.Close()
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kube-apiserver still answers on %s after being stopped (%v)", addr, stopErr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if down != nil {
+		down()
+	}
+	if err := api.Start(); err != nil {
+		return fmt.Errorf("starting kube-apiserver again: %w", err)
+	}
+	return nil
 }
 
 // Stop stops the control plane and removes its data.

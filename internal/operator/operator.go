@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -75,6 +76,13 @@ type Options struct {
 	MetricsAddr string
 	HealthAddr  string
 	PprofAddr   string
+	// MetricsSecure serves the metrics endpoint over HTTPS (a self-signed
+	// certificate, or MetricsCertDir's tls.crt and tls.key) and lets in
+	// only a client whose bearer token the API server authenticates
+	// (TokenReview) and authorizes for `get` of the non-resource URL
+	// /metrics (SubjectAccessReview).
+	MetricsSecure  bool
+	MetricsCertDir string
 	// RefreshHookAddr is the listen address of the refresh endpoint
 	// (/hooks/refresh, docs/operations.md); "0" or empty disables it.
 	RefreshHookAddr string
@@ -216,7 +224,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		NewCache:                      newCache,
 		Scheme:                        Scheme(),
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
+		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.HealthAddr,
 		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElection,
@@ -449,4 +457,17 @@ func (e every) Start(ctx context.Context) error {
 			e.fn(ctx)
 		}
 	}
+}
+
+// metricsOptions serves the metrics over plain HTTP, or with MetricsSecure
+// over HTTPS behind controller-runtime's filter, which asks the API server
+// to authenticate and authorize each request.
+func metricsOptions(opts Options) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: opts.MetricsAddr}
+	if opts.MetricsSecure {
+		o.SecureServing = true
+		o.CertDir = opts.MetricsCertDir
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return o
 }

@@ -15,6 +15,12 @@ package operator
 // +kubebuilder:rbac:groups=argoproj.io,resources=rollouts,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 //
+// The metrics endpoint with --metrics-secure: ask the API server who a
+// scraper is and whether it may get /metrics.
+//
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+//
 // PushSecrets: read and finalize them, write their status.
 //
 // +kubebuilder:rbac:groups=external-secrets.x-k8s.io,resources=pushsecrets,verbs=get;list;watch;update;patch

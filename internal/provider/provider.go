@@ -55,6 +55,15 @@ type Deps interface {
 	LocalConfig() *rest.Config
 }
 
+// Self is implemented by the Deps of the controller: it tells the user name
+// Watchword itself acts as on this cluster (for a pod, that of its service
+// account, "system:serviceaccount:NAMESPACE:NAME"), as the API server
+// reports it. A provider uses it to refuse a store that would lend
+// Watchword's own identity to a tenant.
+type Self interface {
+	SelfUser(ctx context.Context) (string, error)
+}
+
 // Factory builds clients for one provider block.
 type Factory interface {
 	// Validate checks the store's configuration without any I/O.

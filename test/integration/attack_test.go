@@ -173,3 +173,74 @@ func TestRemoteFieldNamesCannotEscapeAsKeys(t *testing.T) {
 	}
 	assertNoLeak(t, ns)
 }
+
+func TestKubernetesStoreMayNotUseWatchwordsOwnIdentity(t *testing.T) {
+	// Outcome: a SecretStore in Watchword's own namespace, and a
+	// ClusterSecretStore, whose kubernetes provider targets this cluster
+	// with serviceAccount auth naming the service account the controller
+	// runs as are refused with InvalidStoreConfig, saying why and what to
+	// do; no token is requested for that account and nothing of the
+	// targeted namespace is read into a target.
+	ctx := context.Background()
+	opNs := newNamespace(t, nil)
+	class := "self-" + opNs
+	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: opNs, Name: "watchword"}}))
+	startOperatorAs(t, opNs, "watchword", class)
+	victim := newNamespace(t, nil)
+	createSecret(t, victim, "crown", map[string]string{"key": sentinel})
+	self := v1alpha1.SecretStoreProvider{Kubernetes: &v1alpha1.KubernetesProvider{
+		RemoteNamespace: victim,
+		Auth:            v1alpha1.KubernetesAuth{ServiceAccount: &v1alpha1.ServiceAccountSelector{Name: "watchword", Namespace: opNs}}}}
+	fragments := []string{"InvalidStoreConfig", fmt.Sprintf("%q", opNs+"/watchword"), "Watchword itself runs as", "create a service account for the store"}
+
+	t.Run("SecretStore in Watchword's namespace", func(t *testing.T) {
+		must(t, k8s.Create(ctx, &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: opNs, Name: "borrowed"},
+			Spec: v1alpha1.SecretStoreSpec{Controller: class, SecretStoreProvider: self}}))
+		newES(t, opNs, "es", "borrowed", withData("v", "crown", "key"))
+		es := waitCondition(t, opNs, "es", fragments[0], fragments[1:]...)
+		t.Logf("refused: %s", readyCond(es).Message)
+		if _, err := getSecret(opNs, "es"); err == nil {
+			t.Fatal("a target was written from a store acting as Watchword")
+		}
+		assertNoLeak(t, opNs)
+	})
+	t.Run("ClusterSecretStore", func(t *testing.T) {
+		tenant := newNamespace(t, nil)
+		css := &v1alpha1.ClusterSecretStore{ObjectMeta: metav1.ObjectMeta{Name: "borrowed-" + opNs},
+			Spec: v1alpha1.ClusterSecretStoreSpec{Controller: class, SecretStoreProvider: self}}
+		must(t, k8s.Create(ctx, css))
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), css) })
+		newES(t, tenant, "es", css.Name, withClusterStore(css.Name), withData("v", "crown", "key"))
+		es := waitCondition(t, tenant, "es", fragments[0], fragments[1:]...)
+		t.Logf("refused: %s", readyCond(es).Message)
+		if _, err := getSecret(tenant, "es"); err == nil {
+			t.Fatal("a target was written from a store acting as Watchword")
+		}
+		assertNoLeak(t, tenant)
+	})
+	t.Run("token Secret holding Watchword's own token", func(t *testing.T) {
+		tenant := newNamespace(t, nil)
+		createSecret(t, tenant, "stolen", map[string]string{"token": accountToken(t, opNs, "watchword")})
+		must(t, k8s.Create(ctx, &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "borrowed"},
+			Spec: v1alpha1.SecretStoreSpec{Controller: class, SecretStoreProvider: v1alpha1.SecretStoreProvider{Kubernetes: &v1alpha1.KubernetesProvider{
+				RemoteNamespace: victim,
+				Auth:            v1alpha1.KubernetesAuth{Token: &v1alpha1.KubernetesTokenAuth{BearerToken: v1alpha1.SecretKeySelector{Name: "stolen", Key: "token"}}}}}}}))
+		newES(t, tenant, "es", "borrowed", withData("v", "crown", "key"))
+		es := waitCondition(t, tenant, "es", "InvalidStoreConfig", fmt.Sprintf("%q", "system:serviceaccount:"+opNs+":watchword"), "the user Watchword itself runs as")
+		t.Logf("refused: %s", readyCond(es).Message)
+		if _, err := getSecret(tenant, "es"); err == nil {
+			t.Fatal("a target was written from a store acting as Watchword")
+		}
+		assertNoLeak(t, tenant)
+	})
+	t.Run("a token of another account is not refused", func(t *testing.T) {
+		tenant := newNamespace(t, nil)
+		createSecret(t, tenant, "own", map[string]string{"token": readerToken(t, victim)})
+		must(t, k8s.Create(ctx, &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "own"},
+			Spec: v1alpha1.SecretStoreSpec{Controller: class, SecretStoreProvider: v1alpha1.SecretStoreProvider{Kubernetes: &v1alpha1.KubernetesProvider{
+				RemoteNamespace: victim,
+				Auth:            v1alpha1.KubernetesAuth{Token: &v1alpha1.KubernetesTokenAuth{BearerToken: v1alpha1.SecretKeySelector{Name: "own", Key: "token"}}}}}}}))
+		newES(t, tenant, "es", "own", withData("v", "crown", "key"))
+		waitSecretData(t, tenant, "es", map[string]string{"v": sentinel})
+	})
+}

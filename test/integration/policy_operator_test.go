@@ -21,6 +21,13 @@ import (
 // when the test ends.
 func startOperatorAs(t *testing.T, ns, sa, class string) {
 	t.Helper()
+	startOperatorAsWith(t, ns, sa, class, nil)
+}
+
+// startOperatorAsWith is startOperatorAs with options changed by set
+// (when not nil) before the operator is built.
+func startOperatorAsWith(t *testing.T, ns, sa, class string, set func(*operator.Options)) {
+	t.Helper()
 	ctx := context.Background()
 	raw, err := os.ReadFile("../../config/rbac/role.yaml")
 	must(t, err)
@@ -40,6 +47,9 @@ func startOperatorAs(t *testing.T, ns, sa, class string) {
 	opts.MetricsAddr, opts.HealthAddr = "0", "0"
 	opts.ControllerClass = class
 	opts.SkipNameValidation = true
+	if set != nil {
+		set(&opts)
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	op, err := operator.New(runCtx, cfg, opts)
 	if err != nil {

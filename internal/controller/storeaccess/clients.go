@@ -37,6 +37,8 @@ type Clients struct {
 	direct client.Reader
 	kube   kubernetes.Interface
 	local  *rest.Config
+	// self is the user Watchword acts as, asked once.
+	self *selfUser
 
 	// Limits are the call limits of a store that sets none of its own
 	// (spec.limits), field by field.
@@ -68,7 +70,7 @@ type SecretVersions interface {
 
 // NewClients returns a client cache.
 func NewClients(reg provider.Registry, creds SecretVersions, direct client.Reader, kube kubernetes.Interface, local *rest.Config) *Clients {
-	return &Clients{registry: reg, creds: creds, direct: direct, kube: kube, local: local, clients: map[types.UID]*cached{}, gates: map[types.UID]*engine.Gate{}}
+	return &Clients{registry: reg, creds: creds, direct: direct, kube: kube, local: local, self: &selfUser{}, clients: map[types.UID]*cached{}, gates: map[types.UID]*engine.Gate{}}
 }
 
 func (c *Clients) now() time.Time {
@@ -116,7 +118,7 @@ func (c *Clients) build(ctx context.Context, r *Resolved) (*engine.Client, error
 	if err != nil {
 		return nil, err
 	}
-	deps := &deps{store: r.Store, provider: name, refs: refs, direct: c.direct, kube: c.kube, local: c.local}
+	deps := &deps{store: r.Store, provider: name, refs: refs, direct: c.direct, kube: c.kube, local: c.local, self: c.self}
 	ops, err := factory.New(ctx, r.Store, deps)
 	if err != nil {
 		return nil, err
@@ -240,6 +242,8 @@ type deps struct {
 	kube        kubernetes.Interface
 	local       *rest.Config
 	tokenExpiry int64
+	// self caches the answer of SelfUser; nil asks each time.
+	self *selfUser
 }
 
 func (d *deps) SecretValue(ctx context.Context, sel v1alpha1.SecretKeySelector) ([]byte, error) {

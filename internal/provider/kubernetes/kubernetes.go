@@ -79,6 +79,12 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 	if err != nil {
 		return engine.Ops{}, fmt.Errorf("%w: building a client: %v", engine.ErrInvalidConfig, err)
 	}
+	// serviceAccount auth was checked by name before its token was asked.
+	if (spec.Server == nil || spec.Server.URL == "") && spec.Auth.ServiceAccount == nil {
+		if refused := refuseOwnCredentials(ctx, deps, cs.AuthenticationV1().SelfSubjectReviews()); refused != nil {
+			return engine.Ops{}, refused
+		}
+	}
 	ns := spec.RemoteNamespace
 	if ns == "" {
 		ns = store.Namespace
@@ -147,6 +153,9 @@ func restConfig(ctx context.Context, store provider.Store, deps provider.Deps) (
 		return cfg, certIdentity(crt), nil
 	case auth.ServiceAccount != nil:
 		sa := *auth.ServiceAccount
+		if err := refuseOwnIdentity(ctx, deps, store.NamespaceOf(sa.Namespace), sa.Name); err != nil {
+			return nil, nil, err
+		}
 		tok, _, err := deps.ServiceAccountToken(ctx, sa)
 		if err != nil {
 			return nil, nil, err
