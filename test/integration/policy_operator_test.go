@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,6 +84,19 @@ func TestOperatorWorksUnderItsAdmissionPolicy(t *testing.T) {
 	must(t, k8s.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "watchword"}}))
 	installAdmissionPolicy(t, ns, "watchword")
 	startOperatorAs(t, ns, "watchword", class)
+	// The API server loads a new policy in the background: wait until it
+	// refuses a forged write by the account, so that what follows tests
+	// the policy and not the time it takes to load.
+	forger := impersonating(t, ns, "watchword")
+	eventually(t, wait, func() (bool, string) {
+		probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "policy-probe"}, Data: map[string][]byte{"k": []byte("v")}}
+		err := forger.Create(context.Background(), probe)
+		if err == nil {
+			_ = k8s.Delete(context.Background(), probe)
+			return false, "the admission policy is not in effect yet: an unlabelled Secret was created by the account"
+		}
+		return strings.Contains(err.Error(), "ValidatingAdmissionPolicy"), "probe refused, but not by the admission policy: " + err.Error()
+	})
 	classStore(t, ns, "store", class, "from-the-store")
 
 	newES(t, ns, "owned", "store", withData("v", "k", ""))

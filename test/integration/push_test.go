@@ -144,7 +144,14 @@ func waitPushCondition(t *testing.T, ns, name, reason string, fragments ...strin
 // holding fragment.
 func waitEvent(t *testing.T, ns, object, reason, fragment string) {
 	t.Helper()
-	eventually(t, wait, func() (bool, string) {
+	waitEventWithin(t, wait, ns, object, reason, fragment)
+}
+
+// waitEventWithin is waitEvent with a deadline of d, for an event that
+// comes only after other work (a rollout, a debounce) on a loaded machine.
+func waitEventWithin(t *testing.T, d time.Duration, ns, object, reason, fragment string) {
+	t.Helper()
+	eventually(t, d, func() (bool, string) {
 		var evs corev1.EventList
 		must(t, k8s.List(context.Background(), &evs, client.InNamespace(ns)))
 		for _, e := range evs.Items {

@@ -123,7 +123,7 @@ func TestRestartWaitsUntilThePreviousWorkloadIsAvailable(t *testing.T) {
 		return true, ""
 	})
 	held := fmt.Sprintf("the restart waits until Deployment %s/%s, restarted before it, is available again", ns, first)
-	waitEvent(t, ns, second, restart.ReasonHeld, held)
+	waitEventWithin(t, 3*wait, ns, second, restart.ReasonHeld, held)
 	consistently(t, 3*time.Second, func() (bool, string) {
 		return deps.count(second) == 0, fmt.Sprintf("%s restarted while %s's rollout is stuck", second, first)
 	})
