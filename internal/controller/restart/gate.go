@@ -54,10 +54,19 @@ type Gate struct {
 	// admitted is when the last restart was admitted.
 	admitted time.Time
 	last     *Ref
+	// lastGen is the generation last's restart gave it, restartInFlight
+	// while its patch is under way, 0 when no restart was made: a version
+	// of last older than lastGen (a cache behind Watchword's own write)
+	// still shows the rollout before the restart, finished.
+	lastGen int64
 	// lastAvailable: last has been seen available since its restart.
 	lastAvailable bool
 	held          map[Ref]bool
 }
+
+// restartInFlight is lastGen while the admitted restart's patch is under
+// way.
+const restartInFlight = -1
 
 // NewGate limits restarts to the rate; a zero rate means no limit.
 func NewGate(rate Rate) *Gate {
@@ -66,17 +75,18 @@ func NewGate(rate Rate) *Gate {
 
 // Admit tells whether ref, whose due restart is asked for at now, goes
 // ahead. rollingOut tells whether its own previous rollout is unfinished;
-// available whether another workload has finished its rollout (false
-// when it cannot be told). A restart that goes ahead takes its place in
-// the rate and becomes the one the next restart waits for.
-func (g *Gate) Admit(now time.Time, ref Ref, rollingOut bool, available func(Ref) bool) Verdict {
+// available whether another workload, at generation minGen or later, has
+// finished its rollout (false when it cannot be told). A restart that
+// goes ahead takes its place in the rate and becomes the one the next
+// restart waits for; the caller reports its patch with Restarted.
+func (g *Gate) Admit(now time.Time, ref Ref, rollingOut bool, available func(ref Ref, minGen int64) bool) Verdict {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	v := g.judge(now, ref, rollingOut, available)
 	if v.Go {
 		delete(g.held, ref)
 		last := ref
-		g.last, g.lastAvailable = &last, false
+		g.last, g.lastGen, g.lastAvailable = &last, restartInFlight, false
 		return v
 	}
 	v.Report = !g.held[ref]
@@ -84,12 +94,12 @@ func (g *Gate) Admit(now time.Time, ref Ref, rollingOut bool, available func(Ref
 	return v
 }
 
-func (g *Gate) judge(now time.Time, ref Ref, rollingOut bool, available func(Ref) bool) Verdict {
+func (g *Gate) judge(now time.Time, ref Ref, rollingOut bool, available func(Ref, int64) bool) Verdict {
 	if rollingOut {
 		return Verdict{Reason: HeldRollout, RetryAfter: pollHeld,
 			Message: fmt.Sprintf("the restart waits until the previous rollout of %s has finished", ref)}
 	}
-	if g.last != nil && *g.last != ref && !available(*g.last) {
+	if g.last != nil && *g.last != ref && (g.lastGen == restartInFlight || !available(*g.last, g.lastGen)) {
 		return Verdict{Reason: HeldPrevious, RetryAfter: pollHeld,
 			Message: fmt.Sprintf("the restart waits until %s, restarted before it, is available again", *g.last)}
 	}
@@ -119,6 +129,17 @@ func (g *Gate) rateWait(now time.Time) time.Duration {
 	return max(g.admitted.Add(g.rate.Interval()).Sub(now), 0)
 }
 
+// Restarted tells the gate that the restart it admitted for ref was
+// written and gave it generation gen; 0 when the write failed, and ref is
+// as the API server last said.
+func (g *Gate) Restarted(ref Ref, gen int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.last != nil && *g.last == ref {
+		g.lastGen = gen
+	}
+}
+
 // Settled tells the gate that ref owes no due restart any more (it was
 // made, or is no longer owed): a later hold is a new one.
 func (g *Gate) Settled(ref Ref) {
@@ -128,13 +149,20 @@ func (g *Gate) Settled(ref Ref) {
 }
 
 // Observed tells the gate whether ref's rollout has finished, as its
-// latest version says. When ref is the workload restarted last and has
-// just become available again, it returns the held restarts, which may
-// go now: their reconciles need not wait for their next poll.
-func (g *Gate) Observed(ref Ref, available bool) []Ref {
+// version of generation gen says. When ref is the workload restarted last
+// and has just become available again, it returns the held restarts,
+// which may go now: their reconciles need not wait for their next poll.
+func (g *Gate) Observed(ref Ref, gen int64, available bool) []Ref {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.last == nil || *g.last != ref || available == g.lastAvailable {
+	if g.last == nil || *g.last != ref {
+		return nil
+	}
+	if g.lastGen == restartInFlight || gen < g.lastGen {
+		// A version from before the restart says nothing of its rollout.
+		available = false
+	}
+	if available == g.lastAvailable {
 		return nil
 	}
 	g.lastAvailable = available

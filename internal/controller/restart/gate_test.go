@@ -14,47 +14,47 @@ func TestGate(t *testing.T) {
 	b := Ref{"Deployment", "ns", "b"}
 	c := Ref{"StatefulSet", "ns", "c"}
 	rolledOut := map[Ref]bool{}
-	available := func(r Ref) bool { return rolledOut[r] }
+	available := func(r Ref, _ int64) bool { return rolledOut[r] }
 	g := NewGate(Rate{Count: 6, Per: time.Minute}) // one every 10 seconds
 
-	if v := g.Admit(at(0), a, false, available); !v.Go {
+	if v := admitWritten(g, at(0), a, false, available); !v.Go {
 		t.Fatalf("the first restart is held: %+v", v)
 	}
 	// b waits for a to be available again, and says so once.
-	v := g.Admit(at(1), b, false, available)
+	v := admitWritten(g, at(1), b, false, available)
 	if v.Go || v.Reason != HeldPrevious || !v.Report || v.RetryAfter <= 0 {
 		t.Fatalf("b while a rolls out: %+v", v)
 	}
-	if v2 := g.Admit(at(2), b, false, available); v2.Go || v2.Report {
+	if v2 := admitWritten(g, at(2), b, false, available); v2.Go || v2.Report {
 		t.Fatalf("b asks again: %+v, want held without a second report", v2)
 	}
 	// a is available: b waits for the rate now, still one hold.
 	rolledOut[a] = true
-	v = g.Admit(at(3), b, false, available)
+	v = admitWritten(g, at(3), b, false, available)
 	if v.Go || v.Reason != HeldRate || v.Report || v.RetryAfter.Round(time.Millisecond) != 7*time.Second {
 		t.Fatalf("b within the rate: %+v", v)
 	}
-	if v := g.Admit(at(10), b, false, available); !v.Go {
+	if v := admitWritten(g, at(10), b, false, available); !v.Go {
 		t.Fatalf("b when the rate allows: %+v", v)
 	}
 	// A new hold of b is reported again.
 	rolledOut[b] = true
-	if v := g.Admit(at(30), b, true, available); v.Go || v.Reason != HeldRollout || !v.Report {
+	if v := admitWritten(g, at(30), b, true, available); v.Go || v.Reason != HeldRollout || !v.Report {
 		t.Fatalf("b during its own rollout: %+v", v)
 	}
 	// c is not held by b's own rollout... but by b being the last one.
 	rolledOut[b] = false
-	if v := g.Admit(at(31), c, false, available); v.Go || v.Reason != HeldPrevious {
+	if v := admitWritten(g, at(31), c, false, available); v.Go || v.Reason != HeldPrevious {
 		t.Fatalf("c while b rolls out: %+v", v)
 	}
 	// A hold of a restart no longer owed is over: the next is reported.
 	g.Settled(c)
-	if v := g.Admit(at(31), c, false, available); v.Go || !v.Report {
+	if v := admitWritten(g, at(31), c, false, available); v.Go || !v.Report {
 		t.Fatalf("c held again after its hold was settled: %+v", v)
 	}
 	// Once b is gone, nothing holds c.
 	g.Forget(b)
-	if v := g.Admit(at(32), c, false, available); !v.Go {
+	if v := admitWritten(g, at(32), c, false, available); !v.Go {
 		t.Fatalf("c after b is gone: %+v", v)
 	}
 }
@@ -63,7 +63,7 @@ func TestGateWithoutRate(t *testing.T) {
 	g := NewGate(Rate{})
 	for i := range 100 {
 		r := Ref{"Deployment", "ns", string(rune('a' + i%26))}
-		if v := g.Admit(at(0), r, false, func(Ref) bool { return true }); !v.Go {
+		if v := admitWritten(g, at(0), r, false, func(Ref, int64) bool { return true }); !v.Go {
 			t.Fatalf("restart %d held without a rate: %+v", i, v)
 		}
 	}
@@ -74,19 +74,19 @@ func TestGateWithoutRate(t *testing.T) {
 // last admitted one waits for the interval after it, and no window holds
 // more restarts than the rate allows.
 func TestGateRateWithTimesOutOfOrder(t *testing.T) {
-	always := func(Ref) bool { return true }
+	always := func(Ref, int64) bool { return true }
 	g := NewGate(Rate{Count: 1, Per: 10 * time.Second})
-	if v := g.Admit(at(10), Ref{"Deployment", "ns", "a"}, false, always); !v.Go {
+	if v := admitWritten(g, at(10), Ref{"Deployment", "ns", "a"}, false, always); !v.Go {
 		t.Fatalf("first restart held: %+v", v)
 	}
 	b := Ref{"Deployment", "ns", "b"}
-	if v := g.Admit(at(5), b, false, always); v.Go || v.Reason != HeldRate || v.RetryAfter != 15*time.Second {
+	if v := admitWritten(g, at(5), b, false, always); v.Go || v.Reason != HeldRate || v.RetryAfter != 15*time.Second {
 		t.Fatalf("a time before the last admitted one: %+v, want held for 15s", v)
 	}
-	if v := g.Admit(at(19), b, false, always); v.Go || v.RetryAfter != time.Second {
+	if v := admitWritten(g, at(19), b, false, always); v.Go || v.RetryAfter != time.Second {
 		t.Fatalf("within the interval: %+v, want held for 1s", v)
 	}
-	if v := g.Admit(at(20), b, false, always); !v.Go {
+	if v := admitWritten(g, at(20), b, false, always); !v.Go {
 		t.Fatalf("one interval after the last: %+v", v)
 	}
 
@@ -97,7 +97,7 @@ func TestGateRateWithTimesOutOfOrder(t *testing.T) {
 	var admitted []time.Time
 	for i := range 3000 {
 		now := time.Unix(1000, 0).Add(time.Duration(i)*10*time.Millisecond + time.Duration(rnd.IntN(300))*time.Millisecond)
-		if g.Admit(now, Ref{"Deployment", "ns", fmt.Sprint(i)}, false, always).Go {
+		if admitWritten(g, now, Ref{"Deployment", "ns", fmt.Sprint(i)}, false, always).Go {
 			admitted = append(admitted, now)
 		}
 	}
@@ -128,38 +128,85 @@ func TestGateRateWithTimesOutOfOrder(t *testing.T) {
 func TestGateWakesHeldRestarts(t *testing.T) {
 	a, b, c := Ref{"Deployment", "ns", "a"}, Ref{"Deployment", "ns", "b"}, Ref{"DaemonSet", "ns", "c"}
 	rolledOut := map[Ref]bool{}
-	available := func(r Ref) bool { return rolledOut[r] }
+	available := func(r Ref, _ int64) bool { return rolledOut[r] }
 	g := NewGate(Rate{})
-	if got := g.Observed(a, true); got != nil {
+	if got := g.Observed(a, 1, true); got != nil {
 		t.Fatalf("nothing restarted yet, yet %v woken", got)
 	}
-	if v := g.Admit(at(0), a, false, available); !v.Go {
+	if v := admitWritten(g, at(0), a, false, available); !v.Go {
 		t.Fatalf("a held: %+v", v)
 	}
 	for _, r := range []Ref{b, c} {
-		if v := g.Admit(at(1), r, false, available); v.Go || v.Reason != HeldPrevious {
+		if v := admitWritten(g, at(1), r, false, available); v.Go || v.Reason != HeldPrevious {
 			t.Fatalf("%s while a rolls out: %+v", r, v)
 		}
 	}
-	if got := g.Observed(b, true); got != nil {
+	if got := g.Observed(b, 1, true); got != nil {
 		t.Errorf("b is not the one restarted last, yet %v woken", got)
 	}
-	if got := g.Observed(a, false); got != nil {
+	if got := g.Observed(a, 1, false); got != nil {
 		t.Errorf("a still rolling out, yet %v woken", got)
 	}
-	got := g.Observed(a, true)
+	got := g.Observed(a, 1, true)
 	slices.SortFunc(got, func(x, y Ref) int { return strings.Compare(x.String(), y.String()) })
 	if want := []Ref{c, b}; !slices.Equal(got, want) {
 		t.Errorf("a available: woke %v, want %v", got, want)
 	}
-	if got := g.Observed(a, true); got != nil {
+	if got := g.Observed(a, 1, true); got != nil {
 		t.Errorf("a seen available again: woke %v, want nothing new", got)
 	}
 	rolledOut[a] = true
-	if v := g.Admit(at(2), b, false, available); !v.Go {
+	if v := admitWritten(g, at(2), b, false, available); !v.Go {
 		t.Fatalf("b after a is available: %+v", v)
 	}
 	if got := g.Forget(b); len(got) != 1 || got[0] != c {
 		t.Errorf("b gone: woke %v, want [%s]", got, c)
+	}
+}
+
+// admitWritten asks the gate, and when the restart goes ahead reports it
+// written at generation 1, as the reconciler does after its patch.
+func admitWritten(g *Gate, now time.Time, ref Ref, rollingOut bool, available func(Ref, int64) bool) Verdict {
+	v := g.Admit(now, ref, rollingOut, available)
+	if v.Go {
+		g.Restarted(ref, 1)
+	}
+	return v
+}
+
+// TestGateHoldsUntilItsOwnRestartIsSeen: between a restart's admission
+// and its write, and while the versions of that workload seen are older
+// than the write (a cache behind it, still showing the finished rollout
+// before the restart), the next restart is held, and no version older
+// than the restart wakes it.
+func TestGateHoldsUntilItsOwnRestartIsSeen(t *testing.T) {
+	a, b := Ref{"Deployment", "ns", "a"}, Ref{"Deployment", "ns", "b"}
+	seenGen := int64(4) // the cache's version of a, its rollout finished
+	available := func(r Ref, minGen int64) bool { return r != a || seenGen >= minGen }
+	g := NewGate(Rate{})
+	if v := g.Admit(at(0), a, false, available); !v.Go {
+		t.Fatalf("a held: %+v", v)
+	}
+	if v := g.Admit(at(1), b, false, available); v.Go || v.Reason != HeldPrevious {
+		t.Fatalf("b while a's restart is being written: %+v, want held", v)
+	}
+	g.Restarted(a, 5)
+	if v := g.Admit(at(2), b, false, available); v.Go || v.Reason != HeldPrevious {
+		t.Fatalf("b while only a's version before the restart is seen: %+v, want held", v)
+	}
+	if got := g.Observed(a, 4, true); got != nil {
+		t.Errorf("a's version before the restart woke %v", got)
+	}
+	seenGen = 5
+	if got := g.Observed(a, 5, true); len(got) != 1 || got[0] != b {
+		t.Errorf("a's restart seen finished: woke %v, want [%s]", got, b)
+	}
+	if v := g.Admit(at(3), b, false, available); !v.Go {
+		t.Fatalf("b after a's restart is seen finished: %+v", v)
+	}
+	// A restart whose write failed holds nothing back.
+	g.Restarted(b, 0)
+	if v := g.Admit(at(4), a, false, available); !v.Go {
+		t.Fatalf("a after b's write failed: %+v", v)
 	}
 }

@@ -277,7 +277,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// This reconcile may come from the workload's own change: if it is
 	// the workload restarted last and is now available, the restarts
 	// held for it go now.
-	r.wake(r.Gate.Observed(ref, !r.inProgress(ref, obj)))
+	r.wake(r.Gate.Observed(ref, obj.GetGeneration(), !r.inProgress(ref, obj)))
 	ann := obj.GetAnnotations()
 	optedIn := obj.GetLabels()[Label] == LabelValue
 	if (!optedIn && len(listers) == 0) || ann[ClassAnnotation] != r.Class || !obj.GetDeletionTimestamp().IsZero() {
@@ -331,8 +331,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: v.RetryAfter}, nil
 	}
 	if err := r.patch(ctx, obj, plan.Next.Restarted(), &now); err != nil {
+		r.Gate.Restarted(ref, 0)
 		return conflictOr(err)
 	}
+	r.Gate.Restarted(ref, obj.GetGeneration())
 	r.holds.Delete(ref)
 	metrics.Restarts.WithLabelValues(ref.Namespace, ref.Kind).Inc()
 	ctrl.LoggerFrom(ctx).Info("restarted for a rotation", "kind", ref.Kind, "secrets", slices.Sorted(maps.Keys(plan.Next.Pending)))
@@ -391,9 +393,11 @@ func (r *Reconciler) rotations(ctx context.Context, ns string, used map[string]U
 }
 
 // available tells whether a workload has finished its rollout, from the
-// cache; one that is gone, or no longer opted in, holds nothing back.
-func (r *Reconciler) available(ctx context.Context) func(Ref) bool {
-	return func(ref Ref) bool {
+// cache; one that is gone, or no longer opted in, holds nothing back. A
+// cached version older than minGen (the generation Watchword's restart
+// gave it) is not available: its finished rollout is the one before.
+func (r *Reconciler) available(ctx context.Context) func(Ref, int64) bool {
+	return func(ref Ref, minGen int64) bool {
 		for _, k := range append(kinds, rolloutKind) {
 			if k.name != ref.Kind {
 				continue
@@ -402,7 +406,7 @@ func (r *Reconciler) available(ctx context.Context) func(Ref) bool {
 			if err := r.fetch(ctx, k.name, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj, true); err != nil {
 				return apierrors.IsNotFound(err)
 			}
-			return !r.inProgress(ref, obj)
+			return obj.GetGeneration() >= minGen && !r.inProgress(ref, obj)
 		}
 		return true
 	}
