@@ -86,6 +86,43 @@ func (n node) value() (any, bool) {
 	return v, true
 }
 
+// maxJSONDepth is how deep encoding/json reads nested arrays and objects.
+const maxJSONDepth = 10000
+
+// notJSON says why value could not parse n: it is not JSON, or it is JSON
+// nested deeper than encoding/json reads.
+func (n node) notJSON() string {
+	if jsonDepth(n.raw) > maxJSONDepth {
+		return fmt.Sprintf("is JSON nested more than %d levels deep, deeper than Watchword reads", maxJSONDepth)
+	}
+	return "is not JSON"
+}
+
+// jsonDepth is the deepest nesting of arrays and objects in raw, outside
+// strings. encoding/json reports a value too deep only as a syntax error
+// whose text says so, and no JSON library at hand exposes the depth; this
+// scan is the smallest way to tell the two apart.
+func jsonDepth(raw []byte) int {
+	depth, deepest, inString, escaped := 0, 0, false, false
+	for _, c := range raw {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
+}
+
 // bytes renders n as the bytes of one Secret key: strings as they are,
 // everything else as JSON.
 func (n node) bytes() ([]byte, error) {
@@ -164,7 +201,7 @@ func selectProperty(key string, obj Object, property string) (node, error) {
 	for i, seg := range segs {
 		if _, ok := cur.value(); !ok {
 			return node{}, &PropertyError{Key: key, Property: property,
-				Problem: fmt.Sprintf("the value at %q is not JSON, so it has no fields", strings.Join(segs[:i], "."))}
+				Problem: fmt.Sprintf("the value at %q %s, so it has no fields", strings.Join(segs[:i], "."), cur.notJSON())}
 		}
 		next, ok := cur.child(seg)
 		if !ok {
@@ -231,7 +268,7 @@ func ExtractAll(key string, obj Object, property string) (map[string][]byte, err
 	}
 	v, ok := n.value()
 	if !ok {
-		return nil, &PropertyError{Key: key, Property: property, Problem: "the value is not a JSON object, so it cannot be expanded into keys; use data[] with a secretKey instead"}
+		return nil, &PropertyError{Key: key, Property: property, Problem: "the value " + n.notJSON() + ", so it cannot be expanded into keys; use data[] with a secretKey instead"}
 	}
 	m, ok := v.(map[string]any)
 	if !ok {

@@ -153,3 +153,31 @@ func FuzzParsePath(f *testing.F) {
 		}
 	})
 }
+
+// TestTooDeepJSONIsNamedSo: a value nested deeper than encoding/json reads
+// is reported as too deep, not as "not JSON", for a property and for
+// dataFrom; brackets inside strings do not count, and a value just within
+// the limit still reads.
+func TestTooDeepJSONIsNamedSo(t *testing.T) {
+	deep := strings.Repeat(`{"a":`, maxJSONDepth+1) + `"x"` + strings.Repeat("}", maxJSONDepth+1)
+	obj := Object{Fields: map[string][]byte{"doc": []byte(deep), "text": []byte("plain")}}
+	_, err := Extract("k", obj, "doc.a.a")
+	if err == nil || !strings.Contains(err.Error(), "nested more than 10000 levels deep") {
+		t.Errorf("a property of too deep JSON: %v", err)
+	}
+	_, err = ExtractAll("k", Object{Value: []byte(deep)}, "")
+	if err == nil || !strings.Contains(err.Error(), "nested more than 10000 levels deep") {
+		t.Errorf("dataFrom of too deep JSON: %v", err)
+	}
+	_, err = Extract("k", obj, "text.a")
+	if err == nil || !strings.Contains(err.Error(), "is not JSON") {
+		t.Errorf("a property of plain text: %v", err)
+	}
+	if d := jsonDepth([]byte(`{"a":"[[[{\"]]]","b":[1,[2]]}`)); d != 3 {
+		t.Errorf("depth of a value with brackets in strings: %d, want 3", d)
+	}
+	within := strings.Repeat(`{"a":`, maxJSONDepth-1) + `"x"` + strings.Repeat("}", maxJSONDepth-1)
+	if _, err := Extract("k", Object{Fields: map[string][]byte{"doc": []byte(within)}}, "doc.a.a"); err != nil {
+		t.Errorf("JSON within the limit: %v", err)
+	}
+}

@@ -104,8 +104,8 @@ func TestOversizedAndDeeplyNestedInputIsBounded(t *testing.T) {
 		opts         []esOpt
 		fragments    []string
 	}{
-		{"dataFrom of a deeply nested array", "", []esOpt{withDataFrom("deep", "")}, []string{`"deep"`}},
-		{"a property of a deeply nested object", "", []esOpt{withData("v", "deep-object", "a.a.a.a.b")}, []string{`"deep-object"`}},
+		{"dataFrom of a deeply nested array", "", []esOpt{withDataFrom("deep", "")}, []string{`"deep"`, "levels deep"}},
+		{"a property of a deeply nested object", "", []esOpt{withData("v", "deep-object", "a.a.a.a.b")}, []string{`"deep-object"`, "levels deep"}},
 		{"a template of gigabytes", "TemplateError", []esOpt{withData("p", "good", "password"),
 			withTemplate(&v1alpha1.ExternalSecretTemplate{Data: map[string]string{"big": `{{ repeat 1000000000 "x" }}`}})}, []string{`template "big"`}},
 		{"a template of billions of turns", "TemplateError", []esOpt{withData("p", "good", "password"),
