@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,6 +42,12 @@ const (
 	// AuthHoldMax.
 	ThrottleHoldFirst = 2 * time.Second
 	ThrottleHoldMax   = time.Minute
+	// UnreachableHoldFirst is the hold after a second call in a row that
+	// found the store unreachable (a first one may be a blip); each one
+	// after it doubles the hold, up to UnreachableHoldMax. Short, so that
+	// a store that comes back is used again within half a minute.
+	UnreachableHoldFirst = time.Second
+	UnreachableHoldMax   = 30 * time.Second
 	// SlotWait is the longest a call waits for a free call slot (of
 	// MaxConcurrent); then it is refused with ErrHeldBack, so that the
 	// workers of a slow store do not wait on it and other stores are
@@ -58,6 +66,7 @@ const (
 	RefusedUnauthenticated = "unauthenticated"
 	RefusedThrottled       = "throttled"
 	RefusedBusy            = "busy"
+	RefusedUnreachable     = "unreachable"
 )
 
 // ErrHeldBack is the error of a call that the store's own call limits
@@ -100,8 +109,10 @@ type GateObserver interface {
 // Gate is the one door of a store through which every call passes (reads,
 // version checks, batch reads, writes, deletes, credential checks): it
 // keeps the store's call budget, bounds its calls in flight, and holds the
-// store after it refused the credentials (minutes, doubling) or asked to
-// slow down (its Retry-After). A gate lives as long as its store, across
+// store after it refused the credentials (minutes, doubling), asked to
+// slow down (its Retry-After), or could not be reached twice in a row
+// (seconds, doubling): a store that is down is asked by one call now and
+// then, not by every ExternalSecret on its own backoff. A gate lives as long as its store, across
 // the clients built for it; ResetAuth ends a credentials hold when the
 // credentials change.
 type Gate struct {
@@ -118,9 +129,13 @@ type Gate struct {
 	holdUntil time.Time
 	holdCause error
 	holdKind  string
-	// authStrikes and throttleStrikes count refusals in a row.
-	authStrikes     int
-	throttleStrikes int
+	// holdText is holdCause's text without the keys of its call.
+	holdText string
+	// authStrikes, throttleStrikes and unreachableStrikes count
+	// refusals and failures to reach the store in a row.
+	authStrikes        int
+	throttleStrikes    int
+	unreachableStrikes int
 }
 
 // NewGate returns a gate with limits. A nil clock is the wall clock, a nil
@@ -181,12 +196,13 @@ func (g *Gate) ResetAuth() {
 	defer g.mu.Unlock()
 	g.authStrikes = 0
 	if g.holdKind == RefusedUnauthenticated {
-		g.holdUntil, g.holdCause, g.holdKind = time.Time{}, nil, ""
+		g.holdUntil, g.holdCause, g.holdKind, g.holdText = time.Time{}, nil, "", ""
 	}
 }
 
 // HeldUntil tells until when the store is held, and why
-// (RefusedUnauthenticated or RefusedThrottled); zero when it is not.
+// (RefusedUnauthenticated, RefusedThrottled or RefusedUnreachable); zero
+// when it is not.
 func (g *Gate) HeldUntil() (time.Time, string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -198,16 +214,31 @@ func (g *Gate) HeldUntil() (time.Time, string) {
 
 // HeldError is the error of a call that a gate refused: the store is held
 // after Cause until Until. It has Cause's class, and asks to retry when
-// the hold ends.
+// the hold ends. Its text says what the store did (Kind) and Detail,
+// Cause's text without the keys of the call that failed: that was another
+// caller's call, and a ClusterSecretStore serves many namespaces.
 type HeldError struct {
 	Cause error
 	Until time.Time
+	// Kind is why the store is held: RefusedUnauthenticated,
+	// RefusedThrottled or RefusedUnreachable.
+	Kind string
+	// Detail is Cause's text with the failed call's keys left out.
+	Detail string
 	// wait is how long the hold had left when the call was refused.
 	wait time.Duration
 }
 
 func (e *HeldError) Error() string {
-	return fmt.Sprintf("%v; no call is sent to the store until %s", e.Cause, e.Until.UTC().Format(time.TimeOnly+" MST"))
+	what := map[string]string{
+		RefusedUnauthenticated: "the store refused the credentials",
+		RefusedThrottled:       "the store asked to slow down",
+		RefusedUnreachable:     "the store could not be reached",
+	}[e.Kind]
+	if what == "" {
+		what = "the store is held"
+	}
+	return fmt.Sprintf("%s (%s); no call is sent to the store until %s", what, e.Detail, e.Until.UTC().Format(time.TimeOnly+" MST"))
 }
 
 // Unwrap returns the cause.
@@ -216,8 +247,8 @@ func (e *HeldError) Unwrap() error { return e.Cause }
 // RetryAfter is the time left of the hold.
 func (e *HeldError) RetryAfter() time.Duration { return e.wait }
 
-// do runs one call through the gate.
-func (g *Gate) do(ctx context.Context, call func(context.Context) error) error {
+// do runs one call, about keys, through the gate.
+func (g *Gate) do(ctx context.Context, keys []string, call func(context.Context) error) error {
 	if err := g.held(); err != nil {
 		return err
 	}
@@ -245,7 +276,7 @@ func (g *Gate) do(ctx context.Context, call func(context.Context) error) error {
 	}
 	g.obs.CallSent()
 	err := call(ctx)
-	g.record(err)
+	g.record(err, keys)
 	return err
 }
 
@@ -263,8 +294,8 @@ func (g *Gate) held() error {
 		g.mu.Unlock()
 		return nil
 	}
-	err := &HeldError{Cause: g.holdCause, Until: g.holdUntil, wait: g.holdUntil.Sub(now)}
 	kind := g.holdKind
+	err := &HeldError{Cause: g.holdCause, Until: g.holdUntil, Kind: kind, Detail: g.holdText, wait: g.holdUntil.Sub(now)}
 	g.mu.Unlock()
 	g.obs.CallRefused(kind)
 	return err
@@ -302,18 +333,27 @@ func (g *Gate) spend(ctx context.Context) error {
 	return nil
 }
 
-// record starts a hold after a refusal of the credentials or a throttling
-// answer, and ends the strikes after a call the store accepted.
-func (g *Gate) record(err error) {
+// record starts a hold after a refusal of the credentials, a throttling
+// answer or a second failure in a row to reach the store, and ends the
+// strikes after a call the store answered.
+func (g *Gate) record(err error, keys []string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.clock.Now()
+	if err == nil || !errors.Is(err, ErrUnavailable) {
+		g.unreachableStrikes = 0
+	}
 	switch {
 	case err == nil:
 		g.authStrikes, g.throttleStrikes = 0, 0
+	case errors.Is(err, ErrUnavailable):
+		g.unreachableStrikes++
+		if g.unreachableStrikes > 1 {
+			g.startHold(now, doubled(UnreachableHoldFirst, g.unreachableStrikes-1, UnreachableHoldMax), err, keys, RefusedUnreachable)
+		}
 	case errors.Is(err, ErrUnauthenticated):
 		g.authStrikes++
-		g.startHold(now, doubled(AuthHoldFirst, g.authStrikes, AuthHoldMax), err, RefusedUnauthenticated)
+		g.startHold(now, doubled(AuthHoldFirst, g.authStrikes, AuthHoldMax), err, keys, RefusedUnauthenticated)
 	case errors.Is(err, ErrThrottled):
 		g.throttleStrikes++
 		d, ok := failure.RetryAfter(err)
@@ -322,8 +362,8 @@ func (g *Gate) record(err error) {
 		} else {
 			d = doubled(ThrottleHoldFirst, g.throttleStrikes, ThrottleHoldMax)
 		}
-		g.startHold(now, d, err, RefusedThrottled)
-	case !errors.Is(err, ErrUnavailable):
+		g.startHold(now, d, err, keys, RefusedThrottled)
+	default:
 		// Another answer of the store (not found, a denial of one
 		// request): it took the credentials.
 		g.authStrikes = 0
@@ -331,10 +371,26 @@ func (g *Gate) record(err error) {
 }
 
 // startHold holds the store until now+d, unless a longer hold is on.
-func (g *Gate) startHold(now time.Time, d time.Duration, cause error, kind string) {
+func (g *Gate) startHold(now time.Time, d time.Duration, cause error, keys []string, kind string) {
 	if until := now.Add(d); until.After(g.holdUntil) {
-		g.holdUntil, g.holdCause, g.holdKind = until, cause, kind
+		g.holdUntil, g.holdCause, g.holdKind, g.holdText = until, cause, kind, withoutKeys(cause.Error(), keys)
 	}
+}
+
+// withoutKeys is text with each key, quoted or bare, shown as "…". A bare
+// key shorter than three characters is left: it would cut up the words
+// around it.
+func withoutKeys(text string, keys []string) string {
+	for _, k := range keys {
+		if k == "" {
+			continue
+		}
+		text = strings.ReplaceAll(text, strconv.Quote(k), `"…"`)
+		if len(k) >= 3 {
+			text = strings.ReplaceAll(text, k, "…")
+		}
+	}
+	return text
 }
 
 // doubled is first doubled for each strike after the first, up to most.
@@ -396,7 +452,7 @@ type gatedReader struct {
 }
 
 func (r gatedReader) GetSecret(ctx context.Context, ref Ref) (obj Object, err error) {
-	err = r.g.do(ctx, func(ctx context.Context) error {
+	err = r.g.do(ctx, []string{ref.Key}, func(ctx context.Context) error {
 		obj, err = r.inner.GetSecret(ctx, ref)
 		return err
 	})
@@ -409,7 +465,11 @@ type gatedBatch struct {
 }
 
 func (b gatedBatch) GetSecrets(ctx context.Context, refs []Ref) (items []BatchItem, err error) {
-	err = b.g.do(ctx, func(ctx context.Context) error {
+	keys := make([]string, len(refs))
+	for i, r := range refs {
+		keys[i] = r.Key
+	}
+	err = b.g.do(ctx, keys, func(ctx context.Context) error {
 		items, err = b.inner.GetSecrets(ctx, refs)
 		return err
 	})
@@ -422,7 +482,7 @@ type gatedVersions struct {
 }
 
 func (v gatedVersions) CurrentVersion(ctx context.Context, key string) (ver string, err error) {
-	err = v.g.do(ctx, func(ctx context.Context) error {
+	err = v.g.do(ctx, []string{key}, func(ctx context.Context) error {
 		ver, err = v.inner.CurrentVersion(ctx, key)
 		return err
 	})
@@ -435,7 +495,7 @@ type gatedWriter struct {
 }
 
 func (w gatedWriter) PutSecret(ctx context.Context, key string, p Publication, owner Owner) (ver string, err error) {
-	err = w.g.do(ctx, func(ctx context.Context) error {
+	err = w.g.do(ctx, []string{key}, func(ctx context.Context) error {
 		ver, err = w.inner.PutSecret(ctx, key, p, owner)
 		return err
 	})
@@ -443,7 +503,7 @@ func (w gatedWriter) PutSecret(ctx context.Context, key string, p Publication, o
 }
 
 func (w gatedWriter) DeleteSecret(ctx context.Context, key string, owner Owner) error {
-	return w.g.do(ctx, func(ctx context.Context) error { return w.inner.DeleteSecret(ctx, key, owner) })
+	return w.g.do(ctx, []string{key}, func(ctx context.Context) error { return w.inner.DeleteSecret(ctx, key, owner) })
 }
 
 type gatedChecker struct {
@@ -452,7 +512,7 @@ type gatedChecker struct {
 }
 
 func (c gatedChecker) Check(ctx context.Context) error {
-	return c.g.do(ctx, c.inner.Check)
+	return c.g.do(ctx, nil, c.inner.Check)
 }
 
 // ThrottledFor returns an error of class ErrThrottled that asks to wait d

@@ -281,3 +281,60 @@ func TestGateLimitsChangeInPlace(t *testing.T) {
 		t.Fatalf("limits are %+v after they were removed", g.Limits())
 	}
 }
+
+func TestGateHoldsAnUnreachableStore(t *testing.T) {
+	// Outcome: a store that cannot be reached gets one call in a while,
+	// not one per caller and retry: with a caller every second for ten
+	// minutes, a first failure holds nothing (it may be a blip), then
+	// holds of 1, 2, 4, 8, 16 and 30 seconds. Once the store answers
+	// again, the first call after the hold goes through and ends the
+	// strikes.
+	g, clock, obs := newTestGate(GateLimits{})
+	store := &answering{}
+	down := true
+	r := gatedReader{readerFunc(func(ctx context.Context, ref Ref) (Object, error) {
+		if !down {
+			return store.GetSecret(ctx, ref)
+		}
+		store.calls.Add(1)
+		return Object{}, fmt.Errorf("reading key %q: dial tcp: connection refused: %w", ref.Key, ErrUnavailable)
+	}), g}
+	start := clock.Now()
+	var last error
+	keys := []string{"team-a/db", "team-b/api"}
+	for i := 0; clock.Now().Sub(start) < 10*time.Minute; i++ {
+		_, last = r.GetSecret(context.Background(), Ref{Key: keys[i%2]})
+		clock.advance(time.Second)
+	}
+	t.Logf("ten minutes of a call a second to an unreachable store: %d reached it, %d refused by the gate",
+		store.calls.Load(), obs.refused[RefusedUnreachable])
+	// 2 calls, then 6 doubling holds within the first 63 s, then one call
+	// per 30 s hold: about 26.
+	if got := store.calls.Load(); got > 30 {
+		t.Fatalf("%d calls reached an unreachable store in ten minutes; want at most 30", got)
+	}
+	var held *HeldError
+	if !errors.As(last, &held) || !errors.Is(last, ErrUnavailable) {
+		t.Fatalf("a call during the hold returned %v, want a HeldError of class unavailable", last)
+	}
+	if msg := last.Error(); !strings.Contains(msg, "could not be reached") || !strings.Contains(msg, "connection refused") ||
+		strings.Contains(msg, "team-a/db") || strings.Contains(msg, "team-b/api") {
+		t.Fatalf("a held call says %q: want why, without the key of the call that failed", msg)
+	}
+
+	down = false
+	until, kind := g.HeldUntil()
+	if kind != RefusedUnreachable {
+		t.Fatalf("hold kind %q, want %q", kind, RefusedUnreachable)
+	}
+	clock.advance(until.Sub(clock.Now()))
+	if _, err := r.GetSecret(context.Background(), Ref{Key: "db"}); err != nil {
+		t.Fatalf("the first call after the hold: %v", err)
+	}
+	// One more failure is a blip again: no hold.
+	down = true
+	_, _ = r.GetSecret(context.Background(), Ref{Key: "db"})
+	if _, kind := g.HeldUntil(); kind != "" {
+		t.Fatalf("a single failure after a success held the store (%s)", kind)
+	}
+}
