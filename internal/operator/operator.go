@@ -321,7 +321,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		}
 	}
 	if a := opts.RefreshHookAddr; a != "" && a != "0" {
-		h := &refreshhook.Handler{Stores: mgr.GetClient(), Secrets: mgr.GetClient(), Notifier: hookNotifier{es}, Class: opts.ControllerClass}
+		h := &refreshhook.Handler{Stores: mgr.GetClient(), Secrets: mgr.GetClient(), Notifier: hookNotifier{es}, Class: opts.ControllerClass, Namespaces: opts.Namespaces}
 		if err := mgr.Add(&refreshhook.Server{Addr: a, Handler: h}); err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +45,11 @@ type Handler struct {
 	// Class is this instance's controller class: stores of another class
 	// are not its to refresh.
 	Class string
+	// Namespaces, when set, are the only namespaces this instance serves
+	// (a namespaced install): a notification for a SecretStore elsewhere,
+	// or for a ClusterSecretStore, is not its to act on, and is refused as
+	// an unknown store is, without asking the cache, which would fail.
+	Namespaces []string
 
 	// secrets keeps each shared secret read for secretTTL, so that a
 	// flood of requests (signed or not) costs the API server at most one
@@ -199,6 +205,9 @@ func notAccepted(reason string) *refusal {
 func (h *Handler) sharedSecret(ctx context.Context, s StoreRef) ([]byte, *refusal) {
 	var hook *v1alpha1.RefreshHook
 	var class, secretNS string
+	if len(h.Namespaces) > 0 && (s.Kind != v1alpha1.SecretStoreKind || !slices.Contains(h.Namespaces, s.Namespace)) {
+		return nil, notAccepted("store not served by this namespaced instance")
+	}
 	switch s.Kind {
 	case v1alpha1.SecretStoreKind:
 		var st v1alpha1.SecretStore

@@ -172,3 +172,50 @@ func TestRefusalsTellNothingOfTheCluster(t *testing.T) {
 		t.Fatalf("a rightly signed notification: %d, want 202", code)
 	}
 }
+
+// TestNamespacedInstanceRefusesStoresItDoesNotServe: an instance that
+// serves only some namespaces refuses a notification for a SecretStore
+// elsewhere and for any ClusterSecretStore as it refuses an unknown store
+// (403, nothing said of the cluster), without asking its cache, which
+// cannot answer for them; its own namespace's store is served.
+func TestNamespacedInstanceRefusesStoresItDoesNotServe(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	hooked := &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "hooked"}}
+	hooked.Spec.RefreshHook = &v1alpha1.RefreshHook{SecretRef: v1alpha1.SecretKeySelector{Name: "hook", Key: "secret"}}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "hook"}, Data: map[string][]byte{"secret": []byte("shared")}}
+	elsewhere := hooked.DeepCopy()
+	elsewhere.Namespace = "other"
+	otherSec := sec.DeepCopy()
+	otherSec.Namespace = "other"
+	reads := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(hooked, sec, elsewhere, otherSec).
+		WithInterceptorFuncs(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			reads++
+			return c.Get(ctx, key, obj, opts...)
+		}}).Build()
+	notifier := &recordingNotifier{}
+	h := &Handler{Stores: c, Secrets: c, Notifier: notifier, Namespaces: []string{"team"}}
+	post := func(b string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, Path, strings.NewReader(b))
+		req.Header.Set(SignatureHeader, Sign([]byte(b), []byte("shared")))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	for _, b := range []string{
+		`{"store": {"kind": "SecretStore", "namespace": "other", "name": "hooked"}, "keys": ["k"]}`,
+		`{"store": {"kind": "ClusterSecretStore", "name": "hooked"}, "keys": ["k"]}`,
+	} {
+		if rec := post(b); rec.Code != http.StatusForbidden {
+			t.Errorf("%s: status %d (%s), want 403", b, rec.Code, rec.Body.String())
+		}
+	}
+	if reads != 0 || len(notifier.calls) != 0 {
+		t.Fatalf("stores not served: %d reads, %d notifications; want none", reads, len(notifier.calls))
+	}
+	if rec := post(`{"store": {"kind": "SecretStore", "namespace": "team", "name": "hooked"}, "keys": ["k"]}`); rec.Code != http.StatusAccepted {
+		t.Fatalf("the served namespace's store: status %d (%s), want 202", rec.Code, rec.Body.String())
+	}
+}
