@@ -37,6 +37,16 @@ var statusPeriod time.Duration
 // controllerLogLevel is the controllers' --log-level.
 var controllerLogLevel = "error"
 
+// watchList, if set, is client-go's WatchListClient feature gate in the
+// controller ("true": its caches fill from streaming lists; "false":
+// from paginated lists), through client-go's environment override.
+var watchList string
+
+// leaseNamespace holds the controllers' leader election lease: they run
+// with leader election, so that a restart can be timed from the moment
+// the new process takes the lease.
+const leaseNamespace = "default"
+
 func startController(bin, kubeconfig string) (*controller, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -45,7 +55,8 @@ func startController(bin, kubeconfig string) (*controller, error) {
 	addr := l.Addr().String()
 	l.Close()
 	args := []string{"controller", "--kubeconfig", kubeconfig, "--metrics-bind-address", addr,
-		"--health-probe-bind-address", "0", "--log-level", controllerLogLevel}
+		"--health-probe-bind-address", "0", "--log-level", controllerLogLevel,
+		"--leader-elect", "--leader-election-namespace", leaseNamespace}
 	if workers > 0 {
 		args = append(args, "--workers", fmt.Sprint(workers))
 	}
@@ -56,8 +67,12 @@ func startController(bin, kubeconfig string) (*controller, error) {
 		args = append(args, "--pprof-bind-address", pprofAddr)
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = os.Environ()
 	if goMemLimit != "" {
-		cmd.Env = append(os.Environ(), "GOMEMLIMIT="+goMemLimit)
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+goMemLimit)
+	}
+	if watchList != "" {
+		cmd.Env = append(cmd.Env, "KUBE_FEATURE_WatchListClient="+watchList)
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {

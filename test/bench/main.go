@@ -26,9 +26,12 @@ type config struct {
 	// server's writes are counted; StatusPeriod the controller's
 	// --status-refresh-period (0: its default).
 	Steady, StatusPeriod time.Duration
-	Cycles               int
-	Out, Binary          string
-	Store                string
+	// StandbyWarmup, when set, ends the run with a takeover: a standby
+	// controller started that long before the leader is stopped.
+	StandbyWarmup time.Duration
+	Cycles        int
+	Out, Binary   string
+	Store         string
 }
 
 func main() {
@@ -45,12 +48,14 @@ func main() {
 	flag.DurationVar(&c.Steady, "steady", 3*time.Minute, "window with nothing changing over which the API server's writes are counted by verb (0: skipped)")
 	flag.DurationVar(&c.StatusPeriod, "status-period", 0, "the controller's --status-refresh-period (0: its default, 1h)")
 	flag.DurationVar(&c.RestartWindow, "restart-window", time.Minute, "how long the load after a controller restart is observed")
+	flag.DurationVar(&c.StandbyWarmup, "standby-warmup", 0, "end with a takeover: start a standby controller, wait this long, stop the leader and time a new ExternalSecret from the standby's lease (0: skipped)")
 	flag.StringVar(&c.Out, "out", "bench-results/bench.json", "JSON result file")
 	flag.StringVar(&c.Binary, "controller", "bin/watchword", "the watchword binary to run")
 	flag.StringVar(&goMemLimit, "controller-gomemlimit", "", "GOMEMLIMIT of the controller process only, such as 120MiB")
 	flag.IntVar(&workers, "workers", 0, "the controller's --workers (0: its default)")
 	flag.StringVar(&pprofAddr, "controller-pprof", "", "address for the controller's pprof endpoints, such as 127.0.0.1:6060")
 	flag.StringVar(&controllerLogLevel, "controller-log-level", "error", "--log-level of the controller")
+	flag.StringVar(&watchList, "watch-list", "", "client-go's WatchListClient feature gate in the controller: true (caches filled by streaming lists), false (paginated lists), empty (client-go's default)")
 	flag.Parse()
 	statusPeriod = c.StatusPeriod
 	if c.Store != storeFake && c.Store != storeMemoryPlugin && c.Store != storeAWS {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -40,6 +41,10 @@ type bench struct {
 	kc   string
 	cfg  *rest.Config
 	esNS []string
+	// fanOutLeft is the controller's queue when the benchmark stopped
+	// waiting for the store edit's fan-out to drain, after fanOutSeconds
+	// (at most 3 minutes): what is left is done after the restart.
+	fanOutLeft, fanOutSeconds float64
 }
 
 func run(ctx context.Context, c config) (*result, error) {
@@ -148,6 +153,7 @@ func run(ctx context.Context, c config) (*result, error) {
 		d := apiAfter.sum("apiserver_request_total", `verb="`+verb+`"`) - apiBefore.sum("apiserver_request_total", `verb="`+verb+`"`)
 		res.APIRequestsByVerb[verb] = d
 	}
+	res.EventsSync = apiAfter.sum("apiserver_request_total", `resource="events"`, `verb="POST"`) - apiBefore.sum("apiserver_request_total", `resource="events"`, `verb="POST"`)
 
 	// 4. Steady state: provider calls per cycle and how refreshes spread.
 	if c.Cycles > 0 {
@@ -176,12 +182,15 @@ func run(ctx context.Context, c config) (*result, error) {
 
 	// 6. A restart must not cause a refresh storm; a new ExternalSecret
 	// created as the controller starts waits only for its caches.
+	res.FanOutLeft, res.FanOutSeconds = b.fanOutLeft, b.fanOutSeconds
 	fmt.Fprintln(os.Stderr, "restarting the controller…")
 	ctrl.stop()
 	apiBefore, err = b.apiserverMetrics(ctx)
 	if err != nil {
 		return nil, err
 	}
+	cpuRestart := b.cpu(nil)
+	processStart := time.Now()
 	ctrl, err = startController(c.Binary, b.kc)
 	if err != nil {
 		return nil, err
@@ -190,7 +199,16 @@ func run(ctx context.Context, c config) (*result, error) {
 	if res.NewESSecondsDuring, err = b.newDuringRestart(ctx); err != nil {
 		return nil, err
 	}
+	newSynced := restartStart.Add(time.Duration(res.NewESSecondsDuring * float64(time.Second)))
+	res.NewESSecondsDuring = newSynced.Sub(processStart).Seconds()
+	if taken, err := b.leaseTaken(ctx, processStart); err != nil {
+		fmt.Fprintln(os.Stderr, "the restarted controller's lease:", err)
+	} else {
+		res.LeaseSeconds = taken.Sub(processStart).Seconds()
+		res.NewESAfterLease = newSynced.Sub(taken).Seconds()
+	}
 	time.Sleep(time.Until(restartStart.Add(c.RestartWindow)))
+	res.RestartAPICPU = b.cpu(nil).since(cpuRestart)["kube-apiserver"]
 	end, err := ctrl.scrape()
 	if err != nil {
 		return nil, err
@@ -205,9 +223,43 @@ func run(ctx context.Context, c config) (*result, error) {
 		res.RestartWrites += apiAfter.sum("apiserver_request_total", `resource="secrets"`, `verb="`+verb+`"`) - apiBefore.sum("apiserver_request_total", `resource="secrets"`, `verb="`+verb+`"`)
 	}
 	res.RestartWrites-- // the new ExternalSecret's own target
+	res.RestartLists = map[string]float64{}
+	was := apiBefore.by("apiserver_request_total", "resource", `verb="LIST"`)
+	for resource, v := range apiAfter.by("apiserver_request_total", "resource", `verb="LIST"`) {
+		if d := v - was[resource]; d > 0 {
+			res.RestartLists[resource] = d
+		}
+	}
 	res.RestartStatusWrites = apiAfter.sum("apiserver_request_total", `resource="externalsecrets"`, `subresource="status"`) -
 		apiBefore.sum("apiserver_request_total", `resource="externalsecrets"`, `subresource="status"`) - 1 // the new one's
 	res.RestartPeakRSSMiB = ctrl.peakRSS()
+
+	// 7. A takeover by a standby replica, started before the leader goes:
+	// how soon after it takes the lease it syncs new work.
+	if c.StandbyWarmup > 0 {
+		fmt.Fprintf(os.Stderr, "starting a standby controller, waiting %s, stopping the leader…\n", c.StandbyWarmup)
+		standby, err := startController(c.Binary, b.kc)
+		if err != nil {
+			return nil, err
+		}
+		defer standby.stop()
+		time.Sleep(c.StandbyWarmup)
+		stopped := time.Now()
+		ctrl.stop()
+		took, err := b.timeNewES(ctx, "es-new-after-takeover")
+		if err != nil {
+			return nil, err
+		}
+		synced := time.Now()
+		taken, err := b.leaseTaken(ctx, stopped)
+		if err != nil {
+			return nil, err
+		}
+		res.TakeoverLeaseSeconds = taken.Sub(stopped).Seconds()
+		res.TakeoverNewESAfterLease = synced.Sub(taken).Seconds()
+		res.TakeoverNewESSeconds = took
+		res.StandbyPeakRSSMiB = standby.peakRSS()
+	}
 	return res, nil
 }
 
@@ -482,14 +534,19 @@ func (b *bench) newDuringFanOut(ctx context.Context, ctrl *controller) (float64,
 	}
 	// Let the fan-out drain; periodic refreshes keep some low-priority
 	// work queued, so "drained" is a small remainder.
-	deadline := time.Now().Add(3 * time.Minute)
+	began := time.Now()
+	deadline := began.Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
 		m, err := ctrl.scrape()
-		if err == nil && m.sum("workqueue_depth", `name="externalsecret"`) < float64(b.c.N/50+1) {
-			break
+		if err == nil {
+			b.fanOutLeft = m.sum("workqueue_depth", `name="externalsecret"`)
+			if b.fanOutLeft < float64(b.c.N/50+1) {
+				break
+			}
 		}
 		time.Sleep(time.Second)
 	}
+	b.fanOutSeconds = time.Since(began).Seconds()
 	return took, nil
 }
 
@@ -509,6 +566,23 @@ func (b *bench) timeNewES(ctx context.Context, name string) (float64, error) {
 	return 0, fmt.Errorf("the new ExternalSecret %s was not synced within 5 minutes", name)
 }
 
+// leaseTaken is when the controller started after since took the leader
+// election lease, as the lease records it (acquireTime, written by the
+// controller's clock, which is this machine's).
+func (b *bench) leaseTaken(ctx context.Context, since time.Time) (time.Time, error) {
+	var lease coordinationv1.Lease
+	key := client.ObjectKey{Namespace: leaseNamespace, Name: "watchword-leader"}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if err := b.k8s.Get(ctx, key, &lease); err != nil {
+			continue
+		}
+		if t := lease.Spec.AcquireTime; t != nil && !t.Time.Before(since.Truncate(time.Second)) {
+			return t.Time, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("lease %s not taken since %s", key, since.Format(time.TimeOnly))
+}
+
 // newDuringRestart creates one ExternalSecret right after the controller
 // started and times its sync, while the controller works through the
 // resync of every other ExternalSecret.
@@ -523,6 +597,31 @@ func (b *bench) apiserverMetrics(ctx context.Context) (metrics, error) {
 		return nil, err
 	}
 	return parseMetrics(strings.NewReader(string(raw)))
+}
+
+// eventsSince counts the events of the ExternalSecrets' namespaces last
+// seen at or after since, by "type reason" and by how old the occurrence
+// they report is (its first timestamp): events written late, for work
+// done long before, are a backlog of the event recorder.
+func (b *bench) eventsSince(ctx context.Context, since time.Time) (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, ns := range b.esNS {
+		var list corev1.EventList
+		if err := b.k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return nil, err
+		}
+		for _, e := range list.Items {
+			if e.LastTimestamp.Time.Before(since.Truncate(time.Second)) && e.EventTime.Time.Before(since) {
+				continue
+			}
+			age := "new"
+			if e.FirstTimestamp.Time.Before(since.Add(-time.Minute)) {
+				age = "reported over a minute late"
+			}
+			out[e.Type+" "+e.Reason+" ("+age+")"]++
+		}
+	}
+	return out, nil
 }
 
 // writeVerbs are the verbs of apiserver_request_total that write.
@@ -563,6 +662,12 @@ func (b *bench) steadyWrites(ctx context.Context, res *result, syncEnd time.Time
 	}
 	for _, r := range []string{"externalsecrets", "secrets", "events"} {
 		res.SteadyWatchwordWritesPerMin += res.SteadyWritesPerMinByResource[r]
+	}
+	if res.SteadyWritesPerMinByResource["events"] > 0 {
+		res.SteadyEvents, err = b.eventsSince(ctx, began)
+		if err != nil {
+			return err
+		}
 	}
 	period := b.c.StatusPeriod
 	if period <= 0 {
