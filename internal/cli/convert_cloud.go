@@ -83,7 +83,9 @@ func (c *converter) azurekv(kind string, dst, b map[string]any, path string) boo
 	}
 	out["vaultURL"] = vaultURL
 	tenant := takeString(b, "tenantId")
-	if tenant != "" && !c.fits(path+".tenantId", tenant, azureTenant, 64, "a tenant ID Watchword takes") {
+	// A tenant Watchword's API refuses is reported where it is needed.
+	badTenant := tenant != "" && (!azureTenant.MatchString(tenant) || len(tenant) > 64)
+	if badTenant {
 		tenant = ""
 	}
 
@@ -144,6 +146,10 @@ func (c *converter) azurekv(kind string, dst, b map[string]any, path string) boo
 	}
 	// tenantID is the tenant when the store does not give it.
 	tenantID := func(annotation bool) {
+		if badTenant {
+			tenant = c.unknown(path+".tenantId", "not a tenant ID Watchword takes (letters, digits, dots and dashes, at most 64): set tenantID to the directory (tenant) ID")
+			return
+		}
 		if tenant != "" {
 			if r := takeMap(ref, "tenantId"); r != nil {
 				c.note(path+".authSecretRef.tenantId", "tenantId of the store is used, as ESO does: not carried")
@@ -222,6 +228,9 @@ func (c *converter) azurekv(kind string, dst, b map[string]any, path string) boo
 			mi["clientID"] = id
 		}
 		auth["managedIdentity"] = mi
+		if badTenant {
+			c.note(path+".tenantId", "not a tenant ID Watchword takes: not carried (managed identity does not need it)")
+		}
 		c.note(path+".authType", "ManagedIdentity is carried as managedIdentity because this is a ClusterSecretStore: Watchword uses the managed identity of the node (the instance metadata endpoint), not of ESO's pod (aad-pod-identity), and every namespace the store serves acts as it; limit them with spec.namespaces or spec.namespaceSelector")
 		if sa != nil {
 			unused(path + ".serviceAccountRef")
