@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"strings"
@@ -26,6 +27,19 @@ const placeholder = "replace-me"
 func (c *converter) unknown(path, reason string) string {
 	c.drop(path, reason+" (written as "+placeholder+" until then)")
 	return placeholder
+}
+
+// account carries an ESO service account selector. One without a name
+// (or none at all) is written with placeholder as its name, and unset
+// says what ESO did then.
+func (c *converter) account(kind string, sa map[string]any, path, unset string) any {
+	if name, _ := sa["name"].(string); name == "" {
+		delete(sa, "name")
+		acc := c.unknownAccount(kind, path, unset)
+		maps.Copy(acc, sa)
+		sa = acc
+	}
+	return c.carry(sa, reflect.TypeFor[v1alpha1.ServiceAccountSelector](), path)
 }
 
 // unknownAccount is a service account selector written as placeholder,
@@ -202,12 +216,9 @@ func (c *converter) azurekv(kind string, dst, b map[string]any, path string) boo
 			unused(path + ".identityId")
 		}
 	case "WorkloadIdentity":
-		if sa == nil {
-			sa = c.unknownAccount(kind, path+".serviceAccountRef", "unset: ESO then signs in with its own pod's workload identity, which Watchword does not use; set workloadIdentity.serviceAccountRef to a service account that the app's federated credential trusts")
-		}
 		auth["workloadIdentity"] = map[string]any{
 			"clientID":          clientID(true),
-			"serviceAccountRef": c.carry(sa, reflect.TypeFor[v1alpha1.ServiceAccountSelector](), path+".serviceAccountRef"),
+			"serviceAccountRef": c.account(kind, sa, path+".serviceAccountRef", "unset: ESO then signs in with its own pod's workload identity, which Watchword does not use; set workloadIdentity.serviceAccountRef to a service account that the app's federated credential trusts"),
 		}
 		tenantID(true)
 		for _, k := range []string{"clientSecret", "clientCertificate"} {
@@ -296,7 +307,7 @@ func (c *converter) gcpsm(kind string, dst, b map[string]any, path string) bool 
 			c.drop(apath+".workloadIdentity", "Watchword takes one method: secretRef is carried")
 		}
 	case wif != nil:
-		m := c.gcpFederation(wif, apath+".workloadIdentityFederation")
+		m := c.gcpFederation(kind, wif, apath+".workloadIdentityFederation")
 		if m == nil {
 			return false
 		}
@@ -306,10 +317,7 @@ func (c *converter) gcpsm(kind string, dst, b map[string]any, path string) bool 
 		}
 	case gke != nil:
 		gpath := apath + ".workloadIdentity"
-		sa := takeMap(gke, "serviceAccountRef")
-		if sa == nil {
-			sa = c.unknownAccount(kind, gpath+".serviceAccountRef", "unset: set workloadIdentityFederation.serviceAccountRef")
-		}
+		sa := c.account(kind, takeMap(gke, "serviceAccountRef"), gpath+".serviceAccountRef", "unset: set workloadIdentityFederation.serviceAccountRef")
 		for _, k := range []string{"clusterLocation", "clusterName", "clusterProjectID"} {
 			take(gke, k)
 		}
@@ -317,7 +325,7 @@ func (c *converter) gcpsm(kind string, dst, b map[string]any, path string) bool 
 		c.drop(gpath, "GKE Workload Identity (the cluster's identity pool PROJECT.svc.id.goog, reached through the GKE metadata server) is not in Watchword's API: written as workloadIdentityFederation with the same service account and the audience "+gkeAudience+"; create a workload identity pool provider that trusts the cluster's OIDC issuer, set audience to its name, and set serviceAccountEmail to the Google service account of the service account's iam.gke.io/gcp-service-account annotation (the one ESO impersonated)")
 		method = map[string]any{"workloadIdentityFederation": map[string]any{
 			"audience":          gkeAudience,
-			"serviceAccountRef": c.carry(sa, reflect.TypeFor[v1alpha1.ServiceAccountSelector](), gpath+".serviceAccountRef"),
+			"serviceAccountRef": sa,
 		}}
 	default:
 		c.drop(apath, "no auth: External Secrets Operator used the controller's own Google credentials (the metadata server or GOOGLE_APPLICATION_CREDENTIALS), which Watchword does not use; set auth.workloadIdentityFederation or auth.secretRef: the store is not converted")
@@ -332,7 +340,7 @@ func (c *converter) gcpsm(kind string, dst, b map[string]any, path string) bool 
 
 // gcpFederation carries ESO's workloadIdentityFederation, or returns nil
 // when it exchanges anything but a Kubernetes service account's token.
-func (c *converter) gcpFederation(w map[string]any, path string) map[string]any {
+func (c *converter) gcpFederation(kind string, w map[string]any, path string) map[string]any {
 	sa := takeMap(w, "serviceAccountRef")
 	cred := takeMap(w, "credConfig")
 	if _, ok := take(w, "awsSecurityCredentials"); ok {
@@ -342,7 +350,7 @@ func (c *converter) gcpFederation(w map[string]any, path string) map[string]any 
 		c.drop(path, "without serviceAccountRef: Watchword exchanges a token of a Kubernetes service account only (not a credential configuration's file or URL source, nor AWS credentials); the store is not converted")
 		return nil
 	}
-	out := map[string]any{"serviceAccountRef": c.carry(sa, reflect.TypeFor[v1alpha1.ServiceAccountSelector](), path+".serviceAccountRef")}
+	out := map[string]any{"serviceAccountRef": c.account(kind, sa, path+".serviceAccountRef", "without a name: set serviceAccountRef.name")}
 	aud := takeString(w, "audience")
 	switch {
 	case strings.HasPrefix(aud, "//iam.googleapis.com/") && len(aud) <= 512:

@@ -130,7 +130,15 @@ func TestConvertCloudStores(t *testing.T) {
 			has:      []string{"namespace: replace-me"},
 		},
 		{
-			name:     "gcp project and location Watchword refuses",
+			name:     "gcp federation with a service account without a name",
+			kind:     "ClusterSecretStore",
+			provider: "gcpsm: {projectID: p, auth: {workloadIdentityFederation: {audience: '//iam.googleapis.com/x', serviceAccountRef: {namespace: platform}, gcpServiceAccountEmail: r@p.iam.gserviceaccount.com}}}",
+			written:  true,
+			want:     []finding{{Dropped, p + "gcpsm.auth.workloadIdentityFederation.serviceAccountRef"}},
+			has:      []string{"name: replace-me", "namespace: platform"},
+		},
+		{
+			name:     "gcp project Watchword refuses",
 			provider: "gcpsm: {projectID: My_Project, auth: {secretRef: {secretAccessKeySecretRef: {name: k, key: k}}}}",
 			want:     []finding{{Dropped, p + "gcpsm.projectID"}},
 		},
