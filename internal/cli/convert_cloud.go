@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"maps"
+	"net/url"
 	"reflect"
 	"regexp"
 	"strings"
@@ -82,6 +83,14 @@ func secretName(ref map[string]any) string {
 	return fmt.Sprintf("key %q of Secret %q", key, name)
 }
 
+// httpsHost tells whether u is an https address that Watchword's azurekv
+// takes: a host, and a path only where anyPath allows one.
+func httpsHost(u string, anyPath bool) bool {
+	p, err := url.Parse(u)
+	return err == nil && len(u) <= 2048 && p.Scheme == "https" && p.Host != "" &&
+		(anyPath || p.Path == "" || p.Path == "/") && p.RawQuery == ""
+}
+
 // Microsoft Entra hosts of ESO's environment types.
 var azureAuthorities = map[string]string{
 	"USGovernmentCloud": "https://login.microsoftonline.us/",
@@ -91,8 +100,8 @@ var azureAuthorities = map[string]string{
 func (c *converter) azurekv(kind string, dst, b map[string]any, path string) bool {
 	out := map[string]any{}
 	vaultURL := takeString(b, "vaultUrl")
-	if !strings.HasPrefix(vaultURL, "https://") || len(vaultURL) > 2048 {
-		c.drop(path+".vaultUrl", "unset or not an https address: Watchword needs the vault's address as vaultURL, such as https://myvault.vault.azure.net; the store is not converted")
+	if !httpsHost(vaultURL, false) {
+		c.drop(path+".vaultUrl", "unset or not the vault's https address alone: Watchword needs it as vaultURL, such as https://myvault.vault.azure.net; the store is not converted")
 		return false
 	}
 	out["vaultURL"] = vaultURL
@@ -119,7 +128,7 @@ func (c *converter) azurekv(kind string, dst, b map[string]any, path string) boo
 	}
 	if cc := takeMap(b, "customCloudConfig"); cc != nil {
 		cpath := path + ".customCloudConfig"
-		if ad := takeString(cc, "activeDirectoryEndpoint"); strings.HasPrefix(ad, "https://") && len(ad) <= 2048 {
+		if ad := takeString(cc, "activeDirectoryEndpoint"); httpsHost(ad, true) {
 			out["authorityHost"] = ad
 		} else {
 			c.drop(cpath+".activeDirectoryEndpoint", "unset or not an https address: not carried; set authorityHost to the Microsoft Entra host")

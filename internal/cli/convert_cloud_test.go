@@ -93,6 +93,11 @@ func TestConvertCloudStores(t *testing.T) {
 			want:     []finding{{Dropped, p + "azurekv.environmentType"}, {Dropped, p + "azurekv.authSecretRef.clientId"}},
 		},
 		{
+			name:     "azure vault URL with a path",
+			provider: "azurekv: {vaultUrl: 'https://v.vault.azure.net/secrets/db', tenantId: t1, authSecretRef: {clientSecret: {name: c, key: s}}}",
+			want:     []finding{{Dropped, p + "azurekv.vaultUrl"}},
+		},
+		{
 			name:     "azure unknown auth type",
 			provider: "azurekv: {authType: Password, vaultUrl: 'https://v.vault.azure.net'}",
 			want:     []finding{{Dropped, p + "azurekv.authType"}},
