@@ -244,7 +244,10 @@ func (c *converter) azurekv(kind string, dst, b map[string]any, path string) boo
 			return false
 		}
 		mi := map[string]any{}
-		if id, _ := identity.(string); id != "" {
+		switch id, _ := identity.(string); {
+		case len(id) > 64:
+			mi["clientID"] = c.unknown(path+".identityId", "longer than a client ID (a resource ID?): Watchword selects a user-assigned identity by its client ID: set managedIdentity.clientID to it")
+		case id != "":
 			mi["clientID"] = id
 		}
 		auth["managedIdentity"] = mi

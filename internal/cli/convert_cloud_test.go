@@ -66,6 +66,14 @@ func TestConvertCloudStores(t *testing.T) {
 			has:      []string{"managedIdentity: {}"},
 		},
 		{
+			name:     "azure managed identity named by a resource ID",
+			kind:     "ClusterSecretStore",
+			provider: "azurekv: {authType: ManagedIdentity, vaultUrl: 'https://v.vault.azure.net', identityId: /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/reader}",
+			written:  true,
+			want:     []finding{{Note, p + "azurekv.authType"}, {Dropped, p + "azurekv.identityId"}},
+			has:      []string{"clientID: replace-me"},
+		},
+		{
 			name:     "azure tenant that Watchword refuses",
 			provider: "azurekv: {vaultUrl: 'https://v.vault.azure.net', tenantId: 'contoso onmicrosoft', authSecretRef: {clientId: {name: c, key: id}, clientSecret: {name: c, key: s}}}",
 			written:  true,
