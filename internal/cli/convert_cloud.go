@@ -55,14 +55,17 @@ func (c *converter) unknownAccount(kind, path, reason string) map[string]any {
 }
 
 // fits tells whether v is accepted by a field with pattern re and at
-// most max characters; if not, it reports the value as not carried.
-func (c *converter) fits(path, v string, re *regexp.Regexp, max int, what string) bool {
+// most max characters; if not, it reports the value, and then what
+// follows.
+func (c *converter) fits(path, v string, re *regexp.Regexp, max int, what, then string) bool {
 	if re.MatchString(v) && len(v) <= max {
 		return true
 	}
-	c.drop(path, fmt.Sprintf("not %s (at most %d characters, %s)", what, max, re))
+	c.drop(path, fmt.Sprintf("not %s that Watchword's API takes (at most %d characters, %s): %s", what, max, re, then))
 	return false
 }
+
+const notConverted = "the store is not converted"
 
 var (
 	azureTenant   = regexp.MustCompile(`^[-a-zA-Z0-9.]+$`)
@@ -284,13 +287,13 @@ func (c *converter) gcpsm(kind string, dst, b map[string]any, path string) bool 
 	switch project := takeString(b, "projectID"); {
 	case project == "":
 		out["projectID"] = c.unknown(path+".projectID", "unset: ESO then takes the project of its credentials or of the cluster; Watchword needs projectID, the project that holds the secrets")
-	case c.fits(path+".projectID", project, gcpProject, 30, "a Google Cloud project ID"):
+	case c.fits(path+".projectID", project, gcpProject, 30, "a Google Cloud project ID", notConverted):
 		out["projectID"] = project
 	default:
 		return false
 	}
 	if loc := takeString(b, "location"); loc != "" {
-		if !c.fits(path+".location", loc, gcpLocation, 64, "a Google Cloud location") {
+		if !c.fits(path+".location", loc, gcpLocation, 64, "a Google Cloud location", notConverted) {
 			return false
 		}
 		out["location"] = loc
@@ -396,7 +399,7 @@ func (c *converter) alibaba(kind string, dst, b map[string]any, path string) boo
 		c.drop(path+".regionID", "unset: Watchword needs regionID; the store is not converted")
 		return false
 	}
-	if !c.fits(path+".regionID", region, alibabaRegion, 64, "an Alibaba Cloud region") {
+	if !c.fits(path+".regionID", region, alibabaRegion, 64, "an Alibaba Cloud region", notConverted) {
 		return false
 	}
 	out["regionID"] = region
@@ -435,7 +438,7 @@ func (c *converter) alibaba(kind string, dst, b map[string]any, path string) boo
 			}
 			m[k[1]] = arn
 		}
-		if s := takeString(rrsa, "sessionName"); s != "" && c.fits(rpath+".sessionName", s, alibabaSess, 64, "a session name Watchword takes (it uses watchword-NAMESPACE-STORE)") {
+		if s := takeString(rrsa, "sessionName"); s != "" && c.fits(rpath+".sessionName", s, alibabaSess, 64, "a session name", "not carried, Watchword names the session watchword-NAMESPACE-STORE") {
 			m["sessionName"] = s
 		}
 		take(rrsa, "oidcTokenFilePath")
