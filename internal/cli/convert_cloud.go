@@ -55,13 +55,13 @@ func (c *converter) unknownAccount(kind, path, reason string) map[string]any {
 }
 
 // fits tells whether v is accepted by a field with pattern re and at
-// most max characters; if not, it reports the value, and then what
+// most maxLen characters; if not, it reports the value, and then what
 // follows.
-func (c *converter) fits(path, v string, re *regexp.Regexp, max int, what, then string) bool {
-	if re.MatchString(v) && len(v) <= max {
+func (c *converter) fits(path, v string, re *regexp.Regexp, maxLen int, what, then string) bool {
+	if re.MatchString(v) && len(v) <= maxLen {
 		return true
 	}
-	c.drop(path, fmt.Sprintf("not %s that Watchword's API takes (at most %d characters, %s): %s", what, max, re, then))
+	c.drop(path, fmt.Sprintf("not %s that Watchword's API takes (at most %d characters, %s): %s", what, maxLen, re, then))
 	return false
 }
 
