@@ -371,6 +371,9 @@ func FuzzConvert(f *testing.F) {
 		"apiVersion: external-secrets.io/v1\nkind: ExternalSecret\nmetadata: {name: a}\nspec: {data: [1, {remoteRef: 2}], dataFrom: [null], target: {template: {templateFrom: [1]}}}\n",
 		"apiVersion: external-secrets.io/v1alpha1\nkind: PushSecret\nmetadata: {name: a}\nspec: {selector: 1, secretStoreRefs: [1, {name: x}], data: [1]}\n",
 		"apiVersion: v1\nkind: List\nitems: [1, {apiVersion: external-secrets.io/v1, kind: ClusterSecretStore, spec: {conditions: [1]}}]\n",
+		"apiVersion: external-secrets.io/v1\nkind: SecretStore\nmetadata: {name: a}\nspec: {provider: {azurekv: {vaultUrl: 'https://v', authType: WorkloadIdentity, authSecretRef: [], serviceAccountRef: 2, identityId: 3}}}\n",
+		"apiVersion: external-secrets.io/v1\nkind: ClusterSecretStore\nmetadata: {name: a}\nspec: {provider: {gcpsm: {projectID: 1, auth: {workloadIdentityFederation: {credConfig: 1, serviceAccountRef: {}}, workloadIdentity: 2}}}}\n",
+		"apiVersion: external-secrets.io/v1\nkind: SecretStore\nmetadata: {name: a}\nspec: {provider: {alibaba: {regionID: x, auth: {rrsa: {roleArn: 'acs:ram::1', oidcProviderArn: 'acs:ram::2', sessionName: 4}}}}}\n",
 	} {
 		f.Add(seed)
 	}
