@@ -315,6 +315,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if err := addPushSecrets(ctx, mgr, metaClient, clients, clock, opts); err != nil {
 		return nil, err
 	}
+	if err := warmCaches(ctx, mgr); err != nil {
+		return nil, err
+	}
 	if opts.Webhook != nil {
 		if err := webhook.Setup(ctx, mgr, *opts.Webhook); err != nil {
 			return nil, fmt.Errorf("setting up the admission webhook: %w", err)
@@ -382,6 +385,30 @@ func addPushSecrets(ctx context.Context, mgr ctrl.Manager, metaClient metadata.I
 		Recorder: mgr.GetEventRecorderFor("watchword"), Class: opts.ControllerClass, Clock: clock}
 	if err := ps.SetupWithManager(ctx, mgr, pushsecret.Options{Workers: opts.Workers, RateLimiter: rateLimiter(), SourceChanges: changes}); err != nil {
 		return fmt.Errorf("setting up the PushSecret controller: %w", err)
+	}
+	return nil
+}
+
+// warmCaches asks the manager's cache now for every kind the controllers
+// watch through it. The cache then fills them when the process starts,
+// before it runs for the lease, instead of when a controller starts after
+// winning it: a standby replica holds warm caches and serves new work
+// within moments of taking over, and a restarted one takes the lease only
+// once its lists are in. (The kinds the field indexes name are asked for
+// by the indexes already.) A namespaced cache answers for the kinds it
+// does not serve itself.
+func warmCaches(ctx context.Context, mgr ctrl.Manager) error {
+	secretMeta := &metav1.PartialObjectMetadata{}
+	secretMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	configMapMeta := &metav1.PartialObjectMetadata{}
+	configMapMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	for _, obj := range []client.Object{
+		&v1alpha1.ExternalSecret{}, &v1alpha1.PushSecret{}, &v1alpha1.SecretStore{}, &v1alpha1.ClusterSecretStore{},
+		&corev1.Namespace{}, secretMeta, configMapMeta,
+	} {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return fmt.Errorf("preparing the cache of %T: %w", obj, err)
+		}
 	}
 	return nil
 }

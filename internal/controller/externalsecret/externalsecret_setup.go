@@ -121,7 +121,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		// changed owned target is repaired at once.
 		WatchesMetadata(&corev1.Secret{}, handler.Funcs{
 			CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				r.targetChanged(ctx, e.Object, q, false)
+				// The targets of the initial list need nothing of their
+				// own: their ExternalSecrets are all queued by theirs, and
+				// look at their targets then. Looking each up here would
+				// hold back a start by one index lookup per target.
+				if !e.IsInInitialList {
+					r.targetChanged(ctx, e.Object, q, false)
+				}
 			},
 			UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				if e.ObjectOld.GetResourceVersion() != e.ObjectNew.GetResourceVersion() {
