@@ -46,8 +46,6 @@ func classifyChange(before *v1alpha1.ExternalSecretStatus, plan schedule, drifte
 		return changeRotated
 	case plan.inputsChanged:
 		return changeUpdated
-	case len(changedVersions(before.Versions, read)) > 0:
-		return changeRotated
 	case drifted:
 		return changeDriftRepaired
 	default:
