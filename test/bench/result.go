@@ -35,9 +35,6 @@ type result struct {
 	BusiestOverMean      float64            `json:"busiest_over_mean"`
 	NewESSecondsFanOut   float64            `json:"new_externalsecret_sync_seconds_while_all_due"`
 	NewESSecondsDuring   float64            `json:"new_externalsecret_sync_seconds_during_restart"`
-	// FanOutLeft is what the store edit's fan-out left queued when the
-	// controller was restarted, FanOutSeconds after the edit.
-	FanOutLeft float64 `json:"fanout_queued_at_restart"`
 	// The takeover by a standby replica: when it took the lease after
 	// the leader was stopped, and when a new ExternalSecret created then
 	// was synced, from the lease and from its creation.
@@ -127,7 +124,6 @@ func (r *result) print(w io.Writer) {
 	} else {
 		fmt.Fprintf(t, "new ExternalSecret synced while all %d are due\tnot measured (needs -store fake)\n", c.N)
 	}
-	fmt.Fprintf(t, "store edit's fan-out: still queued when the controller restarts\t%.0f after %.0f s\n", r.FanOutLeft, r.FanOutSeconds)
 	fmt.Fprintf(t, "new ExternalSecret synced as the controller restarts\t%.2f s from the process start (includes the cache sync)\n", r.NewESSecondsDuring)
 	fmt.Fprintf(t, "… lease taken, new ExternalSecret synced after it\t%.2f s from the start; %.2f s after the lease (target <= 2)\n", r.LeaseSeconds, r.NewESAfterLease)
 	fmt.Fprintf(t, "… API server: LIST requests by resource, CPU seconds in the window\t%s; %.1f\n", joinSorted(r.RestartLists, "%s %.0f"), r.RestartAPICPU)
