@@ -36,7 +36,7 @@ tools-proto: ## Build buf, the protobuf compiler, from Go modules (cached).
 tools-postgres: ## Fetch Debian's postgresql-15 and its libraries into .cache/tools/postgres, without installing them (cached; seconds the first time).
 	./hack/tools.sh postgres
 
-tools-prometheus: ## Fetch Debian's prometheus into .cache/tools/prometheus, without installing it (cached), for the dashboard's test.
+tools-prometheus: ## Fetch Debian's prometheus into .cache/tools/prometheus, without installing it (cached), for the dashboard's test and promtool for the chart's alerts.
 	./hack/tools.sh prometheus
 
 tools-refdocs: ## Build crd-ref-docs from its Go module (cached), which make generate runs for docs/api-reference.md.
