@@ -82,13 +82,13 @@ func LookupPromtool() (bin, skip string, err error) {
 // promtoolBeside returns the promtool in the folder of the prometheus
 // binary, after links (.cache/tools/bin/prometheus is one).
 func promtoolBeside(server string) (string, error) {
-	real, err := filepath.EvalSymlinks(server)
+	resolved, err := filepath.EvalSymlinks(server)
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(filepath.Dir(real), "promtool")
+	bin := filepath.Join(filepath.Dir(resolved), "promtool")
 	if _, err := os.Stat(bin); err != nil {
-		return "", fmt.Errorf("no promtool beside %s", real)
+		return "", fmt.Errorf("no promtool beside %s", resolved)
 	}
 	return bin, nil
 }
