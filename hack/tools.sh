@@ -12,8 +12,8 @@
 # runs to write docs/api-reference.md. Each is cached under .cache/tools,
 # keyed on its pinned version, and linked into .cache/tools/bin. Nothing is
 # downloaded but Go modules, except for `postgres`: PostgreSQL for the
-# example plugin's tests, `prometheus`: the Prometheus server for the
-# Grafana dashboard's test, and `barbican`: OpenStack Barbican and Keystone
+# example plugin's tests, `prometheus`: the Prometheus server and promtool for the
+# Grafana dashboard's and the alerts' tests, and `barbican`: OpenStack Barbican and Keystone
 # for the Barbican provider's tests, all from Debian's packages (see below).
 # $WATCHWORD_TOOLS_CACHE moves the cache elsewhere.
 set -euo pipefail
@@ -108,10 +108,11 @@ fi
 
 # prometheus: Debian's prometheus package, fetched with `apt-get download`
 # and unpacked with `dpkg-deb -x` into .cache/tools/prometheus/root, the
-# same way as postgres above. Only the server binary is used (it links
-# nothing but libc), so its web-UI dependencies are left out. Nothing is
-# installed; test/promserver runs the unpacked binary on loopback for the
-# dashboard's test. Skipped when the stamp is there.
+# same way as postgres above. Only the server and promtool are used (they
+# link nothing but libc), so its web-UI dependencies are left out. Nothing
+# is installed; test/promserver runs the unpacked server on loopback for
+# the dashboard's test, and the chart's test runs promtool on its alerts.
+# Skipped when the stamp is there.
 prometheus_packages=(prometheus)
 if [ "${1:-}" = prometheus ]; then
   pm="$cache/prometheus"
@@ -137,6 +138,7 @@ if [ "${1:-}" = prometheus ]; then
   for deb in "$pm"/debs/*.deb; do dpkg-deb -x "$deb" "$pm/root"; done
   rm -rf "$pm/debs"
   [ -x "$pm"/root/usr/bin/prometheus ] || { echo "!! no prometheus binary after unpacking" >&2; exit 1; }
+  [ -x "$pm"/root/usr/bin/promtool ] || { echo "!! no promtool after unpacking" >&2; exit 1; }
   ln -sfn ../prometheus/root/usr/bin/prometheus "$bin/prometheus"
   echo "${prometheus_packages[*]}" >"$pm/stamp"
   echo ">> Prometheus ready in $pm/root, in $((SECONDS - start))s"

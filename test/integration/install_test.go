@@ -174,9 +174,14 @@ func ssa(ctx context.Context, u *unstructured.Unstructured, dryRun bool) error {
 }
 
 // notInstalled lists the kinds whose CRDs the test API server does not have:
-// the ServiceMonitor is the Prometheus Operator's. Its content is checked
-// by the test instead (it selects the metrics Service's port).
-var notInstalled = map[string]string{"ServiceMonitor": "the Prometheus Operator's CRD is not installed in the test API server"}
+// the ServiceMonitor and the PrometheusRule are the Prometheus Operator's.
+// Their content is checked by the tests instead (the ServiceMonitor selects
+// the metrics Service's port; promtool checks and unit-tests the rules,
+// TestHelmChartPrometheusRule).
+var notInstalled = map[string]string{
+	"ServiceMonitor": "the Prometheus Operator's CRD is not installed in the test API server",
+	"PrometheusRule": "the Prometheus Operator's CRD is not installed in the test API server",
+}
 
 // applyAll applies every object but the CRDs (installed already from the
 // same generated files, which TestDeployFilesMatchGenerated compares) and
@@ -339,7 +344,7 @@ func TestHelmChartDefaults(t *testing.T) {
 			t.Errorf("no %s rendered by default (rendered %v)", kind, r.kinds())
 		}
 	}
-	for _, kind := range []string{"ServiceMonitor", "PodDisruptionBudget"} {
+	for _, kind := range []string{"ServiceMonitor", "PrometheusRule", "ConfigMap", "PodDisruptionBudget"} {
 		if len(r.find(kind)) != 0 {
 			t.Errorf("%s rendered by default; it is opt-in", kind)
 		}
@@ -504,8 +509,9 @@ func assertRulesAreGenerated(t *testing.T, role *unstructured.Unstructured) {
 }
 
 // TestDeployFilesMatchGenerated fails when the chart's copies of the
-// generated CRDs and ClusterRole, or the Kustomize list of CRDs, drift
-// from config/: run `make deploy-files` (make generate runs it).
+// generated CRDs, ClusterRole and admission policy, or of the Grafana
+// dashboard, or the Kustomize list of CRDs, drift from config/ and
+// deploy/grafana: run `make deploy-files` (make generate runs it).
 func TestDeployFilesMatchGenerated(t *testing.T) {
 	src, err := filepath.Glob("../../config/crd/bases/*.yaml")
 	must(t, err)
@@ -539,6 +545,7 @@ func TestDeployFilesMatchGenerated(t *testing.T) {
 	}
 	same("../../config/rbac/role.yaml", chartDir+"/files/role.yaml")
 	same("../../config/policy/admissionpolicy.yaml", chartDir+"/files/admissionpolicy.yaml")
+	same(dashboardFile, chartDir+"/files/grafana/watchword.json")
 	k, err := os.ReadFile("../../config/crd/kustomization.yaml")
 	must(t, err)
 	for _, f := range base(src) {

@@ -60,6 +60,39 @@ func Lookup() (bin, skip string, err error) {
 	}
 }
 
+// LookupPromtool finds promtool, which Debian's prometheus package ships
+// beside the server, for tests of rules: its path, or an empty path and a
+// reason to skip, or (when Required) an error.
+func LookupPromtool() (bin, skip string, err error) {
+	server, skip, err := Lookup()
+	if err != nil || skip != "" {
+		return "", skip, err
+	}
+	bin, err = promtoolBeside(server)
+	switch {
+	case err == nil:
+		return bin, "", nil
+	case Required():
+		return "", "", fmt.Errorf("%w: run `make tools-prometheus`; %s is set, so the Prometheus tests may not be skipped", err, RequireEnv)
+	default:
+		return "", "needs promtool: " + err.Error() + ": run `make tools-prometheus` (or set " + RequireEnv + "=1 to make this a failure)", nil
+	}
+}
+
+// promtoolBeside returns the promtool in the folder of the prometheus
+// binary, after links (.cache/tools/bin/prometheus is one).
+func promtoolBeside(server string) (string, error) {
+	resolved, err := filepath.EvalSymlinks(server)
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(filepath.Dir(resolved), "promtool")
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("no promtool beside %s", resolved)
+	}
+	return bin, nil
+}
+
 // Find returns the path of the prometheus binary: $WATCHWORD_PROMETHEUS,
 // or the unpacked package in .cache/tools/prometheus/root above the
 // working directory.

@@ -2,7 +2,11 @@ package promserver
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -57,5 +61,33 @@ func TestServerScrapesATarget(t *testing.T) {
 			t.Fatalf("no sample scraped within a minute (last answer %v, %v); logs:\n%s", v, err, s.Logs())
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestPromtoolChecksRules: the promtool found beside the server checks a
+// rules file, accepting a good rule and refusing one that does not parse.
+func TestPromtoolChecksRules(t *testing.T) {
+	bin, skip, err := LookupPromtool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if skip != "" {
+		t.Skip(skip)
+	}
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	const rule = "groups:\n- name: g\n  rules:\n  - alert: A\n    expr: %s\n"
+	if err := os.WriteFile(good, []byte(fmt.Sprintf(rule, "up == 0")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte(fmt.Sprintf(rule, "up ==")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "check", "rules", good).CombinedOutput(); err != nil {
+		t.Errorf("promtool refused a good rule: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin, "check", "rules", bad).CombinedOutput(); err == nil {
+		t.Errorf("promtool accepted a rule that does not parse:\n%s", out)
 	}
 }

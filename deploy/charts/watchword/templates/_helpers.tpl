@@ -60,3 +60,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default (list .Release.Namespace) .Values.namespaced.namespaces | uniq | join "," }}
 {{- end }}
 {{- end }}
+
+{{/* The PromQL label matchers that pick the release's metrics in its alerts: metrics.prometheusRule.selector, else the job the ServiceMonitor's scrapes get (the metrics Service's name). */}}
+{{- define "watchword.alertSelector" -}}
+{{- default (printf "job=%q" (printf "%s-metrics" (include "watchword.fullname" .))) .Values.metrics.prometheusRule.selector }}
+{{- end }}
