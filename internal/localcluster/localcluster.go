@@ -46,10 +46,11 @@ type Options struct {
 	// collection, namespaces, workload controllers), for runs that only
 	// need the API.
 	NoControllerManager bool
-	// Restartable keeps the API server's certificates in a folder of the
-	// cluster's own, so that RestartAPIServer brings it back with the same
-	// serving certificate, client CA and service-account keys: clients
-	// made before the restart keep working after it.
+	// Restartable keeps the API server's certificates and etcd's data in
+	// folders of the cluster's own, so that RestartAPIServer brings the
+	// API server back with the same serving certificate, client CA and
+	// service-account keys (clients made before the restart keep working
+	// after it), and RestartEtcd brings etcd back on the same data.
 	Restartable bool
 }
 
@@ -64,6 +65,9 @@ type Cluster struct {
 	kcm     *exec.Cmd
 	cancel  context.CancelFunc
 	tmpDirs []string
+	// restartable: the API server's certificates and etcd's data live in
+	// tmpDirs, which outlive a stop of either process.
+	restartable bool
 }
 
 // Start starts etcd and kube-apiserver and installs the CRDs.
@@ -88,24 +92,28 @@ func Start(opts Options) (*Cluster, error) {
 	api := env.ControlPlane.GetAPIServer()
 	var tmpDirs []string
 	if opts.Restartable {
-		dir, mkErr := os.MkdirTemp("", "watchword-apiserver-")
-		if mkErr != nil {
-			return nil, mkErr
+		// envtest would make both folders itself and remove them when the
+		// process stops; a restart must find them again.
+		env.ControlPlane.Etcd = &envtest.Etcd{}
+		for _, dir := range []*string{&api.CertDir, &env.ControlPlane.Etcd.DataDir} {
+			d, mkErr := os.MkdirTemp("", "watchword-controlplane-")
+			if mkErr != nil {
+				removeAll(tmpDirs)
+				return nil, mkErr
+			}
+			*dir = d
+			tmpDirs = append(tmpDirs, d)
 		}
-		api.CertDir = dir
-		tmpDirs = append(tmpDirs, dir)
 	}
 	for name, values := range opts.APIServerArgs {
 		api.Configure().Set(name, values...)
 	}
 	cfg, err := env.Start()
 	if err != nil {
-		for _, d := range tmpDirs {
-			_ = os.RemoveAll(d)
-		}
+		removeAll(tmpDirs)
 		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s: %w", assets, err)
 	}
-	c := &Cluster{env: env, Config: cfg, AssetsDir: assets, tmpDirs: tmpDirs}
+	c := &Cluster{env: env, Config: cfg, AssetsDir: assets, tmpDirs: tmpDirs, restartable: opts.Restartable}
 	if !opts.NoControllerManager {
 		ctx, cancel := context.WithCancel(context.Background())
 		c.cancel = cancel
@@ -122,14 +130,33 @@ func Start(opts Options) (*Cluster, error) {
 // Restartable. down is called while it is stopped (nil: none).
 func (c *Cluster) RestartAPIServer(down func()) error {
 	api := c.env.ControlPlane.APIServer
-	if api == nil || len(c.tmpDirs) == 0 || api.CertDir != c.tmpDirs[0] {
+	if !c.restartable || api == nil {
 		return errors.New("RestartAPIServer needs a cluster started with Options.Restartable")
 	}
 	// envtest sends SIGTERM and, after its stop timeout, SIGKILL (then
 	// reporting the timeout): kube-apiserver drains open watches slowly.
-	// Either way it is stopped once its port no longer answers.
-	stopErr := api.Stop()
-	addr := api.HostPort()
+	return restart("kube-apiserver", api.HostPort(), api.Stop, api.Start, down)
+}
+
+// RestartEtcd stops etcd and starts it again on the same data folder and
+// client address, with kube-apiserver left running (its requests fail
+// while etcd is away, and its etcd client reconnects afterwards); the
+// cluster must have been started Restartable. down is called while etcd
+// is stopped (nil: none).
+func (c *Cluster) RestartEtcd(down func()) error {
+	etcd := c.env.ControlPlane.Etcd
+	if !c.restartable || etcd == nil || etcd.URL == nil {
+		return errors.New("RestartEtcd needs a cluster started with Options.Restartable")
+	}
+	return restart("etcd", etcd.URL.Host, etcd.Stop, etcd.Start, down)
+}
+
+// restart stops one process of the control plane, waits until nothing
+// answers on its address any more (a process that outlived envtest's stop
+// timeout was sent SIGKILL, and its stop reported the timeout), calls
+// down, and starts the process again with the settings it had.
+func restart(name, addr string, stop, start func() error, down func()) error {
+	stopErr := stop()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
@@ -138,15 +165,15 @@ func (c *Cluster) RestartAPIServer(down func()) error {
 		}
 		_ = conn.Close()
 		if time.Now().After(deadline) {
-			return fmt.Errorf("kube-apiserver still answers on %s after being stopped (%v)", addr, stopErr)
+			return fmt.Errorf("%s still answers on %s after being stopped (%v)", name, addr, stopErr)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	if down != nil {
 		down()
 	}
-	if err := api.Start(); err != nil {
-		return fmt.Errorf("starting kube-apiserver again: %w", err)
+	if err := start(); err != nil {
+		return fmt.Errorf("starting %s again: %w", name, err)
 	}
 	return nil
 }
@@ -159,10 +186,16 @@ func (c *Cluster) Stop() error {
 	if c.kcm != nil {
 		_ = c.kcm.Wait()
 	}
-	for _, d := range c.tmpDirs {
+	// The processes first: etcd may still be writing to its folder.
+	err := c.env.Stop()
+	removeAll(c.tmpDirs)
+	return err
+}
+
+func removeAll(dirs []string) {
+	for _, d := range dirs {
 		_ = os.RemoveAll(d)
 	}
-	return c.env.Stop()
 }
 
 // Kubeconfig returns a kubeconfig for an administrator of the cluster.
