@@ -118,6 +118,7 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of the /healthz and /readyz endpoints (0 disables)")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address of the Go profiling endpoints, /debug/pprof/ (empty disables)")
 	fs.StringVar(&o.RefreshHookAddr, "refresh-hook-bind-address", "", "address of the refresh endpoint, /hooks/refresh, for signed notifications of changed keys (empty or 0 disables)")
+	fs.Float64Var(&o.NormalEventsPerSecond, "normal-events-per-second", o.NormalEventsPerSecond, "Normal events sent a second at most (ten seconds' worth at once after a quiet spell); above it they are summed up every 30s in one event per namespace, kind and reason, on the last object; Warnings are never held back (0: no cap)")
 	fs.DurationVar(&o.StatusRefreshPeriod, "status-refresh-period", o.StatusRefreshPeriod, "how often at most a refresh that changed nothing writes an ExternalSecret's status to move its refreshTime (at least 1s)")
 	fs.Func("namespace", "serve only this namespace: list and watch nothing elsewhere, so that Roles suffice; repeat the flag or separate names with commas for several; ClusterSecretStores are then not served (default: all namespaces)", func(v string) error {
 		for _, ns := range strings.Split(v, ",") {
@@ -151,6 +152,9 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	}
 	if o.Workers < 1 {
 		return c, fmt.Errorf("--workers %d: use a whole number of at least 1", o.Workers)
+	}
+	if !(o.NormalEventsPerSecond >= 0) || math.IsInf(o.NormalEventsPerSecond, 0) {
+		return c, fmt.Errorf("--normal-events-per-second %g: use a number of events a second, 0 or more (0: no cap)", o.NormalEventsPerSecond)
 	}
 	if !(o.StoreCallsPerMinute >= 0) || math.IsInf(o.StoreCallsPerMinute, 0) {
 		return c, fmt.Errorf("--store-calls-per-minute %g: use a number of calls per minute, 0 or more (0: no budget)", o.StoreCallsPerMinute)

@@ -24,6 +24,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -39,6 +40,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/conditions"
+	"github.com/watchword-dev/watchword/internal/controller/events"
 	"github.com/watchword-dev/watchword/internal/controller/externalsecret"
 	"github.com/watchword-dev/watchword/internal/controller/pushsecret"
 	"github.com/watchword-dev/watchword/internal/controller/restart"
@@ -105,6 +107,10 @@ type Options struct {
 	// RestartRate caps the restarts of workloads for rotations across the
 	// cluster (docs/rotation.md); a zero rate means no cap.
 	RestartRate restart.Rate
+	// NormalEventsPerSecond caps the Normal events sent, the rest summed
+	// up once every 30 s per namespace, kind and reason (Warnings are
+	// never held back); zero means no cap.
+	NormalEventsPerSecond float64
 	// StatusRefreshPeriod is how often at most a refresh that changed
 	// nothing writes an ExternalSecret's status to move its refreshTime
 	// (docs/operations.md); zero means one hour.
@@ -124,7 +130,7 @@ type Options struct {
 // DefaultOptions are sized for thousands of ExternalSecrets.
 func DefaultOptions() Options {
 	return Options{Workers: 16, QPS: 500, Burst: 1000, MetricsAddr: ":8080", HealthAddr: ":8081", RestartRate: restart.DefaultRate,
-		StatusRefreshPeriod: externalsecret.DefaultStatusPeriod}
+		StatusRefreshPeriod: externalsecret.DefaultStatusPeriod, NormalEventsPerSecond: events.DefaultPerSecond}
 }
 
 // storeLimits are the call limits of a store that sets none of its own.
@@ -273,10 +279,15 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	clients.Clock = clock
 	clients.Limits = storeLimits(opts)
 	fetcher := engine.NewFetcher(clock, nil)
+	//nolint:staticcheck // SA1019: the reconcilers record through record.EventRecorder; the new events API changes every call.
+	recorder := events.NewLimiter(mgr.GetEventRecorderFor("watchword"), mgr.GetScheme(),
+		opts.NormalEventsPerSecond, int(10*opts.NormalEventsPerSecond), events.DefaultPeriod)
+	if err := mgr.Add(manager.RunnableFunc(events.Start(recorder))); err != nil {
+		return nil, err
+	}
 	es := &externalsecret.Reconciler{
 		Client: mgr.GetClient(), Meta: mgr.GetCache(), Named: named, Clients: clients, Fetcher: fetcher,
-		//nolint:staticcheck // SA1019: the reconcilers record through record.EventRecorder; the new events API changes every call.
-		Recorder: mgr.GetEventRecorderFor("watchword"), Class: opts.ControllerClass, Clock: clock, Metrics: metrics.SyncObserver{},
+		Recorder: recorder, Class: opts.ControllerClass, Clock: clock, Metrics: metrics.SyncObserver{},
 		StatusPeriod: opts.StatusRefreshPeriod,
 	}
 	if err := es.SetupWithManager(ctx, mgr, externalsecret.Options{Workers: opts.Workers, RateLimiter: rateLimiter(), SecretChanges: esChanges}); err != nil {
@@ -300,19 +311,17 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		if cluster {
 			changes, kind = clusterStoreChanges, v1alpha1.ClusterSecretStoreKind
 		}
-		//nolint:staticcheck // SA1019: as for the ExternalSecret reconciler above.
-		ss := &secretstore.Reconciler{Client: mgr.GetClient(), Clients: clients, Recorder: mgr.GetEventRecorderFor("watchword"),
+		ss := &secretstore.Reconciler{Client: mgr.GetClient(), Clients: clients, Recorder: recorder,
 			Class: opts.ControllerClass, Cluster: cluster, CredentialIndex: externalsecret.IndexStoreSecret, CredentialChanges: changes,
 			Watches: watches, WatchChanges: watchChanges[cluster], ConnectionChanges: clients.ConnectionChanges(kind)}
 		if err := ss.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the store controller: %w", err)
 		}
 	}
-	//nolint:staticcheck // SA1019: as for the ExternalSecret reconciler above.
-	if err := restart.Setup(ctx, mgr, mgr.GetEventRecorderFor("watchword"), opts.ControllerClass, clock, restart.Options{RestartRate: opts.RestartRate, Namespaces: opts.Namespaces}); err != nil {
+	if err := restart.Setup(ctx, mgr, recorder, opts.ControllerClass, clock, restart.Options{RestartRate: opts.RestartRate, Namespaces: opts.Namespaces}); err != nil {
 		return nil, fmt.Errorf("setting up the restart controllers: %w", err)
 	}
-	if err := addPushSecrets(ctx, mgr, metaClient, clients, clock, opts); err != nil {
+	if err := addPushSecrets(ctx, mgr, metaClient, clients, recorder, clock, opts); err != nil {
 		return nil, err
 	}
 	if err := warmCaches(ctx, mgr); err != nil {
@@ -371,7 +380,7 @@ func (n hookNotifier) Notify(ctx context.Context, kind, namespace, name string, 
 // addPushSecrets registers the PushSecret controller. The Secrets that
 // PushSecrets publish are watched by name (their metadata only), by a
 // watch of their own, so that a change is published at once.
-func addPushSecrets(ctx context.Context, mgr ctrl.Manager, metaClient metadata.Interface, clients *storeaccess.Clients, clock engine.Clock, opts Options) error {
+func addPushSecrets(ctx context.Context, mgr ctrl.Manager, metaClient metadata.Interface, clients *storeaccess.Clients, recorder record.EventRecorder, clock engine.Clock, opts Options) error {
 	sources := secretwatch.New(metaClient, pushsecret.SourceSecrets(mgr.GetCache()))
 	changes := sources.Subscribe()
 	if err := mgr.Add(sources); err != nil {
@@ -381,8 +390,7 @@ func addPushSecrets(ctx context.Context, mgr ctrl.Manager, metaClient metadata.I
 		return err
 	}
 	ps := &pushsecret.Reconciler{Client: mgr.GetClient(), Sources: sources, Clients: clients,
-		//nolint:staticcheck // SA1019: as for the ExternalSecret reconciler.
-		Recorder: mgr.GetEventRecorderFor("watchword"), Class: opts.ControllerClass, Clock: clock}
+		Recorder: recorder, Class: opts.ControllerClass, Clock: clock}
 	if err := ps.SetupWithManager(ctx, mgr, pushsecret.Options{Workers: opts.Workers, RateLimiter: rateLimiter(), SourceChanges: changes}); err != nil {
 		return fmt.Errorf("setting up the PushSecret controller: %w", err)
 	}

@@ -95,6 +95,10 @@ func TestMain(m *testing.M) {
 	ctx, cancel := context.WithCancel(context.Background())
 	opts := operator.DefaultOptions()
 	opts.Registry = registry()
+	// The suite's tests run at once and assert each object's own events:
+	// no cap on Normal events, which would sum some of them up (the cap
+	// has tests of its own, internal/controller/events).
+	opts.NormalEventsPerSecond = 0
 	opts.MetricsAddr, opts.HealthAddr = "0", "0"
 	opts.RefreshHookAddr, err = freeLoopbackAddr()
 	if err != nil {

@@ -372,6 +372,10 @@ func startRestarter(t *testing.T, class string, rate restart.Rate) (stop func())
 	t.Helper()
 	opts := operator.DefaultOptions()
 	opts.Registry = registry()
+	// The suite's tests run at once and assert each object's own events:
+	// no cap on Normal events, which would sum some of them up (the cap
+	// has tests of its own, internal/controller/events).
+	opts.NormalEventsPerSecond = 0
 	opts.MetricsAddr, opts.HealthAddr = "0", "0"
 	opts.ControllerClass = class
 	opts.RestartRate = rate
