@@ -26,7 +26,7 @@ var (
 	// refused the credentials or asked to slow down.
 	StoreCallsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "watchword_store_calls_refused_total",
-		Help: "Calls to stores refused by their gates without reaching the store, by store kind, store and cause (budget, unauthenticated, throttled).",
+		Help: "Calls to stores refused by their gates without reaching the store, by store kind, store and cause (budget, busy, unauthenticated, throttled, unreachable).",
 	}, []string{"store_kind", "store", "cause"})
 )
 

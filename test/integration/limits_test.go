@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/controller/conditions"
+	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/metrics"
 )
 
@@ -190,4 +193,65 @@ func TestSlowStoreDoesNotDelayOtherStores(t *testing.T) {
 			t.Fatalf("%s recorded a failure while it waited for a call slot: %s: %s", e.InvolvedObject.Name, e.Reason, e.Message)
 		}
 	}
+}
+
+func TestStarvedRefreshesTurnStaleAndRecover(t *testing.T) {
+	// Outcome: a budget far below what the refreshes want (10
+	// ExternalSecrets refreshed every second, 600 calls a minute wanted,
+	// 30 allowed) holds refreshes back without a failure: every target
+	// keeps its data and Ready stays True; but an ExternalSecret whose
+	// refreshes are held back for more than three intervals shows it, as
+	// Fresh False with reason Stale naming the store's call limits. Once
+	// the budget is lifted, every one is Fresh again, and stays so.
+	ns := newNamespace(t, nil)
+	limitedStore(t, ns, "store", 10, &v1alpha1.StoreLimits{CallsPerMinute: ptr.To[int32](30), Burst: ptr.To[int32](10)}, nil)
+	readersOf(t, ns, "store", 10, time.Second)
+	for i := range 10 {
+		waitSecretData(t, ns, fmt.Sprintf("es%d", i), map[string]string{"v": fmt.Sprintf("v-k%d", i)})
+	}
+	start := time.Now()
+	var stale *v1alpha1.ExternalSecretCondition
+	eventually(t, 2*time.Minute, func() (bool, string) {
+		var list v1alpha1.ExternalSecretList
+		must(t, k8s.List(context.Background(), &list, client.InNamespace(ns)))
+		for i := range list.Items {
+			if c := conditions.FindES(list.Items[i].Status.Conditions, v1alpha1.ConditionFresh); c != nil && c.Status == metav1.ConditionFalse {
+				stale = c.DeepCopy()
+				return true, ""
+			}
+		}
+		return false, "no ExternalSecret shows its refreshes held back"
+	})
+	t.Logf("first Stale after %s: %s", time.Since(start).Round(100*time.Millisecond), stale.Message)
+	if stale.Reason != string(failure.Stale) || !strings.Contains(stale.Message, "call limits") {
+		t.Errorf("a starved ExternalSecret shows %s: %q; want Stale naming the store's call limits", stale.Reason, stale.Message)
+	}
+	if n := readyCount(t, ns); n != 10 {
+		t.Errorf("%d of 10 Ready while refreshes are held back; held back is no failure", n)
+	}
+	for i := range 10 {
+		waitSecretData(t, ns, fmt.Sprintf("es%d", i), map[string]string{"v": fmt.Sprintf("v-k%d", i)})
+	}
+
+	var s v1alpha1.SecretStore
+	must(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "store"}, &s))
+	s.Spec.Limits = nil
+	must(t, k8s.Update(context.Background(), &s))
+	lifted := time.Now()
+	allFresh := func() (bool, string) {
+		var list v1alpha1.ExternalSecretList
+		must(t, k8s.List(context.Background(), &list, client.InNamespace(ns)))
+		for i := range list.Items {
+			if c := conditions.FindES(list.Items[i].Status.Conditions, v1alpha1.ConditionFresh); c == nil || c.Status != metav1.ConditionTrue {
+				return false, fmt.Sprintf("%s not Fresh: %+v", list.Items[i].Name, c)
+			}
+		}
+		return true, ""
+	}
+	eventually(t, time.Minute, allFresh)
+	t.Logf("all 10 Fresh again %s after the budget was lifted", time.Since(lifted).Round(100*time.Millisecond))
+	// Under the budget one of them turned Stale within seconds, again
+	// and again; without it, none does.
+	consistently(t, 10*time.Second, allFresh)
+	assertNoLeak(t, ns)
 }

@@ -83,11 +83,11 @@ func (r *Reconciler) succeed(s *scope) {
 }
 
 // markStale turns Fresh False once the ExternalSecret has gone more than
-// staleIntervals refresh intervals without a successful refresh. The
-// message names the failure and the last refresh seen, which stay the
-// same while the failure lasts: a failure retried again and again writes
-// the status once.
-func markStale(s *scope, class failure.Class, msg string) {
+// staleIntervals refresh intervals without a successful refresh; why says
+// what stands in the way. The message names it and the last refresh seen,
+// which stay the same while the cause lasts: a failure retried again and
+// again writes the status once.
+func markStale(s *scope, why string) {
 	plan := s.schedule()
 	if !plan.stale() {
 		return
@@ -95,8 +95,8 @@ func markStale(s *scope, class failure.Class, msg string) {
 	st := &s.es.Status
 	conditions.PutES(&st.Conditions, v1alpha1.ExternalSecretCondition{
 		Type: v1alpha1.ConditionFresh, Status: metav1.ConditionFalse, Reason: string(failure.Stale),
-		Message: fmt.Sprintf("no successful refresh seen since %s, more than %d refresh intervals of %s; the sync fails with %s: %s",
-			plan.lastRead.UTC().Format(time.RFC3339), staleIntervals, plan.interval, class.Reason, msg),
+		Message: fmt.Sprintf("no successful refresh seen since %s, more than %d refresh intervals of %s; %s",
+			plan.lastRead.UTC().Format(time.RFC3339), staleIntervals, plan.interval, why),
 		ObservedGeneration: s.es.Generation,
 	}, s.now)
 }
@@ -109,6 +109,10 @@ func (r *Reconciler) fail(ctx context.Context, s *scope, err error) (ctrl.Result
 		// call budget) hold the call back. The worker is freed for
 		// other stores, and the sync tried again when the limit allows,
 		// with jitter, with nothing recorded: the target keeps its data.
+		// Only a refresh held back for longer than staleIntervals
+		// intervals shows, as Fresh False: the limits starve it.
+		_, msg := failure.Describe(err)
+		markStale(s, "the store's call limits (spec.limits, or the controller's defaults) hold its refreshes back: "+msg)
 		return ctrl.Result{RequeueAfter: wait + time.Duration(rand.Int64N(int64(wait/2)+1))}, nil
 	}
 	class, msg := failure.Describe(err)
@@ -130,7 +134,7 @@ func (r *Reconciler) fail(ctx context.Context, s *scope, err error) (ctrl.Result
 		Type: v1alpha1.ConditionInSync, Status: metav1.ConditionFalse, Reason: string(class.Reason), Message: msg,
 		ObservedGeneration: s.es.Generation,
 	}, s.now)
-	markStale(s, class, msg)
+	markStale(s, fmt.Sprintf("the sync fails with %s: %s", class.Reason, msg))
 	recordForceFailure(s, class)
 	r.Recorder.Event(s.es, corev1.EventTypeWarning, string(class.Reason), msg)
 	switch {
