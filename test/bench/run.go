@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -190,8 +190,8 @@ func run(ctx context.Context, c config) (*result, error) {
 	}
 	newSynced := restartStart.Add(time.Duration(res.NewESSecondsDuring * float64(time.Second)))
 	res.NewESSecondsDuring = newSynced.Sub(processStart).Seconds()
-	if taken, err := b.leaseTaken(ctx, processStart); err != nil {
-		fmt.Fprintln(os.Stderr, "the restarted controller's lease:", err)
+	if taken, leaseErr := b.leaseTaken(ctx, processStart); leaseErr != nil {
+		fmt.Fprintln(os.Stderr, "the restarted controller's lease:", leaseErr)
 	} else {
 		res.LeaseSeconds = taken.Sub(processStart).Seconds()
 		res.NewESAfterLease = newSynced.Sub(taken).Seconds()
@@ -228,21 +228,21 @@ func run(ctx context.Context, c config) (*result, error) {
 	if c.StandbyWarmup > 0 {
 		fmt.Fprintf(os.Stderr, "starting a standby controller, waiting %s, stopping the leader…\n", c.StandbyWarmup)
 		pprofAddr = "" // the leader serves its profiles on that address
-		standby, err := startController(c.Binary, b.kc)
-		if err != nil {
-			return nil, err
+		standby, startErr := startController(c.Binary, b.kc)
+		if startErr != nil {
+			return nil, startErr
 		}
 		defer func() { ctrl.stop() }()
 		time.Sleep(c.StandbyWarmup)
 		stopped := time.Now()
 		ctrl.stop()
-		took, err := b.timeNewES(ctx, "es-new-after-takeover")
-		if err != nil {
+		var took float64
+		if took, err = b.timeNewES(ctx, "es-new-after-takeover"); err != nil {
 			return nil, err
 		}
 		synced := time.Now()
-		taken, err := b.leaseTaken(ctx, stopped)
-		if err != nil {
+		var taken time.Time
+		if taken, err = b.leaseTaken(ctx, stopped); err != nil {
 			return nil, err
 		}
 		res.TakeoverLeaseSeconds = taken.Sub(stopped).Seconds()
