@@ -153,19 +153,31 @@ func (n *notices) drop(es string) {
 // count. The store watch (package storewatch) watches only such stores.
 func ReadsFrom(ctx context.Context, c client.Reader, kind, namespace, name string) (bool, error) {
 	store := StoreKey(kind, namespace, name)
-	var list v1alpha1.ExternalSecretList
 	opts := []client.ListOption{client.MatchingFields{IndexStore: store}, client.UnsafeDisableDeepCopy}
 	if kind != v1alpha1.ClusterSecretStoreKind {
 		opts = append(opts, client.InNamespace(namespace))
 	}
+	reads := func(list *v1alpha1.ExternalSecretList) bool {
+		for i := range list.Items {
+			es := &list.Items[i]
+			if StoreKey(es.Spec.SecretStoreRef.Kind, es.Namespace, es.Spec.SecretStoreRef.Name) == store {
+				return true
+			}
+		}
+		return false
+	}
+	// Most ExternalSecrets of the index read from the store (the others
+	// only publish to it): one is looked at before all of them.
+	var first v1alpha1.ExternalSecretList
+	if err := c.List(ctx, &first, append(opts, client.Limit(1))...); err != nil {
+		return false, fmt.Errorf("listing the ExternalSecrets of %s: %w", store, err)
+	}
+	if len(first.Items) == 0 || reads(&first) {
+		return len(first.Items) > 0, nil
+	}
+	var list v1alpha1.ExternalSecretList
 	if err := c.List(ctx, &list, opts...); err != nil {
 		return false, fmt.Errorf("listing the ExternalSecrets of %s: %w", store, err)
 	}
-	for i := range list.Items {
-		es := &list.Items[i]
-		if StoreKey(es.Spec.SecretStoreRef.Kind, es.Namespace, es.Spec.SecretStoreRef.Name) == store {
-			return true, nil
-		}
-	}
-	return false, nil
+	return reads(&list), nil
 }

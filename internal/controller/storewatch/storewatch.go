@@ -20,6 +20,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -199,7 +200,8 @@ func (l *Loop) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Resul
 	if !reads {
 		l.stop(key, &conditions.WatchState{Reason: conditions.WatchUnneeded,
 			Message: "no ExternalSecret reads from this store, so its changes are not watched"})
-		return ctrl.Result{}, nil
+		// Looked at again in case a reader arrived while this one looked.
+		return ctrl.Result{RequeueAfter: l.recheck()}, nil
 	}
 	c, err := l.Clients.Get(ctx, store)
 	if err != nil {
@@ -433,6 +435,49 @@ func (l *Loop) SetupWithManager(mgr ctrl.Manager) error {
 		Named("storewatch").
 		Watches(&v1alpha1.SecretStore{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.ClusterSecretStore{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&v1alpha1.ExternalSecret{}, handler.EnqueueRequestsFromMapFunc(StoreOf), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.ExternalSecret{}, l.readers(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(l)
+}
+
+// readers queues the stores an ExternalSecret reads from, before and
+// after a change. A new ExternalSecret queues its store only while the
+// store's watch is not settled either way: a store already watched, or
+// whose provider cannot watch, has nothing to learn from one more reader.
+// Without that, a burst of ExternalSecrets of one store would look for
+// readers among all of them once per ExternalSecret.
+func (l *Loop) readers() handler.Funcs {
+	add := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], created bool) {
+		for _, req := range StoreOf(ctx, o) {
+			if !created || l.awaitsReaders(req.NamespacedName) {
+				q.Add(req)
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.Object, q, true)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.ObjectOld, q, false)
+			add(ctx, e.ObjectNew, q, false)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.Object, q, false)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.Object, q, false)
+		},
+	}
+}
+
+// awaitsReaders tells whether a new reader of the store could change its
+// watch: not when it runs, nor when its provider cannot watch.
+func (l *Loop) awaitsReaders(key types.NamespacedName) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.watches[key]; ok {
+		return false
+	}
+	st, ok := l.states[key]
+	return !ok || st.Reason != conditions.WatchUnsupported
 }

@@ -13,8 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
@@ -328,5 +331,47 @@ func TestBrokenStateNamesAPermissionRefusal(t *testing.T) {
 	}
 	if s := brokenState(errors.New("boom"), time.Second); s.Reason != conditions.WatchBroken {
 		t.Fatalf("state %+v, want %s", s, conditions.WatchBroken)
+	}
+}
+
+func TestANewReaderQueuesItsStoreOnlyWhileTheWatchIsNotSettled(t *testing.T) {
+	reader := &v1alpha1.ExternalSecret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "es"}}
+	reader.Spec.SecretStoreRef = v1alpha1.StoreRef{Kind: v1alpha1.SecretStoreKind, Name: "s"}
+	queued := func(l *Loop, ev func(handler.Funcs, workqueue.TypedRateLimitingInterface[reconcile.Request])) int {
+		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+		defer q.ShutDown()
+		ev(l.readers(), q)
+		return q.Len()
+	}
+	create := func(h handler.Funcs, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		h.Create(context.Background(), event.CreateEvent{Object: reader}, q)
+	}
+	remove := func(h handler.Funcs, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		h.Delete(context.Background(), event.DeleteEvent{Object: reader}, q)
+	}
+
+	f := setup(t, true)
+	if n := queued(f.loop, create); n != 1 {
+		t.Fatalf("a new reader of a store not yet looked at queued %d requests, want 1", n)
+	}
+	f.reads.put("SecretStore/team/s", false)
+	f.reconcile(t)
+	if n := queued(f.loop, create); n != 1 {
+		t.Fatalf("a new reader of a store nobody read from queued %d requests, want 1", n)
+	}
+	f.reads.put("SecretStore/team/s", true)
+	f.reconcile(t)
+	eventually(t, func() bool { _, active, _ := f.feed.stats(); return active == 1 }, "the watch runs")
+	if n := queued(f.loop, create); n != 0 {
+		t.Fatalf("a new reader of a watched store queued %d requests, want none", n)
+	}
+	if n := queued(f.loop, remove); n != 1 {
+		t.Fatalf("a reader's deletion queued %d requests, want 1 (the watch may no longer be needed)", n)
+	}
+
+	unsupported := setup(t, false)
+	unsupported.reconcile(t)
+	if n := queued(unsupported.loop, create); n != 0 {
+		t.Fatalf("a new reader of a store that cannot watch queued %d requests, want none", n)
 	}
 }
