@@ -19,12 +19,14 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/publishing"
+	"github.com/watchword-dev/watchword/internal/controller/targetindex"
 )
 
 // Field indexes the webhook looks claims up by, on the manager's cache.
 const (
 	// IndexTarget holds the name of the Secret an ExternalSecret writes
-	// (with creationPolicy Owner or Merge), prefixed by its policy.
+	// (with creationPolicy Owner or Merge) when it is not the
+	// ExternalSecret's own name (targetindex).
 	IndexTarget = "watchword.admission.target"
 	// IndexDestination holds destinationKey of every remote secret a
 	// PushSecret, or an ExternalSecret's publishConnectionDetailsTo,
@@ -41,15 +43,6 @@ type holder struct {
 
 func (h holder) String() string { return fmt.Sprintf("%s %s/%s", h.Kind, h.Namespace, h.Name) }
 
-// targetName is the Secret an ExternalSecret writes: spec.target.name, or
-// its own name.
-func targetName(es *v1alpha1.ExternalSecret) string {
-	if es.Spec.Target.Name != "" {
-		return es.Spec.Target.Name
-	}
-	return es.Name
-}
-
 // creationPolicy is spec.target.creationPolicy with its default.
 func creationPolicy(es *v1alpha1.ExternalSecret) v1alpha1.CreationPolicy {
 	if es.Spec.Target.CreationPolicy == "" {
@@ -58,15 +51,19 @@ func creationPolicy(es *v1alpha1.ExternalSecret) v1alpha1.CreationPolicy {
 	return es.Spec.Target.CreationPolicy
 }
 
-// targetKeys are the IndexTarget values of an ExternalSecret: none when
-// it writes no Secret (creationPolicy None).
-func targetKeys(o client.Object) []string {
-	es := o.(*v1alpha1.ExternalSecret)
-	p := creationPolicy(es)
-	if p == v1alpha1.CreationPolicyNone {
-		return nil
+// writesTarget tells whether an ExternalSecret writes a Secret: not when
+// its creationPolicy is None.
+func writesTarget(es *v1alpha1.ExternalSecret) bool {
+	return creationPolicy(es) != v1alpha1.CreationPolicyNone
+}
+
+// targetClaim is the Secret an ExternalSecret writes, with its policy
+// ("Owner/NAME"), or "" when it writes none.
+func targetClaim(es *v1alpha1.ExternalSecret) string {
+	if !writesTarget(es) {
+		return ""
 	}
-	return []string{string(p) + "/" + targetName(es)}
+	return string(creationPolicy(es)) + "/" + targetindex.Name(es)
 }
 
 // destinationKey names a remote secret: the store's kind and name and the
@@ -101,7 +98,7 @@ func destinationKeys(o client.Object) []string {
 // Index registers the field indexes on the manager's cache; it must run
 // before the cache starts.
 func Index(ctx context.Context, idx client.FieldIndexer) error {
-	if err := idx.IndexField(ctx, &v1alpha1.ExternalSecret{}, IndexTarget, targetKeys); err != nil {
+	if err := targetindex.Register(ctx, idx, IndexTarget, writesTarget); err != nil {
 		return fmt.Errorf("indexing ExternalSecret targets: %w", err)
 	}
 	if err := idx.IndexField(ctx, &v1alpha1.ExternalSecret{}, IndexDestination, destinationKeys); err != nil {
@@ -123,18 +120,18 @@ type Claims struct {
 // target excludes every other writer; Merge targets share a Secret (their
 // keys are checked when they sync) but exclude an Owner.
 func (c Claims) targetHolders(ctx context.Context, ns, name string, p v1alpha1.CreationPolicy, self string) ([]holder, error) {
-	policies := []v1alpha1.CreationPolicy{v1alpha1.CreationPolicyOwner}
+	excluded := []v1alpha1.CreationPolicy{v1alpha1.CreationPolicyOwner}
 	if p == v1alpha1.CreationPolicyOwner {
-		policies = append(policies, v1alpha1.CreationPolicyMerge)
+		excluded = append(excluded, v1alpha1.CreationPolicyMerge)
+	}
+	writers, err := targetindex.Writers(ctx, c.Reader, IndexTarget, ns, name)
+	if err != nil {
+		return nil, err
 	}
 	var out []holder
-	for _, q := range policies {
-		var list v1alpha1.ExternalSecretList
-		if err := c.Reader.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{IndexTarget: string(q) + "/" + name}); err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			out = appendHolder(out, &list.Items[i], "ExternalSecret", self)
+	for i := range writers {
+		if slices.Contains(excluded, creationPolicy(&writers[i])) {
+			out = appendHolder(out, &writers[i], "ExternalSecret", self)
 		}
 	}
 	return oldestFirst(out), nil

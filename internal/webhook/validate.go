@@ -16,6 +16,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/publishing"
+	"github.com/watchword-dev/watchword/internal/controller/targetindex"
 )
 
 // Paths the webhook serves; the ValidatingWebhookConfiguration names them.
@@ -88,8 +89,8 @@ func (v *Validator) externalSecret(ctx context.Context, req admission.Request) (
 		}
 	}
 	self := "ExternalSecret/" + es.Namespace + "/" + es.Name
-	if keys := targetKeys(&es); len(keys) > 0 && (old == nil || !slices.Equal(keys, targetKeys(old))) {
-		name, p := targetName(&es), creationPolicy(&es)
+	if claim := targetClaim(&es); claim != "" && (old == nil || claim != targetClaim(old)) {
+		name, p := targetindex.Name(&es), creationPolicy(&es)
 		hs, err := v.Claims.targetHolders(ctx, es.Namespace, name, p, self)
 		if err != nil {
 			return "", err

@@ -21,6 +21,7 @@ import (
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/publishing"
 	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
+	"github.com/watchword-dev/watchword/internal/controller/targetindex"
 	"github.com/watchword-dev/watchword/internal/provider"
 )
 
@@ -30,7 +31,8 @@ const (
 	// of the store read from and of every store published to, now or in
 	// the last status.
 	IndexStore = "watchword.store"
-	// IndexTarget holds the target Secret's name.
+	// IndexTarget holds the target Secret's name when it is not the
+	// ExternalSecret's own (targetindex).
 	IndexTarget = "watchword.target"
 	// IndexTemplate holds the names of template ConfigMaps.
 	IndexTemplate = "watchword.templateConfigMap"
@@ -65,9 +67,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if err := idx.IndexField(ctx, &v1alpha1.ExternalSecret{}, IndexStore, storeKeys); err != nil {
 		return err
 	}
-	if err := idx.IndexField(ctx, &v1alpha1.ExternalSecret{}, IndexTarget, func(o client.Object) []string {
-		return []string{targetName(o.(*v1alpha1.ExternalSecret))}
-	}); err != nil {
+	if err := targetindex.Register(ctx, idx, IndexTarget, nil); err != nil {
 		return err
 	}
 	if err := idx.IndexField(ctx, &v1alpha1.ExternalSecret{}, IndexTemplate, func(o client.Object) []string {
@@ -232,8 +232,9 @@ func indexStoreSecrets(ctx context.Context, mgr ctrl.Manager, reg provider.Regis
 // unless the change is the echo of this instance's own last write.
 func (r *Reconciler) targetChanged(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], deleted bool) {
 	if w, ok := r.ownWrites.Load(o.GetNamespace() + "/" + o.GetName()); deleted || !ok || w.(ownWrite).resourceVersion != o.GetResourceVersion() {
-		for _, req := range byIndex(ctx, r.Client, IndexTarget, o.GetName(), o.GetNamespace()) {
-			q.Add(req)
+		keys, _ := targetindex.Keys(ctx, r.Client, IndexTarget, o.GetNamespace(), o.GetName())
+		for _, key := range keys {
+			q.Add(reconcile.Request{NamespacedName: key})
 		}
 	}
 }

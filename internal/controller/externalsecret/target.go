@@ -18,6 +18,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/conditions"
+	"github.com/watchword-dev/watchword/internal/controller/targetindex"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
@@ -31,12 +32,7 @@ type writeResult struct {
 	keys            []string // keys this ExternalSecret now holds in the target
 }
 
-func targetName(es *v1alpha1.ExternalSecret) string {
-	if es.Spec.Target.Name != "" {
-		return es.Spec.Target.Name
-	}
-	return es.Name
-}
+func targetName(es *v1alpha1.ExternalSecret) string { return targetindex.Name(es) }
 
 func conflict(format string, args ...any) error {
 	return failure.Terminalf(failure.TargetConflict, format, args...)

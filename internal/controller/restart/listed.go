@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/controller/targetindex"
 )
 
 // The ExternalSecret side of the opt-in: spec.target.restartWorkloads
@@ -60,14 +61,6 @@ func listedKeys(o client.Object) []string {
 	return out
 }
 
-// target is the name of the Secret an ExternalSecret writes.
-func target(es *v1alpha1.ExternalSecret) string {
-	if es.Spec.Target.Name != "" {
-		return es.Spec.Target.Name
-	}
-	return es.Name
-}
-
 // listChanged passes ExternalSecrets with a list whose list, target or
 // last rotation changed.
 var listChanged = predicate.Funcs{
@@ -84,7 +77,7 @@ var listChanged = predicate.Funcs{
 			return false
 		}
 		return !slices.Equal(before.Spec.Target.RestartWorkloads, after.Spec.Target.RestartWorkloads) ||
-			!before.Status.LastRotationTime.Equal(after.Status.LastRotationTime) || target(before) != target(after)
+			!before.Status.LastRotationTime.Equal(after.Status.LastRotationTime) || targetindex.Name(before) != targetindex.Name(after)
 	},
 }
 
@@ -135,7 +128,7 @@ func (r *Reconciler) fetch(ctx context.Context, kindName string, key client.Obje
 func addListed(used map[string]Usage, listers []*v1alpha1.ExternalSecret, spec *corev1.PodSpec) {
 	refs := TemplateSecrets(spec)
 	for _, es := range listers {
-		name := target(es)
+		name := targetindex.Name(es)
 		u := Usage{Whole: true}
 		if refs[name] != nil {
 			u = *refs[name]

@@ -41,6 +41,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/externalsecret"
+	"github.com/watchword-dev/watchword/internal/controller/targetindex"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/metrics"
 )
@@ -377,12 +378,12 @@ func (r *Reconciler) rotations(ctx context.Context, ns string, used map[string]U
 	var rots []Rotation
 	sources := map[string][]*v1alpha1.ExternalSecret{}
 	for name := range used {
-		var list v1alpha1.ExternalSecretList
-		if err := r.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{externalsecret.IndexTarget: name}); err != nil {
+		writers, err := targetindex.Writers(ctx, r.Client, externalsecret.IndexTarget, ns, name)
+		if err != nil {
 			return nil, nil, fmt.Errorf("listing the ExternalSecrets of Secret %q: %w", name, err)
 		}
-		for i := range list.Items {
-			es := &list.Items[i]
+		for i := range writers {
+			es := &writers[i]
 			sources[name] = append(sources[name], es)
 			if t := es.Status.LastRotationTime; t != nil {
 				rots = append(rots, Rotation{Secret: name, At: t.Time, Keys: es.Status.LastRotatedKeys})

@@ -1,0 +1,106 @@
+package targetindex
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+)
+
+// indexer hands the index Register defines to the fake client's builder.
+type indexer struct{ b *fake.ClientBuilder }
+
+func (i indexer) IndexField(_ context.Context, obj client.Object, field string, f client.IndexerFunc) error {
+	i.b.WithIndex(obj, field, f)
+	return nil
+}
+
+func es(ns, name, target string, p v1alpha1.CreationPolicy) *v1alpha1.ExternalSecret {
+	e := &v1alpha1.ExternalSecret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	e.Spec.Target.Name, e.Spec.Target.CreationPolicy = target, p
+	return e
+}
+
+func names(list []v1alpha1.ExternalSecret) []string {
+	var out []string
+	for _, e := range list {
+		out = append(out, e.Namespace+"/"+e.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestWritersFindsTargetsNamedAfterTheirExternalSecretWithoutAnIndexEntry(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	objs := []client.Object{
+		es("ns", "a", "", ""),                                 // writes "a", by its own name
+		es("ns", "d", "d", ""),                                // writes "d", named so explicitly
+		es("ns", "b", "shared", ""),                           // writes "shared"
+		es("ns", "c", "shared", v1alpha1.CreationPolicyMerge), // writes "shared"
+		es("ns", "shared", "other", ""),                       // named "shared", writes "other"
+		es("ns", "e", "a", ""),                                // also writes "a"
+		es("ns", "n", "a", v1alpha1.CreationPolicyNone),       // left out of the index by keep
+		es("other", "a", "", ""),                              // another namespace's "a"
+	}
+	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...)
+	keep := func(e *v1alpha1.ExternalSecret) bool {
+		return e.Spec.Target.CreationPolicy != v1alpha1.CreationPolicyNone
+	}
+	if err := Register(context.Background(), indexer{b}, "test.target", keep); err != nil {
+		t.Fatal(err)
+	}
+	c := b.Build()
+	// The index holds only targets named otherwise than their
+	// ExternalSecret, and only those keep keeps.
+	for secret, want := range map[string][]string{
+		"a": {"ns/e"}, "d": nil, "shared": {"ns/b", "ns/c"}, "other": {"ns/shared"},
+	} {
+		var list v1alpha1.ExternalSecretList
+		if err := c.List(context.Background(), &list, client.InNamespace("ns"), client.MatchingFields{"test.target": secret}); err != nil {
+			t.Fatal(err)
+		}
+		if got := names(list.Items); !slices.Equal(got, want) {
+			t.Errorf("index entries for Secret %q: %v, want %v", secret, got, want)
+		}
+	}
+
+	for _, tc := range []struct {
+		secret string
+		want   []string
+	}{
+		{"a", []string{"ns/a", "ns/e"}},
+		{"d", []string{"ns/d"}},
+		{"shared", []string{"ns/b", "ns/c"}},
+		{"other", []string{"ns/shared"}},
+		{"nobody", nil},
+	} {
+		got, err := Writers(context.Background(), c, "test.target", "ns", tc.secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(names(got), tc.want) {
+			t.Errorf("writers of Secret %q: %v, want %v", tc.secret, names(got), tc.want)
+		}
+		keys, err := Keys(context.Background(), c, "test.target", "ns", tc.secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keyNames []string
+		for _, k := range keys {
+			keyNames = append(keyNames, k.String())
+		}
+		slices.Sort(keyNames)
+		if !slices.Equal(keyNames, tc.want) {
+			t.Errorf("keys of the writers of Secret %q: %v, want %v", tc.secret, keyNames, tc.want)
+		}
+	}
+}
