@@ -434,6 +434,9 @@ func slimTransform(obj any) (any, error) {
 		slim.DeletionTimestamp = m.DeletionTimestamp
 		return slim, nil
 	}
+	if es, ok := obj.(*v1alpha1.ExternalSecret); ok {
+		internExternalSecret(es)
+	}
 	if o, ok := obj.(client.Object); ok {
 		if a := o.GetAnnotations(); a[lastApplied] != "" {
 			// kubectl apply keeps a copy of the whole object here.

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"unique"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -24,17 +25,27 @@ type freshness struct {
 type freshEntry struct {
 	uid types.UID
 	// refreshed is the last successful refresh this instance made (zero:
-	// none yet).
-	refreshed time.Time
+	// none yet). Times are Unix nanoseconds, zero for none: an entry is
+	// kept for every ExternalSecret, so it is kept small.
+	refreshed int64
 	// last is the last successful refresh as the schedule counts it
 	// (lastRefresh), as of the last reconcile; zero before a first sync.
-	last time.Time
+	last int64
 	// created is when the ExternalSecret was created: the age of one
 	// never synced counts from it.
-	created  time.Time
+	created  int64
 	interval time.Duration
-	// storeKind and store name the store for the metrics' labels.
-	storeKind, store string
+	// store names the store for the metrics' labels, one copy per store.
+	store unique.Handle[storeID]
+}
+
+type storeID struct{ kind, name string }
+
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 // refreshedAt is the last refresh this instance made of the
@@ -43,10 +54,10 @@ func (f *freshness) refreshedAt(key string, uid types.UID) *time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e, ok := f.m[key]
-	if !ok || e.uid != uid || e.refreshed.IsZero() {
+	if !ok || e.uid != uid || e.refreshed == 0 {
 		return nil
 	}
-	t := e.refreshed
+	t := time.Unix(0, e.refreshed)
 	return &t
 }
 
@@ -62,15 +73,15 @@ func (f *freshness) observe(key string, es *v1alpha1.ExternalSecret, plan schedu
 	if e.uid != es.UID {
 		e = freshEntry{uid: es.UID}
 	}
-	e.created = es.CreationTimestamp.Time
+	e.created = nanos(es.CreationTimestamp.Time)
 	e.interval = plan.interval
-	e.storeKind, e.store = storeKind, store
+	e.store = unique.Make(storeID{storeKind, store})
 	if plan.lastRead != nil {
-		e.last = *plan.lastRead
+		e.last = nanos(*plan.lastRead)
 	}
 	if refreshed {
-		e.refreshed = plan.now
-		e.last = plan.now
+		e.refreshed = nanos(plan.now)
+		e.last = e.refreshed
 	}
 	f.m[key] = e
 }
@@ -95,18 +106,20 @@ func (f *freshness) snapshot(now time.Time) []metrics.StoreFreshness {
 			continue
 		}
 		last := e.last
-		if last.IsZero() {
+		if last == 0 {
 			last = e.created
 		}
-		k := [2]string{e.storeKind, e.store}
+		id := e.store.Value()
+		k := [2]string{id.kind, id.name}
 		s := by[k]
 		if s == nil {
-			s = &metrics.StoreFreshness{StoreKind: e.storeKind, Store: e.store}
+			s = &metrics.StoreFreshness{StoreKind: id.kind, Store: id.name}
 			by[k] = s
 		}
 		s.Count++
-		s.OldestAge = max(s.OldestAge, now.Sub(last))
-		if overdue(now, last, e.interval) {
+		at := time.Unix(0, last)
+		s.OldestAge = max(s.OldestAge, now.Sub(at))
+		if overdue(now, at, e.interval) {
 			s.Overdue++
 		}
 	}
