@@ -240,7 +240,12 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		LeaseDuration:                 durationOrNil(opts.LeaseDuration),
 		RenewDeadline:                 durationOrNil(opts.RenewDeadline),
 		RetryPeriod:                   durationOrNil(opts.RetryPeriod),
-		Controller:                    config.Controller{SkipNameValidation: ptr.To(opts.SkipNameValidation)},
+		// A standby starts its controllers' sources before it leads
+		// (controller-runtime's warmup): the initial list of every
+		// ExternalSecret is queued while it waits, so that once it takes
+		// the lease a new ExternalSecret is not queued behind 100,000
+		// replayed ones.
+		Controller: config.Controller{SkipNameValidation: ptr.To(opts.SkipNameValidation), EnableWarmup: ptr.To(true)},
 		Cache: cache.Options{DefaultTransform: slimTransform, ByObject: map[client.Object]cache.ByObject{
 			// Of Secrets, only the targets Watchword owns are watched (their
 			// metadata, by label); credentials and Merge targets are watched

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -92,6 +93,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		return err
 	}
 	if err := indexStoreSecrets(ctx, mgr, r.Clients.Registry()); err != nil {
+		return err
+	}
+	// Notifications are taken once this instance leads (notify.go); a
+	// RunnableFunc runs on the leader only.
+	if err := mgr.Add(manager.RunnableFunc(r.notices.lead)); err != nil {
 		return err
 	}
 	c := mgr.GetClient()

@@ -38,6 +38,11 @@ type notices struct {
 	mu      sync.Mutex
 	pending map[string]map[string]time.Time
 	queue   workqueue.TypedRateLimitingInterface[reconcile.Request]
+	// leading is set once this instance leads: a standby's sources, and
+	// so its queue, start before it leads (controller warmup), and a
+	// notification it took would wait for a leadership that may never
+	// come, while the leader never hears of it.
+	leading bool
 }
 
 // Notify makes every ExternalSecret that reads one of keys of the store
@@ -50,6 +55,9 @@ type notices struct {
 func (r *Reconciler) Notify(ctx context.Context, kind, namespace, name string, keys []string) (int, error) {
 	r.notices.mu.Lock()
 	q := r.notices.queue
+	if !r.notices.leading {
+		q = nil
+	}
 	r.notices.mu.Unlock()
 	if q == nil {
 		return 0, ErrNotRunning
@@ -102,6 +110,18 @@ func (n *notices) start(_ context.Context, q workqueue.TypedRateLimitingInterfac
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.queue = q
+	return nil
+}
+
+// lead runs on the leader only, from when it leads until it stops.
+func (n *notices) lead(ctx context.Context) error {
+	n.mu.Lock()
+	n.leading = true
+	n.mu.Unlock()
+	<-ctx.Done()
+	n.mu.Lock()
+	n.leading = false
+	n.mu.Unlock()
 	return nil
 }
 

@@ -1,10 +1,14 @@
 package externalsecret
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 )
@@ -113,5 +117,40 @@ func TestReadKeysOfNilIsEveryKeyReadFromTheStore(t *testing.T) {
 	}
 	if got := readKeys(es, StoreKey(v1alpha1.SecretStoreKind, "ns", "another"), nil); got != nil {
 		t.Fatalf("readKeys(nil) of a store not read from = %v, want none", got)
+	}
+}
+
+func TestNotificationsAreTakenOnlyWhileLeading(t *testing.T) {
+	r := &Reconciler{}
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	// A standby's sources start before it leads (controller warmup): its
+	// queue is there, and still it takes no notification.
+	if err := r.notices.start(context.Background(), q); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Notify(context.Background(), v1alpha1.SecretStoreKind, "ns", "s", nil); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("a standby with its queue started answered %v, want ErrNotRunning", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = r.notices.lead(ctx); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r.notices.mu.Lock()
+		leading := r.notices.leading
+		r.notices.mu.Unlock()
+		if leading {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("lead did not mark the instance as leading")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	if _, err := r.Notify(context.Background(), v1alpha1.SecretStoreKind, "ns", "s", nil); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("an instance that stopped leading answered %v, want ErrNotRunning", err)
 	}
 }
