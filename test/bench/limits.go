@@ -29,20 +29,24 @@ func (b *bench) customLimits(ctx context.Context) (creates, updates float64, err
 	}
 	made := make([]*v1alpha1.ExternalSecret, n)
 	start := time.Now()
-	err = b.parallel(ctx, n, func(i int) error {
-		es := b.newES(limitNamespace, fmt.Sprintf("limit-%d", i), i%b.c.Keys)
-		made[i] = es
-		return b.k8s.Create(ctx, es)
+	err = b.apiserverMs(writeESCreate, n, func() error {
+		return b.parallel(ctx, n, func(i int) error {
+			es := b.newES(limitNamespace, fmt.Sprintf("limit-%d", i), i%b.c.Keys)
+			made[i] = es
+			return b.k8s.Create(ctx, es)
+		})
 	})
 	if err != nil {
 		return 0, 0, err
 	}
 	creates = float64(n) / time.Since(start).Seconds()
 	start = time.Now()
-	err = b.parallel(ctx, n, func(i int) error {
-		es := made[i]
-		es.Status = syncedStatus(es, i%b.c.Keys)
-		return b.k8s.Status().Update(ctx, es)
+	err = b.apiserverMs(writeStatus, n, func() error {
+		return b.parallel(ctx, n, func(i int) error {
+			es := made[i]
+			es.Status = syncedStatus(es, i%b.c.Keys)
+			return b.k8s.Status().Update(ctx, es)
+		})
 	})
 	if err != nil {
 		return 0, 0, err
@@ -70,19 +74,25 @@ func (b *bench) customLimits(ctx context.Context) (creates, updates float64, err
 }
 
 // syncedStatus is a status of the size and shape the controller writes
-// after a successful sync.
+// after a successful sync: its three conditions (Ready, InSync with the
+// sync's time, Fresh) with their messages, the remote version, the synced
+// keys, the target and its resourceVersion, and the inputs' version.
 func syncedStatus(es *v1alpha1.ExternalSecret, key int) v1alpha1.ExternalSecretStatus {
 	now := metav1.Now()
-	msg := fmt.Sprintf("Secret %q holds the data of ClusterSecretStore %q", es.Name, storeName)
-	var conds []v1alpha1.ExternalSecretCondition
-	for _, t := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionInSync} {
-		conds = append(conds, v1alpha1.ExternalSecretCondition{Type: t, Status: metav1.ConditionTrue, Reason: "SecretSynced",
-			Message: msg, LastTransitionTime: now, LastSyncTime: &now, ObservedGeneration: es.Generation})
+	cond := func(t, reason, msg string, synced *metav1.Time) v1alpha1.ExternalSecretCondition {
+		return v1alpha1.ExternalSecretCondition{Type: t, Status: metav1.ConditionTrue, Reason: reason,
+			Message: msg, LastTransitionTime: now, LastSyncTime: synced, ObservedGeneration: es.Generation}
 	}
+	store := fmt.Sprintf("ClusterSecretStore %q", storeName)
 	return v1alpha1.ExternalSecretStatus{
-		Phase: v1alpha1.PhaseSyncing, Conditions: conds, RefreshTime: &now, ObservedGeneration: es.Generation,
+		Phase: v1alpha1.PhaseSyncing, RefreshTime: &now, ObservedGeneration: es.Generation,
+		Conditions: []v1alpha1.ExternalSecretCondition{
+			cond(v1alpha1.ConditionReady, "SecretSynced", fmt.Sprintf("Secret %q holds the data of %s", es.Name, store), nil),
+			cond(v1alpha1.ConditionInSync, "SecretSynced", "synced from "+store, &now),
+			cond(v1alpha1.ConditionFresh, "Refreshed", "the last sync read the data successfully", nil),
+		},
 		Versions: []v1alpha1.RemoteVersion{{Key: fmt.Sprintf("key-%d", key), Version: "1"}},
-		Target:   es.Name, TargetResourceVersion: "1", SyncedKeys: []string{"password"},
+		Target:   es.Name, TargetResourceVersion: "12345", SyncedKeys: []string{"password"},
 		InputsVersion: "1|ClusterSecretStore//" + storeName + "/00000000-0000-0000-0000-000000000000/1|",
 	}
 }

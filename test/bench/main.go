@@ -77,16 +77,21 @@ func main() {
 	res, err := run(ctx, c)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+		if res == nil || res.SyncSeconds == 0 {
+			os.Exit(1)
+		}
+		// What was measured before the error is still worth its figures:
+		// printed and written, and the run still fails.
+		fmt.Fprintln(os.Stderr, "bench: the figures measured before the error follow")
 	}
 	res.print(os.Stdout)
 	b, _ := json.MarshalIndent(res, "", "  ")
-	if err := os.WriteFile(c.Out, b, 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	if werr := os.WriteFile(c.Out, b, 0o644); werr != nil {
+		fmt.Fprintln(os.Stderr, werr)
 		os.Exit(1)
 	}
 	fmt.Println("wrote", c.Out)
-	if !res.AllSynced {
+	if err != nil || !res.AllSynced {
 		os.Exit(1)
 	}
 }

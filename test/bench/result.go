@@ -9,23 +9,27 @@ import (
 )
 
 type result struct {
-	Machine              string             `json:"machine"`
-	Config               config             `json:"config"`
-	RawCreatesPerSec     float64            `json:"raw_secret_creates_per_sec"`
-	ESCreatesPerSec      float64            `json:"externalsecret_creates_per_sec_alone"`
-	StatusUpdatesPerSec  float64            `json:"externalsecret_status_updates_per_sec_alone"`
-	Bound                float64            `json:"three_write_bound_per_sec"`
-	FractionOfBound      float64            `json:"fraction_of_three_write_bound"`
-	SyncSeconds          float64            `json:"sync_seconds"`
-	SyncedPerSec         float64            `json:"externalsecrets_synced_per_sec"`
-	FractionOfLimit      float64            `json:"fraction_of_limit"`
-	AllSynced            bool               `json:"all_synced"`
-	WrongData            int                `json:"wrong_data"`
-	ProviderCallsSync    float64            `json:"provider_calls_during_sync"`
-	BatchCallsSync       float64            `json:"provider_batch_calls_during_sync"`
-	PeakRSSMiB           float64            `json:"controller_peak_rss_mib"`
-	IdleRSSMiB           float64            `json:"controller_rss_mib_before_sync"`
-	CPUSecondsSync       map[string]float64 `json:"cpu_seconds_during_sync"`
+	Machine             string             `json:"machine"`
+	Config              config             `json:"config"`
+	RawCreatesPerSec    float64            `json:"raw_secret_creates_per_sec"`
+	ESCreatesPerSec     float64            `json:"externalsecret_creates_per_sec_alone"`
+	StatusUpdatesPerSec float64            `json:"externalsecret_status_updates_per_sec_alone"`
+	Bound               float64            `json:"three_write_bound_per_sec"`
+	FractionOfBound     float64            `json:"fraction_of_three_write_bound"`
+	SyncSeconds         float64            `json:"sync_seconds"`
+	SyncedPerSec        float64            `json:"externalsecrets_synced_per_sec"`
+	FractionOfLimit     float64            `json:"fraction_of_limit"`
+	AllSynced           bool               `json:"all_synced"`
+	WrongData           int                `json:"wrong_data"`
+	ProviderCallsSync   float64            `json:"provider_calls_during_sync"`
+	BatchCallsSync      float64            `json:"provider_batch_calls_during_sync"`
+	PeakRSSMiB          float64            `json:"controller_peak_rss_mib"`
+	IdleRSSMiB          float64            `json:"controller_rss_mib_before_sync"`
+	CPUSecondsSync      map[string]float64 `json:"cpu_seconds_during_sync"`
+	// The API server's CPU milliseconds per write of each kind, alone,
+	// and per ExternalSecret during the sync.
+	APIServerMsAlone     map[string]float64 `json:"apiserver_cpu_ms_per_write_alone"`
+	APIServerMsSync      float64            `json:"apiserver_cpu_ms_per_externalsecret_during_sync"`
 	APIRequestsByVerb    map[string]float64 `json:"apiserver_requests_by_verb_during_sync"`
 	CallsPerCycle        float64            `json:"provider_calls_per_refresh_cycle"`
 	BatchCallsPerCycle   float64            `json:"provider_batch_calls_per_refresh_cycle"`
@@ -103,6 +107,11 @@ func (r *result) print(w io.Writer) {
 	fmt.Fprintf(t, "provider calls during the sync: single reads, batch reads\t%.0f, %.0f\n", r.ProviderCallsSync, r.BatchCallsSync)
 	fmt.Fprintf(t, "controller peak RSS\t%.0f MiB (target <= %d); %.0f MiB before the sync\n", r.PeakRSSMiB, rssTarget(c.N), r.IdleRSSMiB)
 	fmt.Fprintf(t, "CPU seconds during the sync\t%s\n", joinSorted(r.CPUSecondsSync, "%s %.1f"))
+	alone := 0.0
+	for _, ms := range r.APIServerMsAlone {
+		alone += ms
+	}
+	fmt.Fprintf(t, "API server CPU ms per ExternalSecret: during the sync; its three writes alone\t%.2f; %.2f (%s)\n", r.APIServerMsSync, alone, joinSorted(r.APIServerMsAlone, "%s %.2f"))
 	fmt.Fprintf(t, "apiserver requests during the sync\t%s\n", joinSorted(r.APIRequestsByVerb, "%s %.0f"))
 	fmt.Fprintf(t, "events written during the sync\t%.0f (one first-sync event made per ExternalSecret)\n", r.EventsSync)
 	fmt.Fprintf(t, "provider calls per refresh cycle: single reads, batch reads, version checks\t%.0f, %.0f, %.0f (unique keys: %d)\n", r.CallsPerCycle, r.BatchCallsPerCycle, r.VersionCallsPerCycle, c.Keys)

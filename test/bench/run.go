@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,6 +42,28 @@ type bench struct {
 	kc   string
 	cfg  *rest.Config
 	esNS []string
+	// apiMs is the API server's CPU milliseconds per write of each of the
+	// three kinds a sync makes, each measured alone.
+	apiMs map[string]float64
+}
+
+// Names of the three writes of a sync, in apiMs.
+const (
+	writeSecretCreate = "Secret create"
+	writeESCreate     = "ExternalSecret create"
+	writeStatus       = "status update"
+)
+
+// apiserverMs measures the API server's CPU milliseconds per write of
+// n writes made by f, as the write named what.
+func (b *bench) apiserverMs(what string, n int, f func() error) error {
+	before := b.cpu(nil)["kube-apiserver"]
+	err := f()
+	if b.apiMs == nil {
+		b.apiMs = map[string]float64{}
+	}
+	b.apiMs[what] = (b.cpu(nil)["kube-apiserver"] - before) * 1000 / float64(max(n, 1))
+	return err
 }
 
 func run(ctx context.Context, c config) (*result, error) {
@@ -48,74 +71,74 @@ func run(ctx context.Context, c config) (*result, error) {
 	fmt.Fprintln(os.Stderr, "starting etcd and kube-apiserver…")
 	cluster, err := localcluster.Start(localcluster.Options{NoControllerManager: true})
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	defer func() { _ = cluster.Stop() }()
 	cfg := rest.CopyConfig(cluster.Config)
 	cfg.QPS, cfg.Burst = 100000, 100000
 	b := &bench{c: c, cfg: cfg}
 	if b.k8s, err = client.New(cfg, client.Options{Scheme: operator.Scheme()}); err != nil {
-		return nil, err
+		return res, err
 	}
 	b.kube = kubernetes.NewForConfigOrDie(cfg)
 	kc, err := cluster.Kubeconfig()
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	dir, err := os.MkdirTemp("", "watchword-bench-")
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	defer os.RemoveAll(dir)
 	b.kc = filepath.Join(dir, "kubeconfig")
 	if err = os.WriteFile(b.kc, kc, 0o600); err != nil {
-		return nil, err
+		return res, err
 	}
 
 	// 1. The raw limit, measured while creating the unrelated Secrets.
 	fmt.Fprintf(os.Stderr, "creating %d unrelated Secrets (the raw limit)…\n", c.Unrelated)
 	if res.RawCreatesPerSec, err = b.createUnrelated(ctx); err != nil {
-		return nil, err
+		return res, err
 	}
 
 	// The custom-resource writes of a sync, alone.
 	fmt.Fprintln(os.Stderr, "measuring ExternalSecret creates and status updates alone…")
 	if res.ESCreatesPerSec, res.StatusUpdatesPerSec, err = b.customLimits(ctx); err != nil {
-		return nil, err
+		return res, err
 	}
 	res.Bound = 1 / (1/res.ESCreatesPerSec + 1/res.RawCreatesPerSec + 1/res.StatusUpdatesPerSec)
 
 	// 2. The controller, as its own process.
 	ctrl, err := startController(c.Binary, b.kc)
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	defer func() { ctrl.stop() }()
 	if c.Store == storeMemoryPlugin {
 		fmt.Fprintln(os.Stderr, "starting the memory plugin…")
 		var stopPlugin func()
 		if b.pluginEndpoint, stopPlugin, err = b.startMemoryPlugin(ctx, dir); err != nil {
-			return nil, err
+			return res, err
 		}
 		defer stopPlugin()
 	}
 	if c.Store == storeAWS {
 		if err = b.startAWSFake(ctx); err != nil {
-			return nil, err
+			return res, err
 		}
 		defer b.aws.Close()
 	}
 	if err = b.createStore(ctx); err != nil {
-		return nil, err
+		return res, err
 	}
 	if err = b.waitStoreReady(ctx); err != nil {
-		return nil, err
+		return res, err
 	}
 
 	// 3. N ExternalSecrets, timed until every target has the right data.
 	apiBefore, err := b.apiserverMetrics(ctx)
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	mBefore, _ := ctrl.scrape()
 	res.IdleRSSMiB = ctrl.rss()
@@ -123,17 +146,19 @@ func run(ctx context.Context, c config) (*result, error) {
 	fmt.Fprintf(os.Stderr, "creating %d ExternalSecrets…\n", c.N)
 	synced, err := b.createAndWait(ctx, ctrl)
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	syncEnd := time.Now()
 	res.CPUSecondsSync = b.cpu(ctrl).since(cpuBefore)
+	res.APIServerMsAlone = b.apiMs
+	res.APIServerMsSync = res.CPUSecondsSync["kube-apiserver"] * 1000 / float64(c.N)
 	res.SyncSeconds = synced.Seconds()
 	res.SyncedPerSec = float64(c.N) / res.SyncSeconds
 	res.FractionOfLimit = res.SyncedPerSec / (res.RawCreatesPerSec / 3)
 	res.FractionOfBound = res.SyncedPerSec / res.Bound
 	res.WrongData, err = b.verify(ctx)
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	res.AllSynced = res.WrongData == 0
 	mAfter, _ := ctrl.scrape()
@@ -142,7 +167,7 @@ func run(ctx context.Context, c config) (*result, error) {
 	b.awsCalls("during the sync")
 	apiAfter, err := b.apiserverMetrics(ctx)
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	res.APIRequestsByVerb = map[string]float64{}
 	for _, verb := range []string{"GET", "LIST", "WATCH", "POST", "PUT", "PATCH", "DELETE"} {
@@ -155,7 +180,7 @@ func run(ctx context.Context, c config) (*result, error) {
 	if c.Cycles > 0 {
 		fmt.Fprintf(os.Stderr, "observing %d refresh cycles of %s…\n", c.Cycles, c.Refresh)
 		if err = b.steady(ctx, ctrl, res); err != nil {
-			return nil, err
+			return res, err
 		}
 	}
 	// The steady state's writes: nothing changes, so a refresh brings
@@ -163,7 +188,7 @@ func run(ctx context.Context, c config) (*result, error) {
 	if c.Steady > 0 {
 		fmt.Fprintf(os.Stderr, "counting the API server's writes over %s with nothing changing…\n", c.Steady)
 		if err = b.steadyWrites(ctx, res, syncEnd); err != nil {
-			return nil, err
+			return res, err
 		}
 	}
 	res.PeakRSSMiB = ctrl.peakRSS()
@@ -176,17 +201,17 @@ func run(ctx context.Context, c config) (*result, error) {
 	ctrl.stop()
 	apiBefore, err = b.apiserverMetrics(ctx)
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	cpuRestart := b.cpu(nil)
 	processStart := time.Now()
 	ctrl, err = startController(c.Binary, b.kc)
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	restartStart := time.Now()
 	if res.NewESSecondsDuring, err = b.newDuringRestart(ctx); err != nil {
-		return nil, err
+		return res, err
 	}
 	newSynced := restartStart.Add(time.Duration(res.NewESSecondsDuring * float64(time.Second)))
 	res.NewESSecondsDuring = newSynced.Sub(processStart).Seconds()
@@ -200,13 +225,13 @@ func run(ctx context.Context, c config) (*result, error) {
 	res.RestartAPICPU = b.cpu(nil).since(cpuRestart)["kube-apiserver"]
 	end, err := ctrl.scrape()
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	// The new process counts from zero; one read is the new ExternalSecret's.
 	res.RestartCalls = end.sum("watchword_provider_calls_total", `operation="get"`)
 	apiAfter, err = b.apiserverMetrics(ctx)
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	for _, verb := range []string{"POST", "PUT", "PATCH"} {
 		res.RestartWrites += apiAfter.sum("apiserver_request_total", `resource="secrets"`, `verb="`+verb+`"`) - apiBefore.sum("apiserver_request_total", `resource="secrets"`, `verb="`+verb+`"`)
@@ -238,12 +263,12 @@ func run(ctx context.Context, c config) (*result, error) {
 		ctrl.stop()
 		var took float64
 		if took, err = b.timeNewES(ctx, "es-new-after-takeover"); err != nil {
-			return nil, err
+			return res, err
 		}
 		synced := time.Now()
 		var taken time.Time
 		if taken, err = b.leaseTaken(ctx, stopped); err != nil {
-			return nil, err
+			return res, err
 		}
 		res.TakeoverLeaseSeconds = taken.Sub(stopped).Seconds()
 		res.TakeoverNewESAfterLease = synced.Sub(taken).Seconds()
@@ -257,7 +282,7 @@ func run(ctx context.Context, c config) (*result, error) {
 	// wait behind them.
 	fmt.Fprintf(os.Stderr, "editing the store (every ExternalSecret becomes due) and creating a new one…\n")
 	if res.NewESSecondsFanOut, err = b.newDuringFanOut(ctx, ctrl); err != nil {
-		return nil, err
+		return res, err
 	}
 	return res, nil
 }
@@ -301,10 +326,12 @@ func (b *bench) createUnrelated(ctx context.Context) (float64, error) {
 		}
 	}
 	start := time.Now()
-	err := b.parallel(ctx, b.c.Unrelated, func(i int) error {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("unrelated-%d", i%spaces), Name: fmt.Sprintf("s-%d", i)},
-			Data: map[string][]byte{"k": bytes.Repeat([]byte{'x'}, 32)}}
-		return b.k8s.Create(ctx, s)
+	err := b.apiserverMs(writeSecretCreate, b.c.Unrelated, func() error {
+		return b.parallel(ctx, b.c.Unrelated, func(i int) error {
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("unrelated-%d", i%spaces), Name: fmt.Sprintf("s-%d", i)},
+				Data: map[string][]byte{"k": bytes.Repeat([]byte{'x'}, 32)}}
+			return b.k8s.Create(ctx, s)
+		})
 	})
 	if err != nil {
 		return 0, err
@@ -518,12 +545,17 @@ func (b *bench) newDuringFanOut(ctx context.Context, ctrl *controller) (float64,
 		fmt.Fprintln(os.Stderr, "skipping the fan-out measure: it needs -store fake")
 		return 0, nil
 	}
-	var s v1alpha1.ClusterSecretStore
-	if err := b.k8s.Get(ctx, client.ObjectKey{Name: storeName}, &s); err != nil {
-		return 0, err
-	}
-	s.Spec.Fake.Data = append(s.Spec.Fake.Data, v1alpha1.FakeProviderData{Key: "unused", Value: "x"})
-	if err := b.k8s.Update(ctx, &s); err != nil {
+	// The controllers write the store's status meanwhile: the edit is
+	// made again on the latest version after a conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var s v1alpha1.ClusterSecretStore
+		if err := b.k8s.Get(ctx, client.ObjectKey{Name: storeName}, &s); err != nil {
+			return err
+		}
+		s.Spec.Fake.Data = append(s.Spec.Fake.Data, v1alpha1.FakeProviderData{Key: "unused", Value: "x"})
+		return b.k8s.Update(ctx, &s)
+	})
+	if err != nil {
 		return 0, err
 	}
 	time.Sleep(200 * time.Millisecond) // let the store event fan out first
