@@ -11,10 +11,12 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -244,8 +246,12 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		// (controller-runtime's warmup): the initial list of every
 		// ExternalSecret is queued while it waits, so that once it takes
 		// the lease a new ExternalSecret is not queued behind 100,000
-		// replayed ones.
-		Controller: config.Controller{SkipNameValidation: ptr.To(opts.SkipNameValidation), EnableWarmup: ptr.To(true)},
+		// replayed ones. Only a standby: warmup delays the run for the
+		// lease until every source has replayed its objects, which a
+		// replica that finds the lease free (a restart, the first start)
+		// would spend without leading.
+		Controller: config.Controller{SkipNameValidation: ptr.To(opts.SkipNameValidation),
+			EnableWarmup: ptr.To(opts.LeaderElection && leaseHeld(ctx, cfg, opts.LeaderElectionNamespace, leaseID, time.Now()))},
 		Cache: cache.Options{DefaultTransform: slimTransform, ByObject: map[client.Object]cache.ByObject{
 			// Of Secrets, only the targets Watchword owns are watched (their
 			// metadata, by label); credentials and Merge targets are watched
@@ -424,6 +430,41 @@ func warmCaches(ctx context.Context, mgr ctrl.Manager) error {
 		}
 	}
 	return nil
+}
+
+// leaseHeld tells whether another replica holds the lease now: it names
+// a holder and was renewed within its duration. Anything it cannot read
+// counts as free.
+func leaseHeld(ctx context.Context, cfg *rest.Config, namespace, name string, now time.Time) bool {
+	if namespace == "" {
+		// In a cluster, controller-runtime's default: the pod's namespace.
+		b, err := os.ReadFile(serviceAccountNamespace)
+		if err != nil {
+			return false
+		}
+		namespace = strings.TrimSpace(string(b))
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return false
+	}
+	lease, err := kube.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	return heldAt(lease, now)
+}
+
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// heldAt tells whether a lease has a holder whose last renewal is within
+// the lease's duration at now.
+func heldAt(lease *coordinationv1.Lease, now time.Time) bool {
+	sp := lease.Spec
+	if sp.HolderIdentity == nil || *sp.HolderIdentity == "" || sp.RenewTime == nil || sp.LeaseDurationSeconds == nil {
+		return false
+	}
+	return now.Before(sp.RenewTime.Add(time.Duration(*sp.LeaseDurationSeconds) * time.Second))
 }
 
 // slimTransform drops what Watchword never reads from cached objects:

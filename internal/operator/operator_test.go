@@ -3,8 +3,12 @@ package operator
 import (
 	"strings"
 	"testing"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 )
 
 func TestLeaderElectionID(t *testing.T) {
@@ -61,5 +65,30 @@ func TestLeaderElectionIDNeverShared(t *testing.T) {
 			t.Errorf("classes %q and %q share the lease %q", other, class, id)
 		}
 		seen[id] = class
+	}
+}
+
+func TestALeaseIsHeldWhileItsHolderRenewsIt(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	lease := func(holder string, renewed time.Duration) *coordinationv1.Lease {
+		l := &coordinationv1.Lease{}
+		l.Spec.HolderIdentity = &holder
+		l.Spec.LeaseDurationSeconds = ptr.To[int32](15)
+		l.Spec.RenewTime = &metav1.MicroTime{Time: now.Add(-renewed)}
+		return l
+	}
+	for _, tc := range []struct {
+		what  string
+		lease *coordinationv1.Lease
+		held  bool
+	}{
+		{"renewed 5 s ago", lease("a", 5*time.Second), true},
+		{"renewed 20 s ago, past its 15 s", lease("a", 20*time.Second), false},
+		{"released (no holder)", lease("", time.Second), false},
+		{"never renewed", &coordinationv1.Lease{}, false},
+	} {
+		if got := heldAt(tc.lease, now); got != tc.held {
+			t.Errorf("a lease %s: held %v, want %v", tc.what, got, tc.held)
+		}
 	}
 }
