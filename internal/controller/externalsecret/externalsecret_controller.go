@@ -25,6 +25,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/controller/conditions"
 	"github.com/watchword-dev/watchword/internal/controller/steps"
 	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
+	"github.com/watchword-dev/watchword/internal/controller/targetindex"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/metrics"
@@ -288,7 +289,7 @@ func (r *Reconciler) write(ctx context.Context, s *scope) (bool, error) {
 		st := &s.es.Status
 		s.change = classifyChange(st, s.plan, drifted, s.result.Versions)
 		r.Recorder.Event(s.es, corev1.EventTypeNormal, s.change,
-			changeMessage(s.change, targetName(s.es), w.changedKeys, changedVersions(st.Versions, s.result.Versions)))
+			changeMessage(s.change, targetindex.Name(s.es), w.changedKeys, changedVersions(st.Versions, s.result.Versions)))
 	}
 	return false, nil
 }
@@ -349,7 +350,7 @@ func (r *Reconciler) forget(es *v1alpha1.ExternalSecret, deleted bool) {
 	key := es.Namespace + "/" + es.Name
 	if deleted {
 		r.pending.Delete(key)
-		r.ownWrites.Delete(es.Namespace + "/" + targetName(es))
+		r.ownWrites.Delete(es.Namespace + "/" + targetindex.Name(es))
 		r.notices.drop(key)
 		r.fresh.drop(key)
 		return

@@ -13,6 +13,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/conditions"
+	"github.com/watchword-dev/watchword/internal/controller/targetindex"
 )
 
 // needsFinalizer: the target or what is published needs us to act before
@@ -61,7 +62,7 @@ func (r *Reconciler) finalize(ctx context.Context, es *v1alpha1.ExternalSecret) 
 
 func (r *Reconciler) cleanTarget(ctx context.Context, es *v1alpha1.ExternalSecret) error {
 	var cur corev1.Secret
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: targetName(es)}, &cur); err != nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: targetindex.Name(es)}, &cur); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	desired := cur.DeepCopy()

@@ -168,7 +168,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 // of the store it reads from or publishes to queues it.
 func storeKeys(o client.Object) []string {
 	es := o.(*v1alpha1.ExternalSecret)
-	out := []string{StoreKey(es.Spec.SecretStoreRef.Kind, es.Namespace, es.Spec.SecretStoreRef.Name)}
+	out := []string{readStore(es)}
 	add := func(kind, name string) {
 		if k := StoreKey(kind, es.Namespace, name); !slices.Contains(out, k) {
 			out = append(out, k)
@@ -258,7 +258,7 @@ func NamedSecrets(c client.Reader, reg provider.Registry) func(ctx context.Conte
 			return nil, err
 		}
 		for i := range list.Items {
-			out[provider.NamespacedName{Namespace: list.Items[i].Namespace, Name: targetName(&list.Items[i])}] = true
+			out[provider.NamespacedName{Namespace: list.Items[i].Namespace, Name: targetindex.Name(&list.Items[i])}] = true
 		}
 		return out, nil
 	}

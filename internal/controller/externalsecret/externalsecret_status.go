@@ -15,6 +15,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/conditions"
+	"github.com/watchword-dev/watchword/internal/controller/targetindex"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
 )
@@ -57,7 +58,7 @@ func (r *Reconciler) succeed(s *scope) {
 		st.Target = ""
 		st.TargetResourceVersion = ""
 	} else {
-		st.Target = targetName(s.es)
+		st.Target = targetindex.Name(s.es)
 		st.TargetResourceVersion = s.written.resourceVersion
 	}
 	st.Phase = v1alpha1.PhaseSyncing
@@ -65,7 +66,7 @@ func (r *Reconciler) succeed(s *scope) {
 		st.Phase = v1alpha1.PhaseCompleted
 	}
 	from := s.store.Describe()
-	ready := "Secret " + quote(targetName(s.es)) + " holds the data of " + from
+	ready := "Secret " + quote(targetindex.Name(s.es)) + " holds the data of " + from
 	inSync := "synced from " + from
 	if s.es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyNone {
 		ready = "data read from " + from + " (creationPolicy None: no Secret written)"
@@ -179,7 +180,7 @@ func (r *Reconciler) targetState(s *scope) string {
 	case s.es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyNone:
 		return "no Secret is written (creationPolicy None)"
 	case st.Target == "" || st.RefreshTime == nil:
-		return "Secret " + quote(targetName(s.es)) + " has not been written yet"
+		return "Secret " + quote(targetindex.Name(s.es)) + " has not been written yet"
 	default:
 		at := st.RefreshTime.Time
 		if m := s.mem.refreshed; m != nil && m.After(at) {

@@ -92,7 +92,7 @@ func (r *Reconciler) Notify(ctx context.Context, kind, namespace, name string, k
 // store (an IndexStore value), or every key it reads there when keys is
 // nil; a store it only publishes to does not count.
 func readKeys(es *v1alpha1.ExternalSecret, store string, keys []string) []string {
-	if StoreKey(es.Spec.SecretStoreRef.Kind, es.Namespace, es.Spec.SecretStoreRef.Name) != store {
+	if readStore(es) != store {
 		return nil
 	}
 	var out []string
@@ -180,7 +180,7 @@ func ReadsFrom(ctx context.Context, c client.Reader, kind, namespace, name strin
 	reads := func(list *v1alpha1.ExternalSecretList) bool {
 		for i := range list.Items {
 			es := &list.Items[i]
-			if StoreKey(es.Spec.SecretStoreRef.Kind, es.Namespace, es.Spec.SecretStoreRef.Name) == store {
+			if readStore(es) == store {
 				return true
 			}
 		}
@@ -200,4 +200,10 @@ func ReadsFrom(ctx context.Context, c client.Reader, kind, namespace, name strin
 		return false, fmt.Errorf("listing the ExternalSecrets of %s: %w", store, err)
 	}
 	return reads(&list), nil
+}
+
+// readStore is the IndexStore value of the store an ExternalSecret reads
+// from.
+func readStore(es *v1alpha1.ExternalSecret) string {
+	return StoreKey(es.Spec.SecretStoreRef.Kind, es.Namespace, es.Spec.SecretStoreRef.Name)
 }

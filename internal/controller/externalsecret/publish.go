@@ -14,6 +14,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/controller/conditions"
 	"github.com/watchword-dev/watchword/internal/controller/publishing"
 	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
+	"github.com/watchword-dev/watchword/internal/controller/targetindex"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
 )
@@ -158,7 +159,7 @@ func (r *Reconciler) publishFailed(s *scope) {
 		st.Phase = v1alpha1.PhaseFailed
 		recheck = terminalRecheck(s.es, class.Reason)
 	}
-	state := "Secret " + quote(targetName(s.es)) + " holds the data; it is not published"
+	state := "Secret " + quote(targetindex.Name(s.es)) + " holds the data; it is not published"
 	if s.es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyNone {
 		state = "the data was read (creationPolicy None: no Secret written); it is not published"
 	}

@@ -32,8 +32,6 @@ type writeResult struct {
 	keys            []string // keys this ExternalSecret now holds in the target
 }
 
-func targetName(es *v1alpha1.ExternalSecret) string { return targetindex.Name(es) }
-
 func conflict(format string, args ...any) error {
 	return failure.Terminalf(failure.TargetConflict, format, args...)
 }
@@ -63,13 +61,13 @@ func (r *Reconciler) writeTarget(ctx context.Context, es *v1alpha1.ExternalSecre
 	if es.Spec.Target.CreationPolicy != v1alpha1.CreationPolicyMerge {
 		rec.sum, rec.hasSum = resultSum(res), true
 	}
-	r.ownWrites.Store(es.Namespace+"/"+targetName(es), rec)
+	r.ownWrites.Store(es.Namespace+"/"+targetindex.Name(es), rec)
 	return w, nil
 }
 
 // writeOwner creates or updates a target that this ExternalSecret owns.
 func (r *Reconciler) writeOwner(ctx context.Context, es *v1alpha1.ExternalSecret, res *engine.Result) (*writeResult, error) {
-	name := targetName(es)
+	name := targetindex.Name(es)
 	if _, known := r.targetVersion(ctx, es); !known {
 		// The metadata cache has no such Secret: create it without a read
 		// first. Should it exist after all, the read below handles it.
@@ -185,7 +183,7 @@ func (r *Reconciler) writtenVersion(es *v1alpha1.ExternalSecret, name string) st
 // Merge target from its watch by name. ok is false when the Secret is not
 // known there.
 func (r *Reconciler) targetVersion(ctx context.Context, es *v1alpha1.ExternalSecret) (string, bool) {
-	name := targetName(es)
+	name := targetindex.Name(es)
 	if es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyMerge {
 		rv, found, err := r.Named.ResourceVersion(ctx, provider.NamespacedName{Namespace: es.Namespace, Name: name})
 		return rv, err == nil && found
@@ -249,7 +247,7 @@ func applyOwned(s *corev1.Secret, es *v1alpha1.ExternalSecret, res *engine.Resul
 
 // writeMerge merges this ExternalSecret's keys into an existing Secret.
 func (r *Reconciler) writeMerge(ctx context.Context, es *v1alpha1.ExternalSecret, res *engine.Result) (*writeResult, error) {
-	name := targetName(es)
+	name := targetindex.Name(es)
 	// Watch the target by name before reading it, so that a change (or
 	// its creation, when it does not exist yet) queues this ExternalSecret.
 	if _, _, err := r.Named.ResourceVersion(ctx, provider.NamespacedName{Namespace: es.Namespace, Name: name}); err != nil {
