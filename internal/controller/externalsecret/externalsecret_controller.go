@@ -78,6 +78,8 @@ type Reconciler struct {
 
 	// notices holds the keys announced changed (notify.go).
 	notices notices
+	// ahead queues new work first (ahead.go).
+	ahead ahead
 }
 
 // Observer receives sync outcomes for metrics.

@@ -5,10 +5,10 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
@@ -101,31 +101,29 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		return err
 	}
 	c := mgr.GetClient()
+	r.ahead.c = c
+	if err := r.ahead.register(ctx, mgr); err != nil {
+		return err
+	}
+	// Every source lets the workers start once the cache is filled, without
+	// waiting for its handler to be handed every object again (ahead.go).
+	cached := func(obj client.Object, h handler.EventHandler, preds ...predicate.Predicate) source.Source {
+		return whenCacheSynced(mgr.GetCache(), obj, source.Kind(mgr.GetCache(), obj, h, preds...))
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("externalsecret").
-		Watches(&v1alpha1.ExternalSecret{}, newFirst, builder.WithPredicates(predicate.Or[client.Object](
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionStarted))).
-		// Every update of an ExternalSecret, even of its status only, lets
-		// the controller forget what it no longer needs to remember.
-		Watches(&v1alpha1.ExternalSecret{}, handler.Funcs{
-			UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				r.forget(e.ObjectNew.(*v1alpha1.ExternalSecret), false)
-			},
-			DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				if es, ok := e.Object.(*v1alpha1.ExternalSecret); ok {
-					r.forget(es, true)
-				}
-			},
-		}).
-		Watches(&v1alpha1.SecretStore{}, fanOut(func(ctx context.Context, o client.Object) []reconcile.Request {
+		// ExternalSecrets never synced go first (ahead.go).
+		WatchesRawSource(source.Func(r.ahead.start)).
+		WatchesRawSource(cached(&v1alpha1.ExternalSecret{}, r.externalSecretEvents())).
+		WatchesRawSource(cached(&v1alpha1.SecretStore{}, fanOut(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return byIndex(ctx, c, IndexStore, StoreKey(v1alpha1.SecretStoreKind, o.GetNamespace(), o.GetName()), o.GetNamespace())
-		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&v1alpha1.ClusterSecretStore{}, fanOut(func(ctx context.Context, o client.Object) []reconcile.Request {
+		}), predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(cached(&v1alpha1.ClusterSecretStore{}, fanOut(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return byIndex(ctx, c, IndexStore, StoreKey(v1alpha1.ClusterSecretStoreKind, "", o.GetName()), "")
-		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		}), predicate.GenerationChangedPredicate{})).
 		// The metadata cache holds only Secrets with Watchword's label: a
 		// changed owned target is repaired at once.
-		WatchesMetadata(&corev1.Secret{}, handler.Funcs{
+		WatchesRawSource(cached(metadataOf("Secret"), handler.Funcs{
 			CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				// The targets of the initial list need nothing of their
 				// own: their ExternalSecrets are all queued by theirs, and
@@ -143,7 +141,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				r.targetChanged(ctx, e.Object, q, true)
 			},
-		}).
+		})).
 		// Secrets watched by name: a changed Merge target is repaired at
 		// once; a changed credential fans out to every user of its stores
 		// at low priority.
@@ -155,13 +153,20 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		})).
 		// ExternalSecrets whose keys were announced changed (notify.go).
 		WatchesRawSource(source.Func(r.notices.start)).
-		WatchesMetadata(&corev1.ConfigMap{}, fanOut(func(ctx context.Context, o client.Object) []reconcile.Request {
+		WatchesRawSource(cached(metadataOf("ConfigMap"), fanOut(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return byIndex(ctx, c, IndexTemplate, o.GetName(), o.GetNamespace())
-		}), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
-		Watches(&corev1.Namespace{}, fanOut(r.usersOfClusterStores),
-			builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		}), predicate.ResourceVersionChangedPredicate{})).
+		WatchesRawSource(cached(&corev1.Namespace{}, fanOut(r.usersOfClusterStores), predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers, RateLimiter: opts.RateLimiter}).
 		Complete(r)
+}
+
+// metadataOf is the metadata-only object of a core kind, as the cache
+// holds it.
+func metadataOf(kind string) *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+	return m
 }
 
 // storeKeys lists the IndexStore values of an ExternalSecret: a change
@@ -184,28 +189,46 @@ func storeKeys(o client.Object) []string {
 	return out
 }
 
-// newFirst queues ExternalSecrets. The initial list after a start queues
-// every ExternalSecret, at low priority, since most only need their next
-// refresh scheduled; one that was never synced, or whose spec changed since
-// its last sync, is queued ahead of them, so that a new ExternalSecret
-// does not wait behind ten thousand others after a restart.
-var newFirst = handler.Funcs{
-	CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)}
-		es, ok := e.Object.(*v1alpha1.ExternalSecret)
-		pq, isPQ := q.(priorityqueue.PriorityQueue[reconcile.Request])
-		if ok && isPQ && (es.Status.RefreshTime == nil || es.Status.ObservedGeneration != es.Generation) {
-			pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(0)}, req)
-			return
-		}
-		q.Add(req)
-	},
-	UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)})
-	},
-	DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
-	},
+// externalSecretEvents handles the changes of ExternalSecrets. Every
+// update, even of the status only, lets the controller forget what it no
+// longer needs to remember; a change of spec or annotations, the start of a
+// deletion and a deletion queue the ExternalSecret. The initial list after
+// a start queues every ExternalSecret, at low priority (controller-runtime
+// lowers it), since most only need their next refresh scheduled; one that
+// was never synced, or whose spec changed since its last sync, is queued
+// ahead of them (newFirst, and ahead.go for the moments after a start).
+func (r *Reconciler) externalSecretEvents() handler.EventHandler {
+	return handler.Funcs{
+		CreateFunc: newFirst,
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.forget(e.ObjectNew.(*v1alpha1.ExternalSecret), false)
+			if queuedOnUpdate.Update(e) {
+				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)})
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if es, ok := e.Object.(*v1alpha1.ExternalSecret); ok {
+				r.forget(es, true)
+			}
+			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
+		},
+	}
+}
+
+// queuedOnUpdate lets through the updates that queue an ExternalSecret.
+var queuedOnUpdate = predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionStarted)
+
+// newFirst queues a created ExternalSecret: at the default priority if
+// it is unsynced, at the queue's priority otherwise.
+func newFirst(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)}
+	es, ok := e.Object.(*v1alpha1.ExternalSecret)
+	pq, isPQ := q.(priorityqueue.PriorityQueue[reconcile.Request])
+	if ok && isPQ && unsynced(es) {
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(0)}, req)
+		return
+	}
+	q.Add(req)
 }
 
 // deletionStarted lets through the update that sets deletionTimestamp.

@@ -15,7 +15,9 @@ import (
 // fanOut maps a change of a shared object (a store, a credential, a
 // namespace, a template) to the ExternalSecrets that depend on it, and
 // queues them at low priority: a store edit that touches ten thousand
-// ExternalSecrets must not delay a new or changed one.
+// ExternalSecrets must not delay a new or changed one. The objects of the
+// initial list after a start queue nothing: every ExternalSecret is
+// queued by its own.
 func fanOut(fn handler.MapFunc) handler.EventHandler {
 	add := func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		reqs := fn(ctx, obj)
@@ -29,7 +31,9 @@ func fanOut(fn handler.MapFunc) handler.EventHandler {
 	}
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, e.Object, q)
+			if !e.IsInInitialList {
+				add(ctx, e.Object, q)
+			}
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			add(ctx, e.ObjectNew, q)
