@@ -80,6 +80,9 @@ type Reconciler struct {
 	notices notices
 	// ahead queues new work first (ahead.go).
 	ahead ahead
+	// statusPut writes statuses (statusput.go); without it, as in tests
+	// without an API server, Client does.
+	statusPut *statusPut
 }
 
 // Observer receives sync outcomes for metrics.

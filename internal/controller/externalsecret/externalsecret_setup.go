@@ -101,6 +101,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		return err
 	}
 	c := mgr.GetClient()
+	var err error
+	if r.statusPut, err = newStatusPut(mgr); err != nil {
+		return err
+	}
 	r.ahead.c = c
 	if err := r.ahead.register(ctx, mgr); err != nil {
 		return err

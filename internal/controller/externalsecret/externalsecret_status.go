@@ -207,7 +207,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, res ctrl.Result,
 		s.recorded = true
 		return res, err
 	}
-	perr := r.Client.Status().Update(ctx, s.es)
+	var perr error
+	if r.statusPut != nil {
+		perr = r.statusPut.put(ctx, s.es)
+	} else {
+		perr = r.Client.Status().Update(ctx, s.es)
+	}
 	s.recorded = perr == nil
 	key := s.es.Namespace + "/" + s.es.Name
 	switch {
