@@ -42,9 +42,13 @@ type logConfig struct {
 // logLevels are the values --log-level accepts.
 var logLevels = map[string]zapcore.Level{"debug": zapcore.DebugLevel, "info": zapcore.InfoLevel, "error": zapcore.ErrorLevel}
 
-// logger builds the logger; the level was checked by the parser.
+// logger builds the logger; the level was checked by the parser. Times
+// are RFC 3339 with their fraction of a second: the order of what happens
+// in the second after a start is worth seeing.
 func (l logConfig) logger() logr.Logger {
-	return zap.New(zap.UseDevMode(l.Console), zap.Level(logLevels[l.Level]))
+	return zap.New(zap.UseDevMode(l.Console), zap.Level(logLevels[l.Level]), func(o *zap.Options) {
+		o.TimeEncoder = zapcore.RFC3339NanoTimeEncoder
+	})
 }
 
 // reportedError is an error of the flag syntax, which the flag package has
