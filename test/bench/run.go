@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -144,12 +147,14 @@ func run(ctx context.Context, c config) (*result, error) {
 	res.IdleRSSMiB = ctrl.rss()
 	cpuBefore := b.cpu(ctrl)
 	fmt.Fprintf(os.Stderr, "creating %d ExternalSecrets…\n", c.N)
+	profiled := b.profile(ctx, "sync")
 	synced, err := b.createAndWait(ctx, ctrl)
 	if err != nil {
 		return res, err
 	}
 	syncEnd := time.Now()
 	res.CPUSecondsSync = b.cpu(ctrl).since(cpuBefore)
+	profiled()
 	res.APIServerMsAlone = b.apiMs
 	res.APIServerMsSync = res.CPUSecondsSync["kube-apiserver"] * 1000 / float64(c.N)
 	res.SyncSeconds = synced.Seconds()
@@ -614,6 +619,52 @@ func (b *bench) leaseTaken(ctx context.Context, since time.Time) (time.Time, err
 // resync of every other ExternalSecret.
 func (b *bench) newDuringRestart(ctx context.Context) (float64, error) {
 	return b.timeNewES(ctx, "es-new-during-restart")
+}
+
+// profileSync, if set, is how long the CPU profiles of the sync last.
+var profileSync time.Duration
+
+// profile takes CPU profiles of kube-apiserver and, if it serves them, of
+// the controller, over the next profileSync, side by side, into
+// files beside the JSON result named after phase. The returned function
+// waits for them.
+func (b *bench) profile(ctx context.Context, phase string) (wait func()) {
+	if profileSync <= 0 {
+		return func() {}
+	}
+	seconds := strconv.Itoa(int(profileSync.Seconds()))
+	base := strings.TrimSuffix(b.c.Out, filepath.Ext(b.c.Out)) + "-" + phase
+	var wg sync.WaitGroup
+	save := func(file string, get func() ([]byte, error)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			raw, err := get()
+			if err == nil {
+				err = os.WriteFile(file, raw, 0o644)
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "  profile %s: %v\n", file, err)
+				return
+			}
+			fmt.Fprintf(os.Stderr, "  wrote %s\n", file)
+		}()
+	}
+	save(base+"-apiserver.pprof", func() ([]byte, error) {
+		return b.kube.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", seconds).
+			Timeout(profileSync + time.Minute).DoRaw(ctx)
+	})
+	if pprofAddr != "" {
+		save(base+"-controller.pprof", func() ([]byte, error) {
+			resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/profile?seconds=" + seconds)
+			if err != nil {
+				return nil, err
+			}
+			defer resp.Body.Close()
+			return io.ReadAll(resp.Body)
+		})
+	}
+	return wg.Wait
 }
 
 // apiserverMetrics scrapes the API server's own metrics.
