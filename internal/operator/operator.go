@@ -417,13 +417,9 @@ func addPushSecrets(ctx context.Context, mgr ctrl.Manager, metaClient metadata.I
 // by the indexes already.) A namespaced cache answers for the kinds it
 // does not serve itself.
 func warmCaches(ctx context.Context, mgr ctrl.Manager) error {
-	secretMeta := &metav1.PartialObjectMetadata{}
-	secretMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	configMapMeta := &metav1.PartialObjectMetadata{}
-	configMapMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
 	for _, obj := range []client.Object{
 		&v1alpha1.ExternalSecret{}, &v1alpha1.PushSecret{}, &v1alpha1.SecretStore{}, &v1alpha1.ClusterSecretStore{},
-		&corev1.Namespace{}, secretMeta, configMapMeta,
+		&corev1.Namespace{}, externalsecret.MetadataOf("Secret"), externalsecret.MetadataOf("ConfigMap"),
 	} {
 		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 			return fmt.Errorf("preparing the cache of %T: %w", obj, err)

@@ -7,11 +7,9 @@ import (
 
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -104,12 +102,7 @@ func (a *ahead) add(es *v1alpha1.ExternalSecret) {
 	if ref == nil {
 		return
 	}
-	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(es)}
-	if pq, ok := ref.q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
-		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(0)}, req)
-		return
-	}
-	ref.q.Add(req)
+	queueAt(ref.q, 0, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(es)})
 }
 
 // start is the controller's source: it takes the queue, then queues the

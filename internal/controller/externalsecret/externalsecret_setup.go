@@ -7,11 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -127,7 +125,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		}), predicate.GenerationChangedPredicate{})).
 		// The metadata cache holds only Secrets with Watchword's label: a
 		// changed owned target is repaired at once.
-		WatchesRawSource(cached(metadataOf("Secret"), handler.Funcs{
+		WatchesRawSource(cached(MetadataOf("Secret"), handler.Funcs{
 			CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				// The targets of the initial list need nothing of their
 				// own: their ExternalSecrets are all queued by theirs, and
@@ -157,7 +155,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		})).
 		// ExternalSecrets whose keys were announced changed (notify.go).
 		WatchesRawSource(source.Func(r.notices.start)).
-		WatchesRawSource(cached(metadataOf("ConfigMap"), fanOut(func(ctx context.Context, o client.Object) []reconcile.Request {
+		WatchesRawSource(cached(MetadataOf("ConfigMap"), fanOut(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return byIndex(ctx, c, IndexTemplate, o.GetName(), o.GetNamespace())
 		}), predicate.ResourceVersionChangedPredicate{})).
 		WatchesRawSource(cached(&corev1.Namespace{}, fanOut(r.usersOfClusterStores), predicate.LabelChangedPredicate{})).
@@ -165,9 +163,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Complete(r)
 }
 
-// metadataOf is the metadata-only object of a core kind, as the cache
+// MetadataOf is the metadata-only object of a core kind, as the cache
 // holds it.
-func metadataOf(kind string) *metav1.PartialObjectMetadata {
+func MetadataOf(kind string) *metav1.PartialObjectMetadata {
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
 	return m
@@ -226,10 +224,8 @@ var queuedOnUpdate = predicate.Or[client.Object](predicate.GenerationChangedPred
 // it is unsynced, at the queue's priority otherwise.
 func newFirst(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)}
-	es, ok := e.Object.(*v1alpha1.ExternalSecret)
-	pq, isPQ := q.(priorityqueue.PriorityQueue[reconcile.Request])
-	if ok && isPQ && unsynced(es) {
-		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(0)}, req)
+	if es, ok := e.Object.(*v1alpha1.ExternalSecret); ok && unsynced(es) {
+		queueAt(q, 0, req)
 		return
 	}
 	q.Add(req)

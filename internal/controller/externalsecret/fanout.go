@@ -20,14 +20,7 @@ import (
 // queued by its own.
 func fanOut(fn handler.MapFunc) handler.EventHandler {
 	add := func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		reqs := fn(ctx, obj)
-		if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
-			pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, reqs...)
-			return
-		}
-		for _, r := range reqs {
-			q.Add(r)
-		}
+		queueAt(q, handler.LowPriority, fn(ctx, obj)...)
 	}
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -44,5 +37,17 @@ func fanOut(fn handler.MapFunc) handler.EventHandler {
 		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			add(ctx, e.Object, q)
 		},
+	}
+}
+
+// queueAt adds reqs to q at priority prio when q is a priority queue (as
+// the controller's is), and plainly otherwise.
+func queueAt(q workqueue.TypedRateLimitingInterface[reconcile.Request], prio int, reqs ...reconcile.Request) {
+	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(prio)}, reqs...)
+		return
+	}
+	for _, r := range reqs {
+		q.Add(r)
 	}
 }
