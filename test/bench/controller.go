@@ -66,6 +66,13 @@ func startController(bin, kubeconfig string) (*controller, error) {
 	if pprofAddr != "" {
 		args = append(args, "--pprof-bind-address", pprofAddr)
 	}
+	if bareOperator {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		bin, args = self, []string{bareOperatorArg, "--kubeconfig", kubeconfig, "--metrics-bind-address", addr}
+	}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = os.Environ()
 	if goMemLimit != "" {

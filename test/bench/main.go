@@ -32,9 +32,24 @@ type config struct {
 	Cycles        int
 	Out, Binary   string
 	Store         string
+	// Operator is the operator of the sync: Watchword, or the bare one
+	// (bare.go).
+	Operator string
 }
 
+const (
+	operatorWatchword = "watchword"
+	operatorBare      = "bare"
+)
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == bareOperatorArg {
+		if err := runBare(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bare operator:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var c config
 	flag.IntVar(&c.N, "n", 10000, "ExternalSecrets to create")
 	flag.IntVar(&c.Keys, "keys", 1000, "unique remote keys of the store")
@@ -55,9 +70,15 @@ func main() {
 	flag.IntVar(&workers, "workers", 0, "the controller's --workers (0: its default)")
 	flag.StringVar(&pprofAddr, "controller-pprof", "", "address for the controller's pprof endpoints, such as 127.0.0.1:6060")
 	flag.StringVar(&controllerLogLevel, "controller-log-level", "error", "--log-level of the controller")
-	flag.DurationVar(&profileSync, "profile-sync", 0, "CPU profiles of kube-apiserver and (with -controller-pprof) of the controller over the sync's first part of this length, written beside -out (0: none)")
+	flag.DurationVar(&profileSync, "profile-sync", 0, "CPU profiles of kube-apiserver and (with -controller-pprof) of the controller over the sync's first part of this length, and of kube-apiserver over each of the three writes alone (at most 4s each), written beside -out (0: none)")
 	flag.StringVar(&watchList, "watch-list", "", "client-go's WatchListClient feature gate in the controller: true (caches filled by streaming lists), false (paginated lists), empty (client-go's default)")
+	flag.StringVar(&c.Operator, "operator", operatorWatchword, "the operator of the sync: watchword, or bare (the least any operator does: one informer, the target and the status; the run ends after the sync)")
 	flag.Parse()
+	if c.Operator != operatorWatchword && c.Operator != operatorBare {
+		fmt.Fprintf(os.Stderr, "-operator %q: want %s or %s\n", c.Operator, operatorWatchword, operatorBare)
+		os.Exit(2)
+	}
+	bareOperator = c.Operator == operatorBare
 	statusPeriod = c.StatusPeriod
 	if c.Store != storeFake && c.Store != storeMemoryPlugin && c.Store != storeAWS {
 		fmt.Fprintf(os.Stderr, "-store %q: want %s, %s or %s\n", c.Store, storeFake, storeMemoryPlugin, storeAWS)

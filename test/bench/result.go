@@ -114,6 +114,11 @@ func (r *result) print(w io.Writer) {
 	fmt.Fprintf(t, "API server CPU ms per ExternalSecret: during the sync; its three writes alone\t%.2f; %.2f (%s)\n", r.APIServerMsSync, alone, joinSorted(r.APIServerMsAlone, "%s %.2f"))
 	fmt.Fprintf(t, "apiserver requests during the sync\t%s\n", joinSorted(r.APIRequestsByVerb, "%s %.0f"))
 	fmt.Fprintf(t, "events written during the sync\t%.0f (one first-sync event made per ExternalSecret)\n", r.EventsSync)
+	if c.Operator == operatorBare {
+		fmt.Fprintf(t, "operator\tbare: the sync alone, by the least any operator does (nothing after it measured)\n")
+		t.Flush()
+		return
+	}
 	fmt.Fprintf(t, "provider calls per refresh cycle: single reads, batch reads, version checks\t%.0f, %.0f, %.0f (unique keys: %d)\n", r.CallsPerCycle, r.BatchCallsPerCycle, r.VersionCallsPerCycle, c.Keys)
 	fmt.Fprintf(t, "refresh syncs per second: mean, busiest\t%.1f, %.0f (busiest/mean %.2f; target <= 2)\n", r.RefreshMeanPerSec, r.RefreshBusiestSec, r.BusiestOverMean)
 	if r.SteadyMinutes > 0 {

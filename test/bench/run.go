@@ -60,8 +60,12 @@ const (
 // apiserverMs measures the API server's CPU milliseconds per write of
 // n writes made by f, as the write named what.
 func (b *bench) apiserverMs(what string, n int, f func() error) error {
+	// The profile of a write alone is short: each phase lasts a few
+	// seconds on this kind of machine.
+	profiled := b.profile(context.Background(), what, min(profileSync, aloneProfile), false)
 	before := b.cpu(nil)["kube-apiserver"]
 	err := f()
+	profiled()
 	if b.apiMs == nil {
 		b.apiMs = map[string]float64{}
 	}
@@ -134,8 +138,10 @@ func run(ctx context.Context, c config) (*result, error) {
 	if err = b.createStore(ctx); err != nil {
 		return res, err
 	}
-	if err = b.waitStoreReady(ctx); err != nil {
-		return res, err
+	if !bareOperator {
+		if err = b.waitStoreReady(ctx); err != nil {
+			return res, err
+		}
 	}
 
 	// 3. N ExternalSecrets, timed until every target has the right data.
@@ -147,7 +153,7 @@ func run(ctx context.Context, c config) (*result, error) {
 	res.IdleRSSMiB = ctrl.rss()
 	cpuBefore := b.cpu(ctrl)
 	fmt.Fprintf(os.Stderr, "creating %d ExternalSecrets…\n", c.N)
-	profiled := b.profile(ctx, "sync")
+	profiled := b.profile(ctx, "sync", profileSync, true)
 	synced, err := b.createAndWait(ctx, ctrl)
 	if err != nil {
 		return res, err
@@ -180,6 +186,11 @@ func run(ctx context.Context, c config) (*result, error) {
 		res.APIRequestsByVerb[verb] = d
 	}
 	res.EventsSync = apiAfter.sum("apiserver_request_total", `resource="events"`, `verb="POST"`) - apiBefore.sum("apiserver_request_total", `resource="events"`, `verb="POST"`)
+	if bareOperator {
+		// The bare operator only syncs: nothing after the sync is its.
+		res.PeakRSSMiB = ctrl.peakRSS()
+		return res, nil
+	}
 
 	// 4. Steady state: provider calls per cycle and how refreshes spread.
 	if c.Cycles > 0 {
@@ -624,16 +635,20 @@ func (b *bench) newDuringRestart(ctx context.Context) (float64, error) {
 // profileSync, if set, is how long the CPU profiles of the sync last.
 var profileSync time.Duration
 
-// profile takes CPU profiles of kube-apiserver and, if it serves them, of
-// the controller, over the next profileSync, side by side, into
-// files beside the JSON result named after phase. The returned function
-// waits for them.
-func (b *bench) profile(ctx context.Context, phase string) (wait func()) {
-	if profileSync <= 0 {
+// aloneProfile is the longest profile of one of the three writes alone,
+// each measured on its own before the controller starts.
+const aloneProfile = 4 * time.Second
+
+// profile takes a CPU profile of kube-apiserver and, with controller and
+// if it serves them, of the controller, over the next d, side by side,
+// into files beside the JSON result named after phase. The returned
+// function waits for them.
+func (b *bench) profile(ctx context.Context, phase string, d time.Duration, controller bool) (wait func()) {
+	if d <= 0 {
 		return func() {}
 	}
-	seconds := strconv.Itoa(int(profileSync.Seconds()))
-	base := strings.TrimSuffix(b.c.Out, filepath.Ext(b.c.Out)) + "-" + phase
+	seconds := strconv.Itoa(int(d.Seconds()))
+	base := strings.TrimSuffix(b.c.Out, filepath.Ext(b.c.Out)) + "-" + strings.ReplaceAll(phase, " ", "-")
 	var wg sync.WaitGroup
 	save := func(file string, get func() ([]byte, error)) {
 		wg.Add(1)
@@ -652,9 +667,9 @@ func (b *bench) profile(ctx context.Context, phase string) (wait func()) {
 	}
 	save(base+"-apiserver.pprof", func() ([]byte, error) {
 		return b.kube.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", seconds).
-			Timeout(profileSync + time.Minute).DoRaw(ctx)
+			Timeout(d + time.Minute).DoRaw(ctx)
 	})
-	if pprofAddr != "" {
+	if controller && pprofAddr != "" {
 		save(base+"-controller.pprof", func() ([]byte, error) {
 			resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/profile?seconds=" + seconds)
 			if err != nil {
