@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -127,30 +126,29 @@ func runBare(args []string) error {
 // bareSync writes the target of one ExternalSecret and then its status,
 // a PUT of the status subresource whose answer is not decoded: nothing
 // later needs it.
-func bareSync(ctx context.Context, k8s client.Client, status rest.Interface, c cache.Cache, key types.NamespacedName) error {
+func bareSync(ctx context.Context, k8s client.Client, status rest.Interface, c cache.Cache, name types.NamespacedName) error {
 	var es v1alpha1.ExternalSecret
-	if err := c.Get(ctx, key, &es); err != nil {
+	if err := c.Get(ctx, name, &es); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if es.Status.RefreshTime != nil || len(es.Spec.Data) == 0 {
 		return nil
 	}
-	remote := es.Spec.Data[0].RemoteRef.Key
+	var key int // the benchmark's keys are key-N, holding value-N
+	if _, err := fmt.Sscanf(es.Spec.Data[0].RemoteRef.Key, "key-%d", &key); err != nil {
+		return err
+	}
 	target := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
 		Namespace: es.Namespace, Name: es.Name,
 		Labels:      map[string]string{conditions.ManagedByLabel: conditions.ManagedByValue},
 		Annotations: map[string]string{conditions.OwnerAnnotation: es.Name},
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(&es,
 			v1alpha1.GroupVersion.WithKind("ExternalSecret"))},
-	}, Data: map[string][]byte{es.Spec.Data[0].SecretKey: []byte("value-" + strings.TrimPrefix(remote, "key-"))}}
+	}, Data: map[string][]byte{es.Spec.Data[0].SecretKey: fmt.Appendf(nil, "value-%d", key)}}
 	if err := k8s.Create(ctx, target); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	var n int
-	if _, err := fmt.Sscanf(remote, "key-%d", &n); err != nil {
-		return err
-	}
-	es.Status = syncedStatus(&es, n)
+	es.Status = syncedStatus(&es, key)
 	es.Status.TargetResourceVersion = target.ResourceVersion
 	return status.Put().Namespace(es.Namespace).Resource("externalsecrets").Name(es.Name).
 		SubResource("status").Body(&es).Do(ctx).Error()
