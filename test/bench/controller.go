@@ -42,6 +42,9 @@ var controllerLogLevel = "error"
 // from paginated lists), through client-go's environment override.
 var watchList string
 
+// controllerFlags are more flags of the controller, separated by spaces.
+var controllerFlags string
+
 // leaseNamespace holds the controllers' leader election lease: they run
 // with leader election, so that a restart can be timed from the moment
 // the new process takes the lease.
@@ -66,6 +69,7 @@ func startController(bin, kubeconfig string) (*controller, error) {
 	if pprofAddr != "" {
 		args = append(args, "--pprof-bind-address", pprofAddr)
 	}
+	args = append(args, strings.Fields(controllerFlags)...)
 	if bareOperator {
 		self, err := os.Executable()
 		if err != nil {

@@ -69,6 +69,7 @@ func main() {
 	flag.StringVar(&goMemLimit, "controller-gomemlimit", "", "GOMEMLIMIT of the controller process only, such as 120MiB")
 	flag.IntVar(&workers, "workers", 0, "the controller's --workers (0: its default)")
 	flag.StringVar(&pprofAddr, "controller-pprof", "", "address for the controller's pprof endpoints, such as 127.0.0.1:6060")
+	flag.StringVar(&controllerFlags, "controller-flags", "", "more flags of the controller, separated by spaces, such as \"--kube-api-qps=2000 --kube-api-burst=4000\"")
 	flag.StringVar(&controllerLogLevel, "controller-log-level", "error", "--log-level of the controller")
 	flag.DurationVar(&profileSync, "profile-sync", 0, "CPU profiles of kube-apiserver and (with -controller-pprof) of the controller over the sync's first part of this length, and of kube-apiserver over each of the three writes alone (at most 4s each), written beside -out (0: none)")
 	flag.StringVar(&watchList, "watch-list", "", "client-go's WatchListClient feature gate in the controller: true (caches filled by streaming lists), false (paginated lists), empty (client-go's default)")

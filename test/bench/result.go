@@ -28,17 +28,23 @@ type result struct {
 	CPUSecondsSync      map[string]float64 `json:"cpu_seconds_during_sync"`
 	// The API server's CPU milliseconds per write of each kind, alone,
 	// and per ExternalSecret during the sync.
-	APIServerMsAlone     map[string]float64 `json:"apiserver_cpu_ms_per_write_alone"`
-	APIServerMsSync      float64            `json:"apiserver_cpu_ms_per_externalsecret_during_sync"`
-	APIRequestsByVerb    map[string]float64 `json:"apiserver_requests_by_verb_during_sync"`
-	CallsPerCycle        float64            `json:"provider_calls_per_refresh_cycle"`
-	BatchCallsPerCycle   float64            `json:"provider_batch_calls_per_refresh_cycle"`
-	VersionCallsPerCycle float64            `json:"provider_version_checks_per_refresh_cycle"`
-	RefreshMeanPerSec    float64            `json:"refresh_syncs_mean_per_sec"`
-	RefreshBusiestSec    float64            `json:"refresh_syncs_busiest_sec"`
-	BusiestOverMean      float64            `json:"busiest_over_mean"`
-	NewESSecondsFanOut   float64            `json:"new_externalsecret_sync_seconds_while_all_due"`
-	NewESSecondsDuring   float64            `json:"new_externalsecret_sync_seconds_during_restart"`
+	APIServerMsAlone  map[string]float64 `json:"apiserver_cpu_ms_per_write_alone"`
+	APIServerMsSync   float64            `json:"apiserver_cpu_ms_per_externalsecret_during_sync"`
+	APIRequestsByVerb map[string]float64 `json:"apiserver_requests_by_verb_during_sync"`
+
+	// The watch events the API server sent during the sync, by resource:
+	// how many, and their encoded size in KiB.
+	WatchEventsByResource   map[string]float64 `json:"apiserver_watch_events_by_resource_during_sync"`
+	WatchEventKiBByResource map[string]float64 `json:"apiserver_watch_event_kib_by_resource_during_sync"`
+
+	CallsPerCycle        float64 `json:"provider_calls_per_refresh_cycle"`
+	BatchCallsPerCycle   float64 `json:"provider_batch_calls_per_refresh_cycle"`
+	VersionCallsPerCycle float64 `json:"provider_version_checks_per_refresh_cycle"`
+	RefreshMeanPerSec    float64 `json:"refresh_syncs_mean_per_sec"`
+	RefreshBusiestSec    float64 `json:"refresh_syncs_busiest_sec"`
+	BusiestOverMean      float64 `json:"busiest_over_mean"`
+	NewESSecondsFanOut   float64 `json:"new_externalsecret_sync_seconds_while_all_due"`
+	NewESSecondsDuring   float64 `json:"new_externalsecret_sync_seconds_during_restart"`
 	// The takeover by a standby replica: when it took the lease after
 	// the leader was stopped, and when a new ExternalSecret created then
 	// was synced, from the lease and from its creation.
@@ -113,6 +119,13 @@ func (r *result) print(w io.Writer) {
 	}
 	fmt.Fprintf(t, "API server CPU ms per ExternalSecret: during the sync; its three writes alone\t%.2f; %.2f (%s)\n", r.APIServerMsSync, alone, joinSorted(r.APIServerMsAlone, "%s %.2f"))
 	fmt.Fprintf(t, "apiserver requests during the sync\t%s\n", joinSorted(r.APIRequestsByVerb, "%s %.0f"))
+	many, kib := map[string]float64{}, map[string]float64{}
+	for resource, n := range r.WatchEventsByResource {
+		if n >= 100 {
+			many[resource], kib[resource] = n, r.WatchEventKiBByResource[resource]
+		}
+	}
+	fmt.Fprintf(t, "watch events sent during the sync, resources with 100 or more: count; KiB\t%s; %s\n", joinSorted(many, "%s %.0f"), joinSorted(kib, "%s %.0f"))
 	fmt.Fprintf(t, "events written during the sync\t%.0f (one first-sync event made per ExternalSecret)\n", r.EventsSync)
 	if c.Operator == operatorBare {
 		fmt.Fprintf(t, "operator\tbare: the sync alone, by the least any operator does (nothing after it measured)\n")

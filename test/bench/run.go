@@ -185,6 +185,8 @@ func run(ctx context.Context, c config) (*result, error) {
 		d := apiAfter.sum("apiserver_request_total", `verb="`+verb+`"`) - apiBefore.sum("apiserver_request_total", `verb="`+verb+`"`)
 		res.APIRequestsByVerb[verb] = d
 	}
+	res.WatchEventsByResource = delta(apiBefore.by("apiserver_watch_events_total", "resource"), apiAfter.by("apiserver_watch_events_total", "resource"), 1)
+	res.WatchEventKiBByResource = delta(apiBefore.by("apiserver_watch_events_sizes_sum", "resource"), apiAfter.by("apiserver_watch_events_sizes_sum", "resource"), 1024)
 	res.EventsSync = apiAfter.sum("apiserver_request_total", `resource="events"`, `verb="POST"`) - apiBefore.sum("apiserver_request_total", `resource="events"`, `verb="POST"`)
 	if bareOperator {
 		// The bare operator only syncs: nothing after the sync is its.
@@ -777,4 +779,15 @@ func (b *bench) steadyWrites(ctx context.Context, res *result, syncEnd time.Time
 		res.SteadyTargetPerMin = 0
 	}
 	return nil
+}
+
+// delta is after minus before for each key that grew, divided by unit.
+func delta(before, after map[string]float64, unit float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = d / unit
+		}
+	}
+	return out
 }
