@@ -36,6 +36,10 @@ type result struct {
 	// how many, and their encoded size in KiB.
 	WatchEventsByResource   map[string]float64 `json:"apiserver_watch_events_by_resource_during_sync"`
 	WatchEventKiBByResource map[string]float64 `json:"apiserver_watch_event_kib_by_resource_during_sync"`
+	// How long the controller's requests waited for its client-side rate
+	// limit during the sync, in all, and how many waited over 1 ms.
+	ClientWaitSecondsSync float64 `json:"controller_client_rate_limit_wait_seconds_during_sync"`
+	ClientWaitedSync      float64 `json:"controller_requests_waited_over_1ms_during_sync"`
 
 	CallsPerCycle        float64 `json:"provider_calls_per_refresh_cycle"`
 	BatchCallsPerCycle   float64 `json:"provider_batch_calls_per_refresh_cycle"`
@@ -126,6 +130,7 @@ func (r *result) print(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(t, "watch events sent during the sync, resources with 100 or more: count; KiB\t%s; %s\n", joinSorted(many, "%s %.0f"), joinSorted(kib, "%s %.0f"))
+	fmt.Fprintf(t, "controller's requests held by its client-side rate limit during the sync\t%.0f over 1 ms, %.1f s waited in all\n", r.ClientWaitedSync, r.ClientWaitSecondsSync)
 	fmt.Fprintf(t, "events written during the sync\t%.0f (one first-sync event made per ExternalSecret)\n", r.EventsSync)
 	if c.Operator == operatorBare {
 		fmt.Fprintf(t, "operator\tbare: the sync alone, by the least any operator does (nothing after it measured)\n")

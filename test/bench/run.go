@@ -174,6 +174,9 @@ func run(ctx context.Context, c config) (*result, error) {
 	res.AllSynced = res.WrongData == 0
 	mAfter, _ := ctrl.scrape()
 	res.ProviderCallsSync = mAfter.sum("watchword_provider_calls_total", `operation="get"`) - mBefore.sum("watchword_provider_calls_total", `operation="get"`)
+	const wait = "rest_client_rate_limiter_duration_seconds"
+	res.ClientWaitSecondsSync = mAfter.sum(wait+"_sum") - mBefore.sum(wait+"_sum")
+	res.ClientWaitedSync = mAfter.sum(wait+"_count") - mBefore.sum(wait+"_count") - (mAfter.sum(wait+"_bucket", `le="0.001"`) - mBefore.sum(wait+"_bucket", `le="0.001"`))
 	res.BatchCallsSync = mAfter.sum("watchword_provider_calls_total", `operation="batchGet"`) - mBefore.sum("watchword_provider_calls_total", `operation="batchGet"`)
 	b.awsCalls("during the sync")
 	apiAfter, err := b.apiserverMetrics(ctx)
