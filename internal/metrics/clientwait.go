@@ -13,7 +13,8 @@ import (
 // ClientRateLimiterWait is how long requests to the API server waited for
 // the client-side rate limit (--kube-api-qps, --kube-api-burst), by verb:
 // it shows when that limit, and not the API server, paces a sync. The name
-// and labels are client-go's own for this measure.
+// and labels are those Kubernetes components use for this measure
+// (component-base's client metrics), on controller-runtime's registry.
 var ClientRateLimiterWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Name:    "rest_client_rate_limiter_duration_seconds",
 	Help:    "Time requests to the API server waited for the client-side rate limit, by verb and host.",

@@ -130,7 +130,9 @@ func (r *result) print(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(t, "watch events sent during the sync, resources with 100 or more: count; KiB\t%s; %s\n", joinSorted(many, "%s %.0f"), joinSorted(kib, "%s %.0f"))
-	fmt.Fprintf(t, "controller's requests held by its client-side rate limit during the sync\t%.0f over 1 ms, %.1f s waited in all\n", r.ClientWaitedSync, r.ClientWaitSecondsSync)
+	if c.Operator != operatorBare {
+		fmt.Fprintf(t, "controller's requests held by its client-side rate limit during the sync\t%.0f over 1 ms, %.1f s waited in all\n", r.ClientWaitedSync, r.ClientWaitSecondsSync)
+	}
 	fmt.Fprintf(t, "events written during the sync\t%.0f (one first-sync event made per ExternalSecret)\n", r.EventsSync)
 	if c.Operator == operatorBare {
 		fmt.Fprintf(t, "operator\tbare: the sync alone, by the least any operator does (nothing after it measured)\n")
