@@ -36,6 +36,9 @@ type result struct {
 	// how many, and their encoded size in KiB.
 	WatchEventsByResource   map[string]float64 `json:"apiserver_watch_events_by_resource_during_sync"`
 	WatchEventKiBByResource map[string]float64 `json:"apiserver_watch_event_kib_by_resource_during_sync"`
+	// The watchers the API server closed during the sync because they did
+	// not keep up with their events, by resource.
+	WatchersTerminatedByResource map[string]float64 `json:"apiserver_watchers_closed_unresponsive_by_resource_during_sync"`
 	// How long the controller's requests waited for its client-side rate
 	// limit during the sync, in all, and how many waited over 1 ms.
 	ClientWaitSecondsSync float64 `json:"controller_client_rate_limit_wait_seconds_during_sync"`
@@ -130,6 +133,7 @@ func (r *result) print(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(t, "watch events sent during the sync, resources with 100 or more: count; KiB\t%s; %s\n", joinSorted(many, "%s %.0f"), joinSorted(kib, "%s %.0f"))
+	fmt.Fprintf(t, "watchers the API server closed during the sync for not keeping up\t%s\n", orNone(joinSorted(r.WatchersTerminatedByResource, "%s %.0f")))
 	if c.Operator != operatorBare {
 		fmt.Fprintf(t, "controller's requests held by its client-side rate limit during the sync\t%.0f over 1 ms, %.1f s waited in all\n", r.ClientWaitedSync, r.ClientWaitSecondsSync)
 	}
@@ -182,4 +186,12 @@ func joinSorted(m map[string]float64, format string) string {
 		parts[i] = fmt.Sprintf(format, k, m[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// orNone is s, or "none" if it is empty.
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

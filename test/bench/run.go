@@ -190,6 +190,7 @@ func run(ctx context.Context, c config) (*result, error) {
 	}
 	res.WatchEventsByResource = delta(apiBefore.by("apiserver_watch_events_total", "resource"), apiAfter.by("apiserver_watch_events_total", "resource"), 1)
 	res.WatchEventKiBByResource = delta(apiBefore.by("apiserver_watch_events_sizes_sum", "resource"), apiAfter.by("apiserver_watch_events_sizes_sum", "resource"), 1024)
+	res.WatchersTerminatedByResource = delta(apiBefore.by("apiserver_terminated_watchers_total", "resource"), apiAfter.by("apiserver_terminated_watchers_total", "resource"), 1)
 	res.EventsSync = apiAfter.sum("apiserver_request_total", `resource="events"`, `verb="POST"`) - apiBefore.sum("apiserver_request_total", `resource="events"`, `verb="POST"`)
 	if bareOperator {
 		// The bare operator only syncs: nothing after the sync is its.
