@@ -183,6 +183,24 @@ func (m metrics) sum(name string, fragments ...string) float64 {
 	return total
 }
 
+// since is how much sum(name, fragments...) grew from before to m.
+func (m metrics) since(before metrics, name string, fragments ...string) float64 {
+	return m.sum(name, fragments...) - before.sum(name, fragments...)
+}
+
+// sinceBy is, for each value of label whose samples grew from before to
+// m, how much they grew (see by).
+func (m metrics) sinceBy(before metrics, name, label string, fragments ...string) map[string]float64 {
+	was := before.by(name, label, fragments...)
+	out := map[string]float64{}
+	for value, v := range m.by(name, label, fragments...) {
+		if d := v - was[value]; d > 0 {
+			out[value] = d
+		}
+	}
+	return out
+}
+
 // sampleOf tells whether the sample k is one of name whose labels contain
 // every fragment.
 func sampleOf(k, name string, fragments []string) bool {

@@ -173,11 +173,11 @@ func run(ctx context.Context, c config) (*result, error) {
 	}
 	res.AllSynced = res.WrongData == 0
 	mAfter, _ := ctrl.scrape()
-	res.ProviderCallsSync = mAfter.sum("watchword_provider_calls_total", `operation="get"`) - mBefore.sum("watchword_provider_calls_total", `operation="get"`)
+	res.ProviderCallsSync = mAfter.since(mBefore, "watchword_provider_calls_total", `operation="get"`)
 	const wait = "rest_client_rate_limiter_duration_seconds"
-	res.ClientWaitSecondsSync = mAfter.sum(wait+"_sum") - mBefore.sum(wait+"_sum")
-	res.ClientWaitedSync = mAfter.sum(wait+"_count") - mBefore.sum(wait+"_count") - (mAfter.sum(wait+"_bucket", `le="0.001"`) - mBefore.sum(wait+"_bucket", `le="0.001"`))
-	res.BatchCallsSync = mAfter.sum("watchword_provider_calls_total", `operation="batchGet"`) - mBefore.sum("watchword_provider_calls_total", `operation="batchGet"`)
+	res.ClientWaitSecondsSync = mAfter.since(mBefore, wait+"_sum")
+	res.ClientWaitedSync = mAfter.since(mBefore, wait+"_count") - mAfter.since(mBefore, wait+"_bucket", `le="0.001"`)
+	res.BatchCallsSync = mAfter.since(mBefore, "watchword_provider_calls_total", `operation="batchGet"`)
 	b.awsCalls("during the sync")
 	apiAfter, err := b.apiserverMetrics(ctx)
 	if err != nil {
@@ -185,13 +185,15 @@ func run(ctx context.Context, c config) (*result, error) {
 	}
 	res.APIRequestsByVerb = map[string]float64{}
 	for _, verb := range []string{"GET", "LIST", "WATCH", "POST", "PUT", "PATCH", "DELETE"} {
-		d := apiAfter.sum("apiserver_request_total", `verb="`+verb+`"`) - apiBefore.sum("apiserver_request_total", `verb="`+verb+`"`)
-		res.APIRequestsByVerb[verb] = d
+		res.APIRequestsByVerb[verb] = apiAfter.since(apiBefore, "apiserver_request_total", `verb="`+verb+`"`)
 	}
-	res.WatchEventsByResource = delta(apiBefore.by("apiserver_watch_events_total", "resource"), apiAfter.by("apiserver_watch_events_total", "resource"), 1)
-	res.WatchEventKiBByResource = delta(apiBefore.by("apiserver_watch_events_sizes_sum", "resource"), apiAfter.by("apiserver_watch_events_sizes_sum", "resource"), 1024)
-	res.WatchersTerminatedByResource = delta(apiBefore.by("apiserver_terminated_watchers_total", "resource"), apiAfter.by("apiserver_terminated_watchers_total", "resource"), 1)
-	res.EventsSync = apiAfter.sum("apiserver_request_total", `resource="events"`, `verb="POST"`) - apiBefore.sum("apiserver_request_total", `resource="events"`, `verb="POST"`)
+	res.WatchEventsByResource = apiAfter.sinceBy(apiBefore, "apiserver_watch_events_total", "resource")
+	res.WatchEventKiBByResource = apiAfter.sinceBy(apiBefore, "apiserver_watch_events_sizes_sum", "resource")
+	for resource := range res.WatchEventKiBByResource {
+		res.WatchEventKiBByResource[resource] /= 1024
+	}
+	res.WatchersTerminatedByResource = apiAfter.sinceBy(apiBefore, "apiserver_terminated_watchers_total", "resource")
+	res.EventsSync = apiAfter.since(apiBefore, "apiserver_request_total", `resource="events"`, `verb="POST"`)
 	if bareOperator {
 		// The bare operator only syncs: nothing after the sync is its.
 		res.PeakRSSMiB = ctrl.peakRSS()
@@ -256,18 +258,11 @@ func run(ctx context.Context, c config) (*result, error) {
 		return res, err
 	}
 	for _, verb := range []string{"POST", "PUT", "PATCH"} {
-		res.RestartWrites += apiAfter.sum("apiserver_request_total", `resource="secrets"`, `verb="`+verb+`"`) - apiBefore.sum("apiserver_request_total", `resource="secrets"`, `verb="`+verb+`"`)
+		res.RestartWrites += apiAfter.since(apiBefore, "apiserver_request_total", `resource="secrets"`, `verb="`+verb+`"`)
 	}
 	res.RestartWrites-- // the new ExternalSecret's own target
-	res.RestartLists = map[string]float64{}
-	was := apiBefore.by("apiserver_request_total", "resource", `verb="LIST"`)
-	for resource, v := range apiAfter.by("apiserver_request_total", "resource", `verb="LIST"`) {
-		if d := v - was[resource]; d > 0 {
-			res.RestartLists[resource] = d
-		}
-	}
-	res.RestartStatusWrites = apiAfter.sum("apiserver_request_total", `resource="externalsecrets"`, `subresource="status"`) -
-		apiBefore.sum("apiserver_request_total", `resource="externalsecrets"`, `subresource="status"`) - 1 // the new one's
+	res.RestartLists = apiAfter.sinceBy(apiBefore, "apiserver_request_total", "resource", `verb="LIST"`)
+	res.RestartStatusWrites = apiAfter.since(apiBefore, "apiserver_request_total", `resource="externalsecrets"`, `subresource="status"`) - 1 // the new one's
 	res.RestartPeakRSSMiB = ctrl.peakRSS()
 
 	// 6. A takeover by a standby replica, started before the leader goes:
@@ -753,15 +748,12 @@ func (b *bench) steadyWrites(ctx context.Context, res *result, syncEnd time.Time
 	res.SteadyWritesPerMinByResource = map[string]float64{}
 	for _, verb := range writeVerbs {
 		f := `verb="` + verb + `"`
-		if d := after.sum("apiserver_request_total", f) - before.sum("apiserver_request_total", f); d > 0 {
+		if d := after.since(before, "apiserver_request_total", f); d > 0 {
 			res.SteadyWritesPerMinByVerb[verb] = d / minutes
 			res.SteadyWritesPerMin += d / minutes
 		}
-		was := before.by("apiserver_request_total", "resource", f)
-		for resource, v := range after.by("apiserver_request_total", "resource", f) {
-			if d := v - was[resource]; d > 0 {
-				res.SteadyWritesPerMinByResource[resource] += d / minutes
-			}
+		for resource, d := range after.sinceBy(before, "apiserver_request_total", "resource", f) {
+			res.SteadyWritesPerMinByResource[resource] += d / minutes
 		}
 	}
 	for _, r := range []string{"externalsecrets", "secrets", "events"} {
@@ -783,15 +775,4 @@ func (b *bench) steadyWrites(ctx context.Context, res *result, syncEnd time.Time
 		res.SteadyTargetPerMin = 0
 	}
 	return nil
-}
-
-// delta is after minus before for each key that grew, divided by unit.
-func delta(before, after map[string]float64, unit float64) map[string]float64 {
-	out := map[string]float64{}
-	for k, v := range after {
-		if d := v - before[k]; d > 0 {
-			out[k] = d / unit
-		}
-	}
-	return out
 }
