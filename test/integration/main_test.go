@@ -31,16 +31,9 @@ import (
 	"github.com/watchword-dev/watchword/internal/localcluster"
 	"github.com/watchword-dev/watchword/internal/operator"
 	"github.com/watchword-dev/watchword/internal/provider"
-	"github.com/watchword-dev/watchword/internal/provider/alibaba"
-	"github.com/watchword-dev/watchword/internal/provider/awsps"
-	"github.com/watchword-dev/watchword/internal/provider/awssm"
 	"github.com/watchword-dev/watchword/internal/provider/azurekv"
-	"github.com/watchword-dev/watchword/internal/provider/barbican"
-	"github.com/watchword-dev/watchword/internal/provider/fake"
+	"github.com/watchword-dev/watchword/internal/provider/builtin"
 	"github.com/watchword-dev/watchword/internal/provider/gcpsm"
-	kubeprovider "github.com/watchword-dev/watchword/internal/provider/kubernetes"
-	pluginprovider "github.com/watchword-dev/watchword/internal/provider/plugin"
-	"github.com/watchword-dev/watchword/internal/provider/vault"
 	"github.com/watchword-dev/watchword/internal/refreshhook"
 )
 
@@ -56,21 +49,18 @@ var (
 	refreshHookURL string
 )
 
-// registry is the set of providers main builds; the fake one counts the
-// reads made of each store, so tests can tell when the provider was called.
+// registry is the set of providers main builds (builtin.Registry), with the
+// Azure and Google ones pointed at the suite's fakes; every factory counts
+// the reads made of each store, so tests can tell when the provider was
+// called.
 func registry() provider.Registry {
-	return provider.Registry{
-		"alibaba":    countingFactory{alibaba.Factory{}},
-		"awsps":      countingFactory{awsps.Factory{}},
-		"awssm":      countingFactory{awssm.Factory{}},
-		"azurekv":    countingFactory{azurekv.Factory{Transport: azureTransport}},
-		"barbican":   countingFactory{barbican.Factory{}},
-		"fake":       countingFactory{fake.Factory{}},
-		"gcpsm":      countingFactory{gcpsm.Factory{GRPCOptions: gcpServer().GRPCOptions(), HTTPClient: gcpServer().HTTPClient()}},
-		"kubernetes": countingFactory{kubeprovider.Factory{}},
-		"plugin":     countingFactory{pluginprovider.Factory{}},
-		"vault":      countingFactory{vault.Factory{}},
+	reg := builtin.Registry()
+	reg["azurekv"] = azurekv.Factory{Transport: azureTransport}
+	reg["gcpsm"] = gcpsm.Factory{GRPCOptions: gcpServer().GRPCOptions(), HTTPClient: gcpServer().HTTPClient()}
+	for name, f := range reg {
+		reg[name] = countingFactory{f}
 	}
+	return reg
 }
 
 func TestMain(m *testing.M) {
