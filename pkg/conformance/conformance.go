@@ -36,7 +36,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/watchword-dev/watchword/internal/engine"
@@ -120,16 +119,29 @@ var checks = []check{
 	{name: "WatchAnnouncesWrites", needs: engine.CanWatch, fn: (*suite).watchAnnouncesWrites},
 }
 
-// Run runs every check that applies to the store, each as a subtest.
-func Run(t *testing.T, h Harness) {
+// TB is what Run needs of a test: *testing.T satisfies it. Run is generic
+// over it so that this package does not import the testing package, which
+// would then be linked into every program that imports it, such as the
+// operator's binary through `watchword conformance`.
+type TB[T any] interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+	Run(name string, f func(T)) bool
+}
+
+// Run runs every check that applies to the store, each as a subtest:
+// conformance.Run(t, h) in a test.
+func Run[T TB[T]](t T, h Harness) {
 	t.Helper()
 	if h.Ops.Reader == nil {
 		t.Fatalf("store %q: the harness gives no Reader; every store can read", h.Name)
 	}
 	for _, c := range checks {
-		t.Run(c.name, func(t *testing.T) {
+		t.Run(c.name, func(t T) {
 			if why := skipReason(c, h); why != "" {
-				t.Skip(why)
+				t.Skipf("%s", why)
 			}
 			c.fn(&suite{t: t, h: h})
 		})
@@ -153,7 +165,7 @@ func skipReason(c check, h Harness) string {
 	return ""
 }
 
-// reporter is what a check reports through: *testing.T in Run, a
+// reporter is what a check reports through: the test in Run, a
 // recorder in Check. Fatalf and Skipf end the check.
 type reporter interface {
 	Helper()
