@@ -14,8 +14,9 @@ export GOLANGCI_LINT_CACHE ?= $(CURDIR)/.cache/golangci-lint
 
 all: build
 
-build: ## Build bin/watchword.
+build: ## Build bin/watchword (the operator and its CLI) and bin/watchword-dev (the local control plane and demo of make dev).
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/watchword ./cmd/watchword
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/watchword-dev ./cmd/watchword-dev
 
 image-binary: ## Build the static Linux binary the Dockerfile puts in the image (bin/linux/watchword), and check that it is static.
 	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags '$(LDFLAGS) -s -w' -o bin/linux/watchword ./cmd/watchword
@@ -49,7 +50,7 @@ tools-helm: ## Build Helm from its Go module (cached), for the chart's tests.
 	./hack/tools.sh helm
 
 dev: build tools ## Run the operator and its demo on a local embedded control plane.
-	./bin/watchword dev --log-console $(DEV_ARGS)
+	./bin/watchword-dev --log-console $(DEV_ARGS)
 
 generate: tools-proto tools-refdocs ## Regenerate CRDs, deep-copy code, the plugin protocol's Go code and docs/api-reference.md.
 	$(BUF) lint
@@ -106,7 +107,7 @@ test-integration: tools ## The integration suite alone; its Vault tests skip unl
 test: tools-vault tools-postgres tools-prometheus tools-barbican tools-helm verify-generate lint vet build image-binary ## Everything, against a real kube-apiserver, etcd, Vault, PostgreSQL, Prometheus, Barbican and Keystone.
 	WATCHWORD_REQUIRE_VAULT=1 WATCHWORD_REQUIRE_POSTGRES=1 WATCHWORD_REQUIRE_HELM=1 WATCHWORD_REQUIRE_PROMETHEUS=1 WATCHWORD_REQUIRE_BARBICAN=1 $(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) --no-print-directory fuzz-smoke
-	./bin/watchword dev --exit-after-demo --workdir $(CURDIR)/.cache/dev-smoke
+	./bin/watchword-dev --exit-after-demo --workdir $(CURDIR)/.cache/dev-smoke
 	$(MAKE) --no-print-directory bench-smoke
 
 bench: build tools ## The scale benchmark against the raw limit (BENCH_ARGS to change sizes; see docs/benchmark.md).

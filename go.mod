@@ -69,7 +69,7 @@ require (
 	github.com/alibabacloud-go/darabonba-map v0.0.2 // indirect
 	github.com/alibabacloud-go/darabonba-signature-util v0.0.7 // indirect
 	github.com/alibabacloud-go/darabonba-string v1.0.2 // indirect
-	github.com/alibabacloud-go/debug v1.0.0 // indirect
+	github.com/alibabacloud-go/debug v1.0.1 // indirect
 	github.com/alibabacloud-go/endpoint-util v1.1.0 // indirect
 	github.com/alibabacloud-go/tea-xml v1.1.3 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.0 // indirect

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/watchword-dev/watchword/internal/controller/restart"
-	"github.com/watchword-dev/watchword/internal/dev"
 	"github.com/watchword-dev/watchword/internal/operator"
 	"github.com/watchword-dev/watchword/internal/webhook"
 )
@@ -243,36 +242,6 @@ func checkKubeconfig(path string) error {
 		return fmt.Errorf("kubeconfig file %s is a directory", path)
 	}
 	return nil
-}
-
-// parseDev parses and checks the flags of `watchword dev`.
-func parseDev(args []string, out io.Writer) (dev.Options, logConfig, error) {
-	var o dev.Options
-	var l logConfig
-	fs := newFlagSet("dev", "dev [flags]", out)
-	fs.StringVar(&o.AssetsDir, "assets", "", "folder with kube-apiserver, etcd, kube-controller-manager and kubectl (default: $WATCHWORD_ASSETS or .cache/tools/bin of this repository)")
-	fs.StringVar(&o.CRDDir, "crds", "", "folder of the CRD manifests (default: config/crd/bases of this repository)")
-	fs.StringVar(&o.ExamplesDir, "examples", "", "folder of the demo manifests (default: examples/dev of this repository)")
-	fs.StringVar(&o.WorkDir, "workdir", ".watchword-dev", "folder for the kubeconfig")
-	fs.BoolVar(&o.ExitAfterDemo, "exit-after-demo", false, "exit 0 once the demo Secret is synced, non-zero otherwise")
-	fs.DurationVar(&o.Timeout, "timeout", 0, "with --exit-after-demo: how long to wait for the sync (default 2m)")
-	addLogFlags(fs, &l)
-	if err := parseFlags(fs, args); err != nil {
-		return o, l, err
-	}
-	if err := l.validate(); err != nil {
-		return o, l, err
-	}
-	if o.Timeout < 0 {
-		return o, l, fmt.Errorf("--timeout %s: use a duration above 0, such as 5m (0 means 2m)", o.Timeout)
-	}
-	if o.WorkDir == "" {
-		return o, l, errors.New("--workdir is empty: name a folder for the kubeconfig")
-	}
-	o.Operator = operator.DefaultOptions()
-	o.Operator.Registry = registry()
-	o.Operator.MetricsAddr, o.Operator.HealthAddr = "0", "0"
-	return o, l, nil
 }
 
 // webhookFlags are the flags of the admission webhook (docs/operations.md).

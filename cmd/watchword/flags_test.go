@@ -141,36 +141,6 @@ func TestParseControllerSyntaxErrors(t *testing.T) {
 	}
 }
 
-func TestParseDev(t *testing.T) {
-	o, l, err := parseDev(nil, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.WorkDir != ".watchword-dev" || o.Timeout != 0 || o.ExitAfterDemo || l.Level != "info" {
-		t.Errorf("defaults: %+v, log %+v", o, l)
-	}
-	if o.Operator.MetricsAddr != "0" || o.Operator.HealthAddr != "0" || o.Operator.Registry["fake"] == nil || o.Operator.Workers != operator.DefaultOptions().Workers {
-		t.Errorf("operator options %+v", o.Operator)
-	}
-	o, _, err = parseDev([]string{"--exit-after-demo", "--timeout", "5m", "--workdir", "x"}, io.Discard)
-	if err != nil || !o.ExitAfterDemo || o.Timeout != 5*time.Minute || o.WorkDir != "x" {
-		t.Errorf("options %+v, error %v", o, err)
-	}
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--timeout", "-1m"}, "--timeout -1m0s: use a duration above 0"},
-		{[]string{"--log-level", "warn"}, "use debug, info or error"},
-		{[]string{"--workdir", ""}, "--workdir is empty"},
-		{[]string{"demo"}, `unexpected argument "demo"`},
-	} {
-		if _, _, err := parseDev(c.args, io.Discard); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("parseDev(%q) = %v, want an error with %q", c.args, err, c.want)
-		}
-	}
-}
-
 // --namespace is repeatable and takes comma lists; a bad or repeated name
 // is refused with the name.
 func TestParseControllerNamespaces(t *testing.T) {

@@ -1,10 +1,11 @@
 // Command watchword is the Watchword operator: `watchword controller` runs
-// it against a cluster, `watchword dev` runs it on a local embedded control
-// plane with a demo, `watchword template`, `watchword status` and
+// it against a cluster, `watchword template`, `watchword status` and
 // `watchword convert` help people with their resources, `watchword agent`
 // delivers secrets as files, `watchword plugin
 // conformance` checks a store plugin, and `watchword version` prints the
-// version.
+// version. The local development command, which runs a control plane
+// with the operator, is cmd/watchword-dev: it links controller-runtime's
+// envtest, which has no place in the image.
 package main
 
 import (
@@ -24,45 +25,21 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/watchword-dev/watchword/internal/dev"
 	"github.com/watchword-dev/watchword/internal/memlimit"
 	"github.com/watchword-dev/watchword/internal/operator"
 	"github.com/watchword-dev/watchword/internal/provider"
-	"github.com/watchword-dev/watchword/internal/provider/alibaba"
-	"github.com/watchword-dev/watchword/internal/provider/awsps"
-	"github.com/watchword-dev/watchword/internal/provider/awssm"
-	"github.com/watchword-dev/watchword/internal/provider/azurekv"
-	"github.com/watchword-dev/watchword/internal/provider/barbican"
-	"github.com/watchword-dev/watchword/internal/provider/fake"
-	"github.com/watchword-dev/watchword/internal/provider/gcpsm"
-	"github.com/watchword-dev/watchword/internal/provider/kubernetes"
-	"github.com/watchword-dev/watchword/internal/provider/plugin"
-	"github.com/watchword-dev/watchword/internal/provider/vault"
+	"github.com/watchword-dev/watchword/internal/provider/builtin"
 	"github.com/watchword-dev/watchword/internal/version"
 	"github.com/watchword-dev/watchword/pkg/conformance"
 )
 
 // registry lists the providers of this build.
-func registry() provider.Registry {
-	return provider.Registry{
-		"alibaba":    alibaba.Factory{},
-		"awsps":      awsps.Factory{},
-		"awssm":      awssm.Factory{},
-		"azurekv":    azurekv.Factory{},
-		"barbican":   barbican.Factory{},
-		"fake":       fake.Factory{},
-		"gcpsm":      gcpsm.Factory{},
-		"kubernetes": kubernetes.Factory{},
-		"plugin":     plugin.Factory{},
-		"vault":      vault.Factory{},
-	}
-}
+func registry() provider.Registry { return builtin.Registry() }
 
 const usage = `watchword moves secrets between external stores and Kubernetes.
 
 Usage:
   watchword controller [flags]   run the operator (in-cluster, or --kubeconfig FILE)
-  watchword dev [flags]          run a local control plane, the operator and a demo
   watchword template [flags]     render an ExternalSecret's Secret offline from sample data
   watchword status [flags]       ExternalSecrets and PushSecrets, Ready or why not (exit 1 if any is not)
   watchword refresh [flags] NAME… sync ExternalSecrets now, bypassing every cache, and wait for the outcome
@@ -89,10 +66,9 @@ func main() {
 		exitOnFlagError(cmd, perr)
 		err = runController(ctx, c)
 	case "dev":
-		o, l, perr := parseDev(os.Args[2:], os.Stderr)
-		exitOnFlagError(cmd, perr)
-		ctrl.SetLogger(l.logger())
-		err = dev.Run(ctx, o, os.Stdout)
+		// The local control plane is not part of the operator's binary.
+		fmt.Fprintln(os.Stderr, "the local control plane and its demo are run by watchword-dev (make dev), not by the operator's binary")
+		os.Exit(2)
 	case "template":
 		c, perr := parseTemplate(os.Args[2:], os.Stderr)
 		exitOnFlagError(cmd, perr)

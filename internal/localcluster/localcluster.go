@@ -1,6 +1,6 @@
 // Package localcluster starts a real etcd and kube-apiserver on loopback,
 // installs Watchword's CRDs and hands out clients. It backs both the
-// integration tests and `watchword dev`. The binaries are built from Go
+// integration tests and `watchword-dev`. The binaries are built from Go
 // modules by hack/tools.sh; nothing is downloaded from anywhere else.
 package localcluster
 

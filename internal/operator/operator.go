@@ -1,5 +1,5 @@
 // Package operator wires the manager, caches, provider clients and
-// controllers together. `watchword controller` and `watchword dev` both run
+// controllers together. `watchword controller` and `watchword-dev` both run
 // it.
 package operator
 
