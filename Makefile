@@ -10,7 +10,7 @@ REFDOCS := $(CURDIR)/.cache/tools/bin/crd-ref-docs
 CHART := deploy/charts/watchword
 export GOLANGCI_LINT_CACHE ?= $(CURDIR)/.cache/golangci-lint
 
-.PHONY: all build image-binary api-reference tools tools-vault tools-lint tools-proto tools-postgres tools-prometheus tools-barbican tools-helm tools-refdocs deploy-files lint dev bench bench-smoke test test-unit test-integration generate verify-generate vet fmt-check fuzz fuzz-smoke clean
+.PHONY: all build image-binary image api-reference tools tools-vault tools-lint tools-proto tools-postgres tools-prometheus tools-barbican tools-helm tools-refdocs deploy-files lint dev bench bench-smoke test test-unit test-integration generate verify-generate vet fmt-check fuzz fuzz-smoke clean
 
 all: build
 
@@ -18,9 +18,21 @@ build: ## Build bin/watchword (the operator and its CLI) and bin/watchword-dev (
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/watchword ./cmd/watchword
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/watchword-dev ./cmd/watchword-dev
 
-image-binary: ## Build the static Linux binary the Dockerfile puts in the image (bin/linux/watchword), and check that it is static.
-	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags '$(LDFLAGS) -s -w' -o bin/linux/watchword ./cmd/watchword
+image-binary: ## Build the static Linux binary of the image (bin/linux/watchword), and check that it is static.
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS) -s -w' -o bin/linux/watchword ./cmd/watchword
 	$(GO) run ./hack/elfstatic bin/linux/watchword
+
+# IMAGE_TAG is the reference the tarball records; the chart asks for
+# watchword:<its appVersion> unless image.tag is set.
+IMAGE_TAG ?= watchword:$(VERSION)
+
+# image stamps the image with the commit and takes the commit's time as its
+# time, so that the same commit gives the same digest. The OCI layout is
+# written afresh, without blobs of earlier builds.
+image: image-binary ## Build the container image without a container engine: bin/image/watchword.tar (docker load, crane push, ctr import) and the OCI layout bin/image/oci; prints its digest.
+	rm -rf bin/image/oci
+	$(GO) run ./hack/image -binary bin/linux/watchword -tarball bin/image/watchword.tar -oci-layout bin/image/oci \
+		-tag '$(IMAGE_TAG)' -version '$(VERSION)' -revision "$$(git rev-parse HEAD)" -created "$$(git log -1 --format=%ct)"
 
 tools: ## Build kube-apiserver, kube-controller-manager, kubectl and etcd from Go modules (cached).
 	./hack/tools.sh

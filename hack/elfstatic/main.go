@@ -1,8 +1,7 @@
 // Command elfstatic checks that ELF binaries are statically linked: no
 // program interpreter and no shared libraries needed. `make image-binary`
-// runs it on the binary the Dockerfile puts into an image without a C
-// library (distroless static or scratch), where a dynamic binary would
-// not start.
+// runs it on the binary that `make image` puts into an image without a C
+// library, where a dynamic binary would not start.
 package main
 
 import (
