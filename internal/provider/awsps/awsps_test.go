@@ -322,3 +322,50 @@ type stepClock struct {
 func (c *stepClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 
 func (c *stepClock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
+
+// TestDueTogetherAtLatencyAreBatched: 30 ExternalSecrets over 30
+// parameters of a store that answers in 50-500ms, read by the
+// controller's workers through the store's call gate (providertest.Sync),
+// cost a few GetParameters calls when they are created within a second
+// and when all fall due together: the reads that wait while a call is in
+// flight go out together in the next one (up to 10 names).
+func TestDueTogetherAtLatencyAreBatched(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	store, deps := keyStore(t, fake, "latency")
+	client, err := engine.NewClient("awsps", newOps(t, store, deps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 30
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("/slow/%02d", i)
+		fake.PutParameter(keys[i], fmt.Sprintf("%02d", i), "SecureString")
+	}
+	want := func(key string, obj engine.Object) error {
+		if "/slow/"+string(obj.Value) != key {
+			return fmt.Errorf("read another parameter's value")
+		}
+		return nil
+	}
+	fake.SetLatency(50*time.Millisecond, 500*time.Millisecond)
+	clock := &providertest.Clock{}
+	f := engine.NewFetcher(clock, nil)
+	for _, round := range []struct {
+		name   string
+		spread time.Duration
+	}{{"created within a second", time.Second}, {"all due together", 0}} {
+		fake.ResetCalls()
+		providertest.Sync(t, f, "ns/ps", client, keys, round.spread, want)
+		batches, singles, checks := fake.Calls("ssm:GetParameters"), fake.Calls("ssm:GetParameter"), fake.Calls("ssm:DescribeParameters")
+		t.Logf("%d parameters at 50-500ms, %s: %d GetParameters calls of %v names, %d GetParameter, %d DescribeParameters",
+			n, round.name, batches, fake.BatchSizes("ssm:GetParameters"), singles, checks)
+		// 30 names take 3 calls at least.
+		if batches+singles+checks > 10 {
+			t.Errorf("%d parameters at 50-500ms, %s: %d batch calls, %d single reads, %d version checks; want at most 10 calls in all", n, round.name, batches, singles, checks)
+		}
+		// Every cached read falls due.
+		clock.Advance(2 * time.Minute)
+	}
+}

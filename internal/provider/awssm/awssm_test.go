@@ -378,3 +378,49 @@ type stepClock struct {
 func (c *stepClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 
 func (c *stepClock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
+
+// TestDueTogetherAtLatencyAreBatched: 30 ExternalSecrets over 30 secrets
+// of a store that answers in 50-500ms, read by the controller's workers
+// through the store's call gate (providertest.Sync), cost a few calls
+// when they are created within a second and when all fall due together:
+// the reads that wait while a call is in flight go out together in the
+// next one, rather than each few milliseconds' worth on its own.
+func TestDueTogetherAtLatencyAreBatched(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	store, deps := keyStore(t, fake, "latency")
+	client, err := engine.NewClient("awssm", newOps(t, store, deps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 30
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("slow/%02d", i)
+		fake.PutSecretString(keys[i], fmt.Sprintf(`{"n":"%02d"}`, i))
+	}
+	want := func(key string, obj engine.Object) error {
+		if "slow/"+string(obj.Fields["n"]) != key {
+			return fmt.Errorf("read another secret's fields")
+		}
+		return nil
+	}
+	fake.SetLatency(50*time.Millisecond, 500*time.Millisecond)
+	clock := &providertest.Clock{}
+	f := engine.NewFetcher(clock, nil)
+	for _, round := range []struct {
+		name   string
+		spread time.Duration
+	}{{"created within a second", time.Second}, {"all due together", 0}} {
+		fake.ResetCalls()
+		providertest.Sync(t, f, "ns/sm", client, keys, round.spread, want)
+		batches, singles, checks := fake.Calls("secretsmanager:BatchGetSecretValue"), fake.Calls("secretsmanager:GetSecretValue"), fake.Calls("secretsmanager:DescribeSecret")
+		t.Logf("%d secrets at 50-500ms, %s: %d BatchGetSecretValue calls of %v ids, %d GetSecretValue, %d DescribeSecret",
+			n, round.name, batches, fake.BatchSizes("secretsmanager:BatchGetSecretValue"), singles, checks)
+		if batches+singles+checks > 10 {
+			t.Errorf("%d secrets at 50-500ms, %s: %d batch calls, %d single reads, %d version checks; want at most 10 calls in all", n, round.name, batches, singles, checks)
+		}
+		// Every cached read falls due.
+		clock.Advance(2 * time.Minute)
+	}
+}
