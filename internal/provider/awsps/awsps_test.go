@@ -1,9 +1,14 @@
 package awsps_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +16,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/awsbase"
 	"github.com/watchword-dev/watchword/internal/provider/awsps"
@@ -367,5 +373,106 @@ func TestDueTogetherAtLatencyAreBatched(t *testing.T) {
 		}
 		// Every cached read falls due.
 		clock.Advance(2 * time.Minute)
+	}
+}
+
+// TestPinnedBatchReadsWithAndWithoutSelector: names read at a version
+// number or a label in one batch get what single reads get, whether the
+// answer gives each parameter's Selector (as AWS does) or leaves it out
+// (as some emulators do), without a single read: the answer is matched by
+// the parameter's name and the version asked.
+func TestPinnedBatchReadsWithAndWithoutSelector(t *testing.T) {
+	for _, omit := range []bool{false, true} {
+		t.Run(fmt.Sprintf("selectors omitted %v", omit), func(t *testing.T) {
+			fake := awsfake.New(region)
+			defer fake.Close()
+			store, deps := keyStore(t, fake, "pinned")
+			ops := newOps(t, store, deps)
+			fake.PutParameter("/app/db", "db-1", "SecureString")
+			fake.PutParameter("/app/db", "db-2", "SecureString")
+			fake.LabelParameter("/app/db", 1, "stable")
+			fake.PutParameter("/solo", "solo-1", "SecureString")
+			fake.PutParameter("/solo", "solo-2", "SecureString")
+			fake.LabelParameter("/solo", 1, "prod")
+			fake.OmitSelectors(omit)
+			arn := "arn:aws:ssm:" + region + ":" + awsfake.Account + ":parameter/app/db"
+			refs := []engine.Ref{
+				{Key: "/app/db"}, {Key: "/app/db", Version: "1"}, {Key: "/app/db", Version: "stable"},
+				{Key: "/solo", Version: "prod"}, {Key: "/solo", Version: "2"}, {Key: arn, Version: "2"},
+				{Key: "/app/db", Version: "9"}, {Key: "/solo", Version: "nolabel"},
+			}
+			want := []string{"2:db-2", "1:db-1", "1:db-1", "1:solo-1", "2:solo-2", "2:db-2", "NotFound", "NotFound"}
+			fake.ResetCalls()
+			items, err := ops.Batch.GetSecrets(context.Background(), refs)
+			if err != nil {
+				t.Fatalf("batch read: %v", err)
+			}
+			for i, item := range items {
+				got := item.Object.Version + ":" + string(item.Object.Value)
+				if item.Err != nil {
+					got = string(failure.Classify(item.Err).Reason)
+				}
+				if got != want[i] {
+					t.Errorf("%+v: got %s (%v), want %s", refs[i], got, item.Err, want[i])
+				}
+			}
+			if n := fake.Calls("ssm:GetParameter"); n != 0 {
+				t.Errorf("%d single reads; the batch answers settle every ref", n)
+			}
+		})
+	}
+}
+
+// dropper is an HTTP client that removes the parameter named drop from
+// every GetParameters answer, as a store that answers without it.
+type dropper struct{ drop string }
+
+func (d dropper) Do(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || req.Header.Get("X-Amz-Target") != "AmazonSSM.GetParameters" || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err = json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, err
+	}
+	params, _ := out["Parameters"].([]any)
+	out["Parameters"] = slices.DeleteFunc(params, func(p any) bool { return p.(map[string]any)["Name"] == d.drop })
+	b, _ := json.Marshal(out)
+	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+	resp.Header.Del("Content-Length")
+	return resp, nil
+}
+
+// TestBatchAnswerWithoutAParameterIsAProviderError: a parameter that a
+// GetParameters answer does not mention at all, as found or as invalid,
+// is a provider error of its own, not an outage of the store (which did
+// answer); the others of the batch are read, and a pinned one left out
+// is read on its own.
+func TestBatchAnswerWithoutAParameterIsAProviderError(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	store, deps := keyStore(t, fake, "dropped")
+	ops, err := awsps.Factory{HTTPClient: dropper{drop: "/dropped"}}.New(context.Background(), store, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.PutParameter("/kept", "k", "SecureString")
+	fake.PutParameter("/dropped", "d", "SecureString")
+	fake.ResetCalls()
+	items, err := ops.Batch.GetSecrets(context.Background(), []engine.Ref{{Key: "/kept"}, {Key: "/dropped"}, {Key: "/dropped", Version: "1"}})
+	if err != nil {
+		t.Fatalf("batch read: %v", err)
+	}
+	if items[0].Err != nil || string(items[0].Object.Value) != "k" {
+		t.Errorf("the parameter answered: %v", items[0].Err)
+	}
+	if items[2].Err != nil || string(items[2].Object.Value) != "d" || fake.Calls("ssm:GetParameter") != 1 {
+		t.Errorf("the pinned parameter left out: %v, after %d single reads; want it read on its own", items[2].Err, fake.Calls("ssm:GetParameter"))
+	}
+	err = items[1].Err
+	if c := failure.Classify(err); c.Reason != failure.ProviderError || c.Terminal || errors.Is(err, engine.ErrUnavailable) || !strings.Contains(err.Error(), `"/dropped"`) {
+		t.Errorf("the parameter left out of the answer: %v (%s), want a retried ProviderError naming it", err, c.Reason)
 	}
 }

@@ -1,9 +1,14 @@
 package awssm_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +16,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/awsbase"
 	"github.com/watchword-dev/watchword/internal/provider/awssm"
@@ -422,5 +428,54 @@ func TestDueTogetherAtLatencyAreBatched(t *testing.T) {
 		}
 		// Every cached read falls due.
 		clock.Advance(2 * time.Minute)
+	}
+}
+
+// dropper is an HTTP client that removes the secret named drop from every
+// BatchGetSecretValue answer, as a store that answers without it.
+type dropper struct{ drop string }
+
+func (d dropper) Do(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || req.Header.Get("X-Amz-Target") != "secretsmanager.BatchGetSecretValue" || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err = json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, err
+	}
+	values, _ := out["SecretValues"].([]any)
+	out["SecretValues"] = slices.DeleteFunc(values, func(v any) bool { return v.(map[string]any)["Name"] == d.drop })
+	b, _ := json.Marshal(out)
+	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+	resp.Header.Del("Content-Length")
+	return resp, nil
+}
+
+// TestBatchAnswerWithoutASecretIsAProviderError: a secret that a
+// BatchGetSecretValue answer does not mention, as a value or as an error,
+// is a provider error of its own, not an outage of the store (which did
+// answer); the others of the batch are read.
+func TestBatchAnswerWithoutASecretIsAProviderError(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	store, deps := keyStore(t, fake, "dropped")
+	ops, err := awssm.Factory{HTTPClient: dropper{drop: "dropped"}}.New(context.Background(), store, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.PutSecretString("kept", "k")
+	fake.PutSecretString("dropped", "d")
+	items, err := ops.Batch.GetSecrets(context.Background(), []engine.Ref{{Key: "kept"}, {Key: "dropped"}})
+	if err != nil {
+		t.Fatalf("batch read: %v", err)
+	}
+	if items[0].Err != nil || string(items[0].Object.Value) != "k" {
+		t.Errorf("the secret answered: %v", items[0].Err)
+	}
+	err = items[1].Err
+	if c := failure.Classify(err); c.Reason != failure.ProviderError || c.Terminal || errors.Is(err, engine.ErrUnavailable) || !strings.Contains(err.Error(), `"dropped"`) {
+		t.Errorf("the secret left out of the answer: %v (%s), want a retried ProviderError naming it", err, c.Reason)
 	}
 }
