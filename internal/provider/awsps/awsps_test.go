@@ -54,6 +54,15 @@ func TestRefsAreComplete(t *testing.T) {
 	providertest.RefsAreComplete(t, awsps.Factory{}, "awsps")
 }
 
+// TestCapabilitiesAreDocumented: the capability table of
+// docs/providers.md lists what the client declares.
+func TestCapabilitiesAreDocumented(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	store, deps := keyStore(t, fake, "docs")
+	providertest.CapabilitiesAreDocumented(t, "awsps", newOps(t, store, deps))
+}
+
 func TestConformance(t *testing.T) {
 	fake := awsfake.New(region)
 	defer fake.Close()

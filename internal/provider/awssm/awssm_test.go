@@ -55,6 +55,15 @@ func TestRefsAreComplete(t *testing.T) {
 	providertest.RefsAreComplete(t, awssm.Factory{}, "awssm")
 }
 
+// TestCapabilitiesAreDocumented: the capability table of
+// docs/providers.md lists what the client declares.
+func TestCapabilitiesAreDocumented(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	store, deps := keyStore(t, fake, "docs")
+	providertest.CapabilitiesAreDocumented(t, "awssm", newOps(t, store, deps))
+}
+
 func TestConformance(t *testing.T) {
 	fake := awsfake.New(region)
 	defer fake.Close()
