@@ -10,18 +10,27 @@ import (
 // The defaults of a Fetcher's batching.
 const (
 	// BatchWindow is how long the first cache miss of a batch waits for
-	// others of the same store to join it.
+	// others of the same store to join it, when no call of the store's
+	// batches is in flight.
 	BatchWindow = 5 * time.Millisecond
+	// BatchHold is the longest a batch waits for the store's call in
+	// flight to end before it is sent all the same: a call that hangs
+	// (until CallTimeout) does not hold the reads behind it as long.
+	BatchHold = time.Second
 	// MaxBatch is the most refs of one batch read; a full batch is sent
 	// at once.
 	MaxBatch = 50
 )
 
 // SetBatching changes how the Fetcher coalesces cache misses of a store
-// whose client can batch (CanBatchRead): misses within window of the
-// first of a batch are read with one BatchReader call, sent when the
-// window ends or max refs are waiting. max 1 or less reads one by one.
-// Call it before the Fetcher is used.
+// whose client can batch (CanBatchRead). A batch is sent when it is full
+// (max refs, or the store's BatchLimit); otherwise it gathers misses for
+// window after its first, and then for as long as a batch of the same
+// store client is in flight (at most BatchHold, or window if longer): the
+// misses that come while a call is under way are sent together when it
+// ends, so that a store with latency gets few full calls rather than a
+// call for each few milliseconds' worth of misses. max 1 or less reads
+// one by one. Call it before the Fetcher is used.
 func (f *Fetcher) SetBatching(window time.Duration, maxRefs int) {
 	f.batchWindow, f.maxBatch = window, maxRefs
 }
@@ -44,7 +53,11 @@ type batch struct {
 	stale   []*entry
 	waiters []chan BatchItem
 	timer   *time.Timer
-	sent    bool
+	// started is when the first ref joined; windowOver that the window
+	// after it ended.
+	started    time.Time
+	windowOver bool
+	sent       bool
 }
 
 // read reads ref from the store through c: through a batch read shared
@@ -80,9 +93,9 @@ func (f *Fetcher) enqueue(ctx context.Context, key batchKey, br BatchReader, ref
 	}
 	b := f.pending[key]
 	if b == nil {
-		b = &batch{key: key, reader: br, ctx: context.WithoutCancel(ctx)}
+		b = &batch{key: key, reader: br, ctx: context.WithoutCancel(ctx), started: time.Now()}
 		f.pending[key] = b
-		b.timer = time.AfterFunc(f.batchWindow, func() { f.send(b) })
+		b.timer = time.AfterFunc(f.batchWindow, func() { f.windowEnded(b) })
 	}
 	b.refs = append(b.refs, ref)
 	b.stale = append(b.stale, stale)
@@ -93,29 +106,72 @@ func (f *Fetcher) enqueue(ctx context.Context, key batchKey, br BatchReader, ref
 		limit = l
 	}
 	if len(b.refs) >= limit {
-		// Full: the next miss starts a new batch.
-		b.timer.Stop()
-		delete(f.pending, key)
-		go f.send(b)
+		// Full: sent now, whatever is in flight; the next miss starts a
+		// new batch.
+		f.dispatch(b)
 	}
 	return done
+}
+
+// windowEnded sends b at the end of its window, unless a batch of its
+// store client is in flight: then b goes on gathering misses until that
+// call ends, or until the hold runs out. f.bmu is not held.
+func (f *Fetcher) windowEnded(b *batch) {
+	f.bmu.Lock()
+	defer f.bmu.Unlock()
+	if b.sent {
+		return
+	}
+	b.windowOver = true
+	if f.inflight[b.key] == 0 {
+		f.dispatch(b)
+		return
+	}
+	hold := max(f.batchHold, f.batchWindow)
+	b.timer = time.AfterFunc(time.Until(b.started.Add(hold)), func() {
+		f.bmu.Lock()
+		defer f.bmu.Unlock()
+		if !b.sent {
+			f.dispatch(b)
+		}
+	})
+}
+
+// dispatch sends b, counted in flight until its call ends; f.bmu is held.
+func (f *Fetcher) dispatch(b *batch) {
+	b.sent = true
+	b.timer.Stop()
+	if f.pending[b.key] == b {
+		delete(f.pending, b.key)
+	}
+	if f.inflight == nil {
+		f.inflight = map[batchKey]int{}
+	}
+	f.inflight[b.key]++
+	go f.send(b)
+}
+
+// ended is told that a batch call of key ended: the batch that waited
+// for it, if its window is over, is sent now with every miss it gathered.
+func (f *Fetcher) ended(key batchKey) {
+	f.bmu.Lock()
+	defer f.bmu.Unlock()
+	f.inflight[key]--
+	if f.inflight[key] > 0 {
+		return
+	}
+	delete(f.inflight, key)
+	if b := f.pending[key]; b != nil && b.windowOver {
+		f.dispatch(b)
+	}
 }
 
 // send reads a batch with one call and hands each waiter its item; an
 // error of the call is every waiter's error.
 func (f *Fetcher) send(b *batch) {
-	f.bmu.Lock()
-	if b.sent {
-		f.bmu.Unlock()
-		return
-	}
-	b.sent = true
-	if f.pending[b.key] == b {
-		delete(f.pending, b.key)
-	}
-	f.bmu.Unlock()
+	defer f.ended(b.key)
 	if len(b.refs) == 1 && b.stale[0] != nil {
-		// A due read alone in its window: the version check reads no
+		// A due read alone in its batch: the version check reads no
 		// value, and renews the cached read when nothing changed.
 		if vr, err := b.key.client.AsVersionReader(); err == nil {
 			if v, err := vr.CurrentVersion(b.ctx, b.refs[0].Key); err == nil && v == b.stale[0].obj.Version {
@@ -140,11 +196,13 @@ func (f *Fetcher) send(b *batch) {
 	}
 }
 
-// batchState is the Fetcher's batching: its settings and the batches
-// waiting, one per store client.
+// batchState is the Fetcher's batching: its settings, the batches
+// waiting (one per store client) and the batch calls in flight.
 type batchState struct {
 	batchWindow time.Duration
+	batchHold   time.Duration
 	maxBatch    int
 	bmu         sync.Mutex
 	pending     map[batchKey]*batch
+	inflight    map[batchKey]int
 }

@@ -273,3 +273,118 @@ func TestFetcherLoneDueReadIsAVersionCheck(t *testing.T) {
 		t.Fatalf("a renewed read was read again: %d batch calls, %d version checks", b, v)
 	}
 }
+
+// blockingBatcher is a batching store whose first batch call waits until
+// release is closed (a call in flight at a store with latency); the
+// others answer at once. entered is told of every batch call.
+type blockingBatcher struct {
+	batchingReader
+	release chan struct{}
+	entered chan int
+	first   atomic.Bool
+}
+
+func newBlockingBatcher() *blockingBatcher {
+	return &blockingBatcher{release: make(chan struct{}), entered: make(chan int, 100)}
+}
+
+func (r *blockingBatcher) GetSecrets(ctx context.Context, refs []Ref) ([]BatchItem, error) {
+	r.entered <- len(refs)
+	if r.first.CompareAndSwap(false, true) {
+		<-r.release
+	}
+	return r.batchingReader.GetSecrets(ctx, refs)
+}
+
+// getAsync reads key in the background; the outcome arrives on the
+// channel returned.
+func getAsync(f *Fetcher, c *Client, key string) <-chan error {
+	out := make(chan error, 1)
+	go func() {
+		got, err := f.Get(context.Background(), "s", c, Ref{Key: key}, time.Minute)
+		if err == nil && string(got.Object.Value) != "value-of-"+key {
+			err = fmt.Errorf("key %q read another key's object", key)
+		}
+		out <- err
+	}()
+	return out
+}
+
+func waitEntered(t *testing.T, r *blockingBatcher) int {
+	t.Helper()
+	select {
+	case n := <-r.entered:
+		return n
+	case <-time.After(10 * time.Second):
+		t.Fatal("no batch call within 10s")
+		return 0
+	}
+}
+
+// TestFetcherBatchGathersWhileACallIsInFlight: misses that come one by
+// one, each in a window of its own, while a batch call of the store is in
+// flight are not sent each in a call of their own: they wait for that
+// call to end and go out together in one.
+func TestFetcherBatchGathersWhileACallIsInFlight(t *testing.T) {
+	f := NewFetcher(nil, nil)
+	f.SetBatching(time.Millisecond, 20)
+	r := newBlockingBatcher()
+	c, err := NewClient("test", Ops{Reader: r, Batch: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := getAsync(f, c, "first")
+	if n := waitEntered(t, r); n != 1 {
+		t.Fatalf("the first call carried %d refs, want 1", n)
+	}
+	var later []<-chan error
+	for _, k := range []string{"a", "b", "c", "d"} {
+		later = append(later, getAsync(f, c, k))
+		// Well past the window: each miss would be a batch of its own.
+		time.Sleep(30 * time.Millisecond)
+	}
+	if n := len(r.entered); n != 0 {
+		t.Fatalf("%d batch calls while the first was in flight, want none", n)
+	}
+	close(r.release)
+	if n := waitEntered(t, r); n != 4 {
+		t.Fatalf("after the call in flight, a call of %d refs; want the 4 that waited, together", n)
+	}
+	for _, ch := range append(later, first) {
+		if err := <-ch; err != nil {
+			t.Error(err)
+		}
+	}
+	if b := r.batches.Load(); b != 2 {
+		t.Fatalf("%d batch calls (sizes %v), want 2", b, r.sizes)
+	}
+}
+
+// TestFetcherBatchDoesNotWaitForeverBehindACall: a batch waits for the
+// call in flight at most the hold, then goes out all the same; a full
+// batch does not wait at all.
+func TestFetcherBatchDoesNotWaitForeverBehindACall(t *testing.T) {
+	f := NewFetcher(nil, nil)
+	f.SetBatching(time.Millisecond, 3)
+	f.batchHold = 50 * time.Millisecond
+	r := newBlockingBatcher()
+	defer close(r.release)
+	c, err := NewClient("test", Ops{Reader: r, Batch: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	getAsync(f, c, "hangs")
+	waitEntered(t, r)
+	if err := <-getAsync(f, c, "held"); err != nil {
+		t.Fatalf("a miss behind a call that hangs: %v", err)
+	}
+	var full []<-chan error
+	for _, k := range []string{"x", "y", "z"} {
+		full = append(full, getAsync(f, c, k))
+	}
+	for _, ch := range full {
+		if err := <-ch; err != nil {
+			t.Fatalf("a full batch behind a call that hangs: %v", err)
+		}
+	}
+}

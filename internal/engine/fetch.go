@@ -60,7 +60,7 @@ func NewFetcher(clock Clock, onCall func(store string, n int)) *Fetcher {
 		clock = RealClock
 	}
 	return &Fetcher{clock: clock, entries: map[cacheKey]*entry{}, calls: onCall,
-		batchState: batchState{batchWindow: BatchWindow, maxBatch: MaxBatch}}
+		batchState: batchState{batchWindow: BatchWindow, batchHold: BatchHold, maxBatch: MaxBatch}}
 }
 
 // Fetched is one remote object with the time it was read.

@@ -206,6 +206,7 @@ func (s *Server) secretsManager(op string, body []byte, _ string) (any, *apiErro
 		if e := decode(body, &in); e != nil {
 			return nil, e
 		}
+		s.recordSize("secretsmanager:BatchGetSecretValue", len(in.SecretIDList))
 		switch {
 		case len(in.SecretIDList) == 0:
 			return nil, errorf(400, "InvalidParameterException", "Either SecretIdList or Filters must be provided (this fake supports SecretIdList)")

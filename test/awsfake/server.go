@@ -16,7 +16,11 @@
 //     API server (Server.ReviewToken), so the token exchange is real;
 //   - evaluates a small IAM: a deny list of (principal, action) with the
 //     AccessDeniedException message AWS writes;
-//   - counts calls by action, for the batching tests.
+//   - counts calls by action, and the IDs or names of each batch call,
+//     for the batching tests;
+//   - can answer after a latency (SetLatency), as a store across a network
+//     does, and can answer GetParameters and GetParameter without the
+//     Selector field (OmitSelectors), as some emulators do.
 //
 // It is written by hand because no AWS emulator is available as a Go
 // module or a Debian package here; docs/providers.md lists what was
@@ -33,6 +37,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	mathrand "math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -65,10 +70,15 @@ type Server struct {
 	denied   map[[2]string]bool
 	throttle map[string]bool
 	calls    map[string]int
+	sizes    map[string][]int
 	sessions []Session
 	secrets  map[string]*secret
 	params   map[string]*parameter
 	seq      int
+	// latency and jitter delay each answer (SetLatency).
+	latency, jitter time.Duration
+	// omitSelectors leaves Selector out of parameter answers.
+	omitSelectors bool
 }
 
 // credential is an access key the fake knows: a user's long-lived key or
@@ -103,7 +113,7 @@ type Session struct {
 // New starts a fake for region.
 func New(region string) *Server {
 	s := &Server{Region: region, now: time.Now, keys: map[string]*credential{}, roles: map[string]*Role{},
-		denied: map[[2]string]bool{}, throttle: map[string]bool{}, calls: map[string]int{},
+		denied: map[[2]string]bool{}, throttle: map[string]bool{}, calls: map[string]int{}, sizes: map[string][]int{},
 		secrets: map[string]*secret{}, params: map[string]*parameter{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
@@ -169,6 +179,58 @@ func (s *Server) Throttle(action string, on bool) {
 	s.throttle[action] = on
 }
 
+// SetLatency delays every answer (of each service, refusals included) by
+// a time drawn evenly from [least, most], as a store across a network
+// does; zero for both answers at once. A request whose client gave up
+// stops waiting.
+func (s *Server) SetLatency(least, most time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.latency, s.jitter = least, max(most-least, 0)
+}
+
+// OmitSelectors makes GetParameter and GetParameters answer without the
+// Selector field of a parameter read at a version or label (AWS sets it
+// to ":3" or ":label"), as some emulators do; the version number is
+// still given.
+func (s *Server) OmitSelectors(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.omitSelectors = on
+}
+
+// wait delays an answer by the latency, or until the request ends.
+func (s *Server) wait(r *http.Request) {
+	s.mu.Lock()
+	d := s.latency
+	if s.jitter > 0 {
+		d += mathrand.N(s.jitter + 1)
+	}
+	s.mu.Unlock()
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-r.Context().Done():
+	}
+}
+
+// BatchSizes are the numbers of IDs (BatchGetSecretValue) or names
+// (GetParameters) of each call of action answered since the last
+// ResetCalls, in order.
+func (s *Server) BatchSizes(action string) []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int(nil), s.sizes[action]...)
+}
+
+func (s *Server) recordSize(action string, n int) {
+	s.sizes[action] = append(s.sizes[action], n)
+}
+
 // Calls is how many calls of action were answered (refused ones included),
 // such as "secretsmanager:BatchGetSecretValue".
 func (s *Server) Calls(action string) int {
@@ -182,6 +244,7 @@ func (s *Server) ResetCalls() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = map[string]int{}
+	s.sizes = map[string][]int{}
 }
 
 // Sessions are the role sessions STS issued, in order.
@@ -210,6 +273,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "reading the body", http.StatusBadRequest)
 		return
 	}
+	s.wait(r)
 	if target := r.Header.Get("X-Amz-Target"); target != "" {
 		s.serveJSON(w, r, target, body)
 		return

@@ -173,3 +173,55 @@ func TestStrictInput(t *testing.T) {
 		t.Errorf("calls counted: %d GetParameters, %d BatchGetSecretValue", fake.Calls("ssm:GetParameters"), fake.Calls("secretsmanager:BatchGetSecretValue"))
 	}
 }
+
+// TestLatencyBatchSizesAndSelectors: answers come after the latency set,
+// the IDs and names of each batch call are recorded, and parameters read
+// at a version or label are answered with their Selector unless the fake
+// is told to omit it (as some emulators do); the version number is given
+// either way.
+func TestLatencyBatchSizesAndSelectors(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	fake.PutSecretString("a", "1")
+	fake.PutSecretString("b", "2")
+	fake.PutParameter("/p", "one", "String")
+	fake.PutParameter("/p", "two", "String")
+	fake.LabelParameter("/p", 1, "old")
+	id, secret := fake.AddUser("carol")
+	ctx := context.Background()
+
+	fake.SetLatency(50*time.Millisecond, 80*time.Millisecond)
+	start := time.Now()
+	if _, err := smClient(fake, id, secret, "").BatchGetSecretValue(ctx, &secretsmanager.BatchGetSecretValueInput{SecretIdList: []string{"a", "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Errorf("an answer with a latency of 50-80ms came after %v", d)
+	}
+	fake.SetLatency(0, 0)
+
+	ssmc := ssm.NewFromConfig(aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider(id, secret, ""), RetryMaxAttempts: 1},
+		func(o *ssm.Options) { o.BaseEndpoint = aws.String(fake.URL) })
+	names := []string{"/p", "/p:1", "/p:old"}
+	selectors := func() []string {
+		out, err := ssmc.GetParameters(ctx, &ssm.GetParametersInput{Names: names})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range out.Parameters {
+			got = append(got, fmt.Sprintf("%s%s@%d", aws.ToString(p.Name), aws.ToString(p.Selector), p.Version))
+		}
+		return got
+	}
+	if got := strings.Join(selectors(), " "); got != "/p@2 /p:1@1 /p:old@1" {
+		t.Errorf("answer with selectors: %s", got)
+	}
+	fake.OmitSelectors(true)
+	if got := strings.Join(selectors(), " "); got != "/p@2 /p@1 /p@1" {
+		t.Errorf("answer without selectors: %s", got)
+	}
+	if got := fmt.Sprint(fake.BatchSizes("secretsmanager:BatchGetSecretValue"), fake.BatchSizes("ssm:GetParameters")); got != "[2] [3 3]" {
+		t.Errorf("batch sizes recorded: %s", got)
+	}
+}

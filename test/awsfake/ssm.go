@@ -132,6 +132,9 @@ func (s *Server) paramValue(p *parameter, n int, sel string, decrypt bool) param
 		// encoding stands for it.
 		value = base64.StdEncoding.EncodeToString([]byte("kms:" + strings.Repeat("x", len(v.value))))
 	}
+	if s.omitSelectors {
+		sel = ""
+	}
 	return paramOut{Name: p.name, Type: v.typ, Value: value, Version: n, Selector: sel, ARN: s.paramARN(p.name), DataType: "text", LastModifiedDate: epoch(v.modified)}
 }
 
@@ -166,6 +169,7 @@ func (s *Server) ssm(op string, body []byte, _ string) (any, *apiError) {
 		if e := decode(body, &in); e != nil {
 			return nil, e
 		}
+		s.recordSize("ssm:GetParameters", len(in.Names))
 		if len(in.Names) < 1 || len(in.Names) > 10 {
 			return nil, errorf(400, "ValidationException", "1 validation error detected: Value at 'names' failed to satisfy constraint: Member must have length less than or equal to 10")
 		}

@@ -21,10 +21,11 @@ const storeAWS = "aws"
 const awsKeysNamespace = "default"
 
 // startAWSFake starts the fake in this process (the controller reaches it
-// over loopback), writes the bench's keys to it and the access key to a
-// Secret.
+// over loopback) with the latency of -latency and -latency-max, writes the
+// bench's keys to it and the access key to a Secret.
 func (b *bench) startAWSFake(ctx context.Context) error {
 	b.aws = awsfake.New("us-east-1")
+	b.aws.SetLatency(b.c.Latency, max(b.c.LatencyMax, b.c.Latency))
 	for i := range b.c.Keys {
 		b.aws.PutSecretString(fmt.Sprintf("key-%d", i), fmt.Sprintf(`{"password":"value-%d"}`, i))
 	}
@@ -47,7 +48,11 @@ func (b *bench) awsCalls(phase string) {
 	if b.aws == nil {
 		return
 	}
-	fmt.Fprintf(os.Stderr, "AWS calls counted by the fake, %s: %d BatchGetSecretValue, %d GetSecretValue, %d DescribeSecret\n", phase,
-		b.aws.Calls("secretsmanager:BatchGetSecretValue"), b.aws.Calls("secretsmanager:GetSecretValue"), b.aws.Calls("secretsmanager:DescribeSecret"))
+	largest := 0
+	for _, n := range b.aws.BatchSizes("secretsmanager:BatchGetSecretValue") {
+		largest = max(largest, n)
+	}
+	fmt.Fprintf(os.Stderr, "AWS calls counted by the fake, %s: %d BatchGetSecretValue (the largest of %d ids), %d GetSecretValue, %d DescribeSecret\n", phase,
+		b.aws.Calls("secretsmanager:BatchGetSecretValue"), largest, b.aws.Calls("secretsmanager:GetSecretValue"), b.aws.Calls("secretsmanager:DescribeSecret"))
 	b.aws.ResetCalls()
 }

@@ -22,6 +22,9 @@ import (
 type config struct {
 	N, Keys, Unrelated, Namespaces, Parallel int
 	Latency, Refresh, RestartWindow          time.Duration
+	// LatencyMax, with -store aws, makes the fake AWS answer each call
+	// after a time drawn evenly from [Latency, LatencyMax].
+	LatencyMax time.Duration
 	// Steady is the window with nothing changing over which the API
 	// server's writes are counted; StatusPeriod the controller's
 	// --status-refresh-period (0: its default).
@@ -57,7 +60,8 @@ func main() {
 	flag.IntVar(&c.Unrelated, "unrelated", 50000, "unrelated Secrets in other namespaces (created first; their rate is the raw limit)")
 	flag.IntVar(&c.Namespaces, "namespaces", 10, "namespaces the ExternalSecrets are spread over")
 	flag.IntVar(&c.Parallel, "parallel", 64, "parallel client requests")
-	flag.DurationVar(&c.Latency, "latency", 5*time.Millisecond, "simulated latency of every provider call")
+	flag.DurationVar(&c.Latency, "latency", 5*time.Millisecond, "simulated latency of every provider call (with -store aws: of every answer of the fake AWS)")
+	flag.DurationVar(&c.LatencyMax, "latency-max", 0, "with -store aws: each answer's latency is drawn evenly from [-latency, -latency-max] (0: -latency exactly)")
 	flag.DurationVar(&c.Refresh, "refresh", time.Minute, "refreshInterval of the ExternalSecrets")
 	flag.IntVar(&c.Cycles, "cycles", 2, "refresh cycles observed in steady state")
 	flag.DurationVar(&c.Steady, "steady", 3*time.Minute, "window with nothing changing over which the API server's writes are counted by verb (0: skipped)")

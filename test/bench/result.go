@@ -110,7 +110,11 @@ func (r *result) print(w io.Writer) {
 	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	c := r.Config
 	fmt.Fprintf(t, "machine\t%s\n", r.Machine)
-	fmt.Fprintf(t, "setup\t%d ExternalSecrets, %d keys, %d unrelated Secrets, store %s, %s provider latency (fake store only), refresh %s\n", c.N, c.Keys, c.Unrelated, c.Store, c.Latency, c.Refresh)
+	latency := c.Latency.String()
+	if c.Store == storeAWS && c.LatencyMax > c.Latency {
+		latency += "-" + c.LatencyMax.String()
+	}
+	fmt.Fprintf(t, "setup\t%d ExternalSecrets, %d keys, %d unrelated Secrets, store %s, %s provider latency (fake and aws stores), refresh %s\n", c.N, c.Keys, c.Unrelated, c.Store, latency, c.Refresh)
 	fmt.Fprintf(t, "raw limit R (Secret creates/s, %d parallel)\t%.0f\n", c.Parallel, r.RawCreatesPerSec)
 	fmt.Fprintf(t, "time until every target has the right data\t%.1f s\n", r.SyncSeconds)
 	fmt.Fprintf(t, "ExternalSecret creates/s alone (E), status updates/s alone (U)\t%.0f, %.0f\n", r.ESCreatesPerSec, r.StatusUpdatesPerSec)

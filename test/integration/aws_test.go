@@ -285,6 +285,59 @@ func TestAWSManyExternalSecretsReadInBatches(t *testing.T) {
 	}
 }
 
+// TestAWSManyExternalSecretsAtLatencyReadInFewBatches: 30 ExternalSecrets
+// created over a second, each reading its own secret of a store that
+// answers in 50-500ms, are synced with a few BatchGetSecretValue calls:
+// the reads that come while a call is in flight go out together when it
+// ends, rather than one call for each few milliseconds' worth.
+func TestAWSManyExternalSecretsAtLatencyReadInFewBatches(t *testing.T) {
+	fake := newAWSFake(t)
+	ns := newNamespace(t, nil)
+	awsKeyStore(t, fake, ns, "sm", "awssm", "latency")
+	const n = 30
+	for i := range n {
+		fake.PutSecretString(fmt.Sprintf("slow/%02d", i), fmt.Sprintf(`{"v":"%d"}`, i))
+	}
+	fake.SetLatency(50*time.Millisecond, 500*time.Millisecond)
+	fake.ResetCalls()
+	for i := range n {
+		newES(t, ns, fmt.Sprintf("es-%02d", i), "sm", withData("v", fmt.Sprintf("slow/%02d", i), "v"))
+		time.Sleep(time.Second / n)
+	}
+	for i := range n {
+		waitSecretData(t, ns, fmt.Sprintf("es-%02d", i), map[string]string{"v": fmt.Sprint(i)})
+	}
+	batches, singles := fake.Calls("secretsmanager:BatchGetSecretValue"), fake.Calls("secretsmanager:GetSecretValue")
+	t.Logf("%d ExternalSecrets created over a second at 50-500ms: %d BatchGetSecretValue calls of %v ids, %d GetSecretValue calls",
+		n, batches, fake.BatchSizes("secretsmanager:BatchGetSecretValue"), singles)
+	if singles != 0 || batches > 15 {
+		t.Errorf("%d secrets at 50-500ms cost %d batch and %d single calls; want only batch calls, at most 15", n, batches, singles)
+	}
+}
+
+// TestAWSParameterStorePinnedReadsWithoutSelector: an ExternalSecret that
+// reads a parameter at its current version, a version number and a label
+// gets each, from a store whose GetParameters answers leave out Selector
+// (as some emulators do).
+func TestAWSParameterStorePinnedReadsWithoutSelector(t *testing.T) {
+	fake := newAWSFake(t)
+	ns := newNamespace(t, nil)
+	awsKeyStore(t, fake, ns, "ps", "awsps", "pinned")
+	name := "/" + ns + "/db"
+	fake.PutParameter(name, "one", "SecureString")
+	fake.PutParameter(name, "two", "SecureString")
+	fake.LabelParameter(name, 1, "stable")
+	fake.OmitSelectors(true)
+	pinned := func(secretKey, version string) esOpt {
+		return func(es *v1alpha1.ExternalSecret) {
+			es.Spec.Data = append(es.Spec.Data, v1alpha1.ExternalSecretData{SecretKey: secretKey, RemoteRef: v1alpha1.RemoteReference{Key: name, Version: version}})
+		}
+	}
+	newES(t, ns, "db", "ps", withData("current", name, ""), pinned("v1", "1"), pinned("stable", "stable"))
+	waitSecretData(t, ns, "db", map[string]string{"current": "two", "v1": "one", "stable": "one"})
+	waitReady(t, ns, "db")
+}
+
 // TestAWSThrottlingKeepsTheTargetAndBacksOff: with every read throttled,
 // the condition says so, the target keeps its data, and the calls made
 // in the following seconds are printed (the SDK's retryer makes at most

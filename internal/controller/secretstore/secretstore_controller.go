@@ -103,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	status.Provider = name
 	err := r.check(ctx, resolved)
-	conditions.Set(&status.Conditions, conditions.Outcome{Err: err, Reason: failure.Valid, Message: "configuration and credentials are valid"}, obj.GetGeneration())
+	conditions.Set(&status.Conditions, checked(err), obj.GetGeneration())
 	status.Phase = v1alpha1.StorePhaseRunning
 	if err != nil {
 		status.Phase = v1alpha1.StorePhasePending
@@ -135,6 +135,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The work queue tries again with backoff (RetryBackoff).
 		return ctrl.Result{}, failure.Redacted(err)
 	}
+}
+
+// checked is the outcome of a store's check: valid, or the failure alone.
+// (An outcome's message on a failure is added to the error's: a failed
+// check must not go on to say that the store is valid.)
+func checked(err error) conditions.Outcome {
+	if err != nil {
+		return conditions.Outcome{Err: err}
+	}
+	return conditions.Outcome{Reason: failure.Valid, Message: "configuration and credentials are valid"}
 }
 
 // check validates a store; the error it returns is classed by the error

@@ -8,6 +8,7 @@ package awsbase
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -120,8 +121,12 @@ type Session struct {
 	FIPS, DualStack bool
 	KMSKeyID        string
 
-	// sts checks the credentials.
-	sts *sts.Client
+	// sts checks the credentials; stsHost is the host its calls go to,
+	// and stsOwn tells that it is AWS's own STS although the block names
+	// an endpoint (of the store's service) without an stsEndpoint.
+	sts     *sts.Client
+	stsHost string
+	stsOwn  bool
 }
 
 // NewSession reads the store's credentials and builds the SDK
@@ -201,15 +206,44 @@ func NewSession(ctx context.Context, store provider.Store, deps provider.Deps, h
 	}
 	s.Config = cfg
 	s.sts = s.stsClient(cfg, b)
+	s.stsHost = s.resolveSTSHost(ctx, b)
+	s.stsOwn = b.Endpoint != "" && b.STSEndpoint == ""
 	return s, nil
 }
 
 // Check verifies the credentials with STS GetCallerIdentity, which every
 // identity may call whatever its policies: a reader allowed only
-// GetSecretValue on a few ARNs is not refused by its store's check.
+// GetSecretValue on a few ARNs is not refused by its store's check. Its
+// error names the STS host it asked, and says so when that is AWS's own
+// STS although the block names an endpoint: the endpoint serves the
+// store's service, not STS.
 func (s *Session) Check(ctx context.Context) error {
 	_, err := s.sts.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
-	return s.Classify("checking the AWS credentials of "+s.Who+" (sts:GetCallerIdentity)", err)
+	if err == nil {
+		return nil
+	}
+	what := fmt.Sprintf("checking the AWS credentials of %s with sts:GetCallerIdentity at %s", s.Who, s.stsHost)
+	if s.stsOwn {
+		what += fmt.Sprintf(" (AWS's own STS of the region: %s.endpoint is not used for STS, and %s.stsEndpoint is not set; set it to the STS that goes with the endpoint)", s.Block, s.Block)
+	}
+	return s.Classify(what, err)
+}
+
+// resolveSTSHost is the host of the STS calls: the block's stsEndpoint,
+// or the one the SDK resolves for the region (with FIPS and dual-stack).
+func (s *Session) resolveSTSHost(ctx context.Context, b *v1alpha1.AWSProvider) string {
+	params := sts.EndpointParameters{Region: aws.String(b.Region), UseFIPS: aws.Bool(s.FIPS), UseDualStack: aws.Bool(s.DualStack)}
+	if b.STSEndpoint != "" {
+		params.Endpoint = aws.String(b.STSEndpoint)
+	}
+	ep, err := sts.NewDefaultEndpointResolverV2().ResolveEndpoint(ctx, params)
+	if err != nil || ep.URI.Host == "" {
+		if u, perr := url.Parse(b.STSEndpoint); perr == nil && u.Host != "" {
+			return u.Host
+		}
+		return "the STS of region " + b.Region
+	}
+	return ep.URI.Host
 }
 
 // stsClient is an STS client with the credentials of cfg so far.

@@ -3,8 +3,11 @@ package awsbase_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -291,5 +294,88 @@ func TestControllerCredentials(t *testing.T) {
 	fake.Deny(awsfake.UserARN("controller"), "secretsmanager:GetSecretValue")
 	if _, err = read(t, store, &awsfake.Deps{}, "k"); !errors.Is(err, engine.ErrPermissionDenied) || !strings.Contains(err.Error(), "the controller's own credentials") {
 		t.Errorf("refusal: %v", err)
+	}
+}
+
+// onlyHost is an HTTP transport that reaches one host (the fake's) and
+// finds every other unreachable, as a cluster without a way to AWS's own
+// endpoints does, without any network.
+type onlyHost struct{ host string }
+
+func (o onlyHost) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Host != o.host {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("no route to host")}
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestCheckNamesTheSTSHostItTried: a store with an endpoint but no
+// stsEndpoint checks its credentials at AWS's own STS of the region; when
+// that cannot be reached, the error names the host it tried and
+// stsEndpoint, and is an outage (not a refusal of the credentials). With
+// stsEndpoint set, the check asks it.
+func TestCheckNamesTheSTSHostItTried(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	id, secret := fake.AddUser("emulated")
+	fake.PutSecretString("k", "v")
+	deps := &awsfake.Deps{}
+	deps.SetSecret("aws", "id", []byte(id))
+	deps.SetSecret("aws", "secret", []byte(secret))
+	block := &v1alpha1.AWSProvider{Region: region, Endpoint: fake.URL, Auth: &v1alpha1.AWSAuth{SecretRef: &v1alpha1.AWSAuthSecretRef{
+		AccessKeyID: v1alpha1.SecretKeySelector{Name: "aws", Key: "id"}, SecretAccessKey: v1alpha1.SecretKeySelector{Name: "aws", Key: "secret"}}}}
+	store := provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "a", Name: "s", Spec: &v1alpha1.SecretStoreProvider{AWSSM: block}}
+	fakeURL, err := url.Parse(fake.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory := awssm.Factory{HTTPClient: &http.Client{Transport: onlyHost{host: fakeURL.Host}}}
+	ops, err := factory.New(context.Background(), store, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obj, rerr := ops.Reader.GetSecret(context.Background(), engine.Ref{Key: "k"}); rerr != nil || string(obj.Value) != "v" {
+		t.Fatalf("a read through the endpoint: %v", rerr)
+	}
+	err = ops.Checker.Check(context.Background())
+	msg := fmt.Sprint(err)
+	if !errors.Is(err, engine.ErrUnavailable) || !strings.Contains(msg, "at sts."+region+".amazonaws.com") ||
+		!strings.Contains(msg, "awssm.stsEndpoint is not set") || strings.Contains(msg, secret) {
+		t.Errorf("a check at an unreachable STS: %v; want an outage naming sts.%s.amazonaws.com and awssm.stsEndpoint", err, region)
+	}
+	if n := fake.Calls("sts:GetCallerIdentity"); n != 0 {
+		t.Errorf("the fake's STS was asked %d times; the endpoint is not STS's", n)
+	}
+	block.STSEndpoint = fake.URL
+	ops, err = factory.New(context.Background(), store, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err = ops.Checker.Check(context.Background()); err != nil {
+		t.Errorf("a check at stsEndpoint: %v", err)
+	}
+}
+
+// TestUnreachableEndpointIsNamed: a read from an endpoint that cannot be
+// reached names its host, not only that AWS could not be reached.
+func TestUnreachableEndpointIsNamed(t *testing.T) {
+	deps := &awsfake.Deps{}
+	deps.SetSecret("aws", "id", []byte("AKIAEXAMPLEEXAMPLE00"))
+	deps.SetSecret("aws", "secret", []byte("not-a-real-secret-not-a-real-secret-0000"))
+	block := &v1alpha1.AWSProvider{Region: region, Endpoint: "https://secrets.internal.example:8443", STSEndpoint: "https://sts.internal.example:8443",
+		Auth: &v1alpha1.AWSAuth{SecretRef: &v1alpha1.AWSAuthSecretRef{
+			AccessKeyID: v1alpha1.SecretKeySelector{Name: "aws", Key: "id"}, SecretAccessKey: v1alpha1.SecretKeySelector{Name: "aws", Key: "secret"}}}}
+	store := provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "a", Name: "s", Spec: &v1alpha1.SecretStoreProvider{AWSPS: block}}
+	ops, err := awsps.Factory{HTTPClient: &http.Client{Transport: onlyHost{host: "none"}}}.New(context.Background(), store, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ops.Reader.GetSecret(context.Background(), engine.Ref{Key: "/p"})
+	if !errors.Is(err, engine.ErrUnavailable) || !strings.Contains(err.Error(), "could not be reached at secrets.internal.example:8443") {
+		t.Errorf("an unreachable endpoint: %v", err)
+	}
+	err = ops.Checker.Check(context.Background())
+	if !errors.Is(err, engine.ErrUnavailable) || !strings.Contains(err.Error(), "at sts.internal.example:8443") || strings.Contains(err.Error(), "AWS's own STS") {
+		t.Errorf("an unreachable stsEndpoint: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"regexp"
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -42,12 +43,12 @@ func (s *Session) Classify(what string, err error) error {
 	if !errors.As(err, &api) {
 		switch {
 		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-			return fmt.Errorf("%s: AWS did not answer in time%s: %w", what, attempts, engine.ErrUnavailable)
+			return fmt.Errorf("%s: AWS did not answer in time%s%s: %w", what, at(err), attempts, engine.ErrUnavailable)
 		}
 		var ne net.Error
 		var oe *net.OpError
 		if errors.As(err, &ne) || errors.As(err, &oe) {
-			return fmt.Errorf("%s: AWS could not be reached%s (%s): %w", what, attempts, netText(err), engine.ErrUnavailable)
+			return fmt.Errorf("%s: AWS could not be reached%s%s (%s): %w", what, at(err), attempts, netText(err), engine.ErrUnavailable)
 		}
 		if errors.Is(err, engine.ErrPermissionDenied) || errors.Is(err, engine.ErrUnavailable) || errors.Is(err, engine.ErrInvalidConfig) {
 			// An error of Watchword's own, such as a failed TokenRequest.
@@ -93,6 +94,21 @@ func (s *Session) refused(api smithy.APIError, action string) string {
 		action = "the call"
 	}
 	return fmt.Sprintf("AWS refused %s to %s (%s)", action, s.Who, api.ErrorCode())
+}
+
+// at names the host a request that failed was sent to (" at host"), or
+// "": the host of an endpoint, which the configuration or the SDK chose,
+// never more of the URL.
+func at(err error) string {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return ""
+	}
+	u, perr := url.Parse(ue.URL)
+	if perr != nil || u.Host == "" {
+		return ""
+	}
+	return " at " + u.Host
 }
 
 // netText is the kind of a network failure, without addresses of the

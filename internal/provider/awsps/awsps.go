@@ -22,6 +22,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/awsbase"
 )
@@ -168,58 +169,163 @@ func pathVersion(versions []string) string {
 }
 
 // GetSecrets reads up to BatchLimit parameters with one GetParameters call
-// (with their version selectors); a path is read on its own.
+// (with their version selectors); a path is read on its own. A call asks
+// for each parameter once, so that its answer is matched to the name
+// asked by the parameter's name alone (AWS gives a Selector with a
+// parameter read at a version or label, some emulators do not); the
+// answer's version must be the one asked, where the name asks a number.
+// A pinned ref that the answer does not settle is read on its own; one
+// that the answer does not mention at all is a provider error: the store
+// answered, only not about it.
 func (c *Client) GetSecrets(ctx context.Context, refs []engine.Ref) ([]engine.BatchItem, error) {
 	items := make([]engine.BatchItem, len(refs))
-	var names []string
+	var calls [][]asked
+	seen := map[string]bool{}
 	for i, r := range refs {
 		if IsPath(r.Key) {
 			obj, err := c.GetSecret(ctx, r)
 			items[i] = engine.BatchItem{Object: obj, Err: err}
 			continue
 		}
-		if n := selector(r); !slices.Contains(names, n) {
-			names = append(names, n)
+		a := parseAsked(selector(r))
+		if seen[a.name] {
+			continue
 		}
+		seen[a.name] = true
+		calls = place(calls, a)
 	}
 	found := map[string]engine.BatchItem{}
-	for len(names) > 0 {
-		n := min(len(names), BatchLimit)
-		if err := c.batch(ctx, names[:n], found); err != nil {
+	for _, call := range calls {
+		if err := c.batch(ctx, call, found); err != nil {
 			return nil, err
 		}
-		names = names[n:]
 	}
 	for i, r := range refs {
 		if IsPath(r.Key) {
 			continue
 		}
 		item, ok := found[selector(r)]
+		if !ok && r.Version != "" {
+			// A single read names its version beyond doubt.
+			obj, err := c.GetSecret(ctx, r)
+			item, ok = engine.BatchItem{Object: obj, Err: err}, true
+			found[selector(r)] = item
+		}
 		if !ok {
-			item.Err = fmt.Errorf("%s: the batch answer does not mention it: %w", readWhat(r), engine.ErrUnavailable)
+			item.Err = failure.Retryf(failure.ProviderError, "%s: AWS Parameter Store answered GetParameters without this parameter, neither as a parameter nor as an invalid one", readWhat(r))
 		}
 		items[i] = item
 	}
 	return items, nil
 }
 
-func (c *Client) batch(ctx context.Context, names []string, found map[string]engine.BatchItem) error {
+// asked is a name of a GetParameters call: as asked (name or ARN, with a
+// selector), the parameter's name, and the selector without its colon
+// ("" for the current version).
+type asked struct{ name, param, sel string }
+
+func parseAsked(n string) asked {
+	a := asked{name: n}
+	base, at := n, 0
+	if strings.HasPrefix(n, "arn:") {
+		if i := strings.Index(n, ":parameter/"); i >= 0 {
+			at = i + len(":parameter/")
+		}
+	}
+	if i := strings.LastIndex(n[at:], ":"); i >= 0 {
+		base, a.sel = n[:at+i], n[at+i+1:]
+	}
+	a.param = paramName(base)
+	return a
+}
+
+// paramName is the name of the parameter that key (a name or an ARN)
+// names: an ARN ends in parameter/<the name without its leading "/">.
+func paramName(key string) string {
+	if !strings.HasPrefix(key, "arn:") {
+		return key
+	}
+	_, name, ok := strings.Cut(key, ":parameter/")
+	if !ok {
+		return key
+	}
+	if strings.Contains(name, "/") {
+		return "/" + name
+	}
+	return name
+}
+
+// place adds a to the first call that has room and does not ask for a's
+// parameter yet, or to a new call.
+func place(calls [][]asked, a asked) [][]asked {
+	for i, call := range calls {
+		if len(call) < BatchLimit && !slices.ContainsFunc(call, func(o asked) bool { return o.param == a.param }) {
+			calls[i] = append(call, a)
+			return calls
+		}
+	}
+	return append(calls, []asked{a})
+}
+
+// batch reads the names of one call, each of another parameter, and files
+// each answer under the name it answers.
+func (c *Client) batch(ctx context.Context, call []asked, found map[string]engine.BatchItem) error {
+	names := make([]string, len(call))
+	for i, a := range call {
+		names[i] = a.name
+	}
 	out, err := c.api.GetParameters(ctx, &ssm.GetParametersInput{Names: names, WithDecryption: aws.Bool(true)})
 	if err != nil {
 		return c.s.Classify(fmt.Sprintf("reading %d parameters from AWS Parameter Store in one batch", len(names)), err)
 	}
-	for _, p := range out.Parameters {
-		sel := aws.ToString(p.Selector)
-		for _, n := range names {
-			if n == aws.ToString(p.Name)+sel || n == aws.ToString(p.ARN)+sel {
-				found[n] = engine.BatchItem{Object: object(&p)}
-			}
+	of := func(param string) (asked, bool) {
+		i := slices.IndexFunc(call, func(a asked) bool { return a.param == param })
+		if i < 0 {
+			return asked{}, false
+		}
+		return call[i], true
+	}
+	for i := range out.Parameters {
+		p := &out.Parameters[i]
+		a, ok := of(aws.ToString(p.Name))
+		if !ok {
+			a, ok = of(paramName(aws.ToString(p.ARN)))
+		}
+		if ok && answers(p, a) {
+			found[a.name] = engine.BatchItem{Object: object(p)}
 		}
 	}
 	for _, n := range out.InvalidParameters {
-		found[n] = engine.BatchItem{Err: fmt.Errorf("reading parameter %q from AWS Parameter Store: it does not exist, or not at that version: %w", n, engine.ErrNotFound)}
+		a, ok := asked{}, false
+		if i := slices.Index(names, n); i >= 0 {
+			a, ok = call[i], true
+		} else {
+			// Named without its selector, or as the other of name and
+			// ARN: the call asks for the parameter once.
+			a, ok = of(parseAsked(n).param)
+		}
+		if ok {
+			found[a.name] = engine.BatchItem{Err: fmt.Errorf("reading parameter %q from AWS Parameter Store: it does not exist, or not at that version: %w", a.name, engine.ErrNotFound)}
+		}
 	}
 	return nil
+}
+
+// answers tells whether p, an answer of a's parameter, is at the version
+// a asks: the Selector, where the answer gives one, is a's; a version
+// number asked is p's.
+func answers(p *types.Parameter, a asked) bool {
+	want := ""
+	if a.sel != "" {
+		want = ":" + a.sel
+	}
+	if sel := aws.ToString(p.Selector); sel != "" && sel != want {
+		return false
+	}
+	if n, err := strconv.ParseInt(a.sel, 10, 64); err == nil && p.Version != n {
+		return false
+	}
+	return true
 }
 
 // CurrentVersion is a parameter's version number from DescribeParameters,
@@ -265,17 +371,8 @@ func (errNoParameter) ErrorFault() smithy.ErrorFault { return smithy.FaultUnknow
 
 // describe is the metadata of one parameter (name or ARN).
 func (c *Client) describe(ctx context.Context, key string) (*types.ParameterMetadata, error) {
-	filterKey, value := "Name", key
-	if strings.HasPrefix(key, "arn:") {
-		// DescribeParameters filters by name; an ARN ends in
-		// parameter/<name without its leading slash>.
-		if _, name, ok := strings.Cut(key, ":parameter/"); ok {
-			value = "/" + name
-			if !strings.Contains(name, "/") {
-				value = name
-			}
-		}
-	}
+	// DescribeParameters filters by name.
+	filterKey, value := "Name", paramName(key)
 	out, err := c.api.DescribeParameters(ctx, &ssm.DescribeParametersInput{ParameterFilters: []types.ParameterStringFilter{{Key: aws.String(filterKey), Option: aws.String("Equals"), Values: []string{value}}}})
 	if err != nil {
 		return nil, err

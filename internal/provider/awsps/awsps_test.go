@@ -1,9 +1,14 @@
 package awsps_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +16,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/awsbase"
 	"github.com/watchword-dev/watchword/internal/provider/awsps"
@@ -46,6 +52,15 @@ func newOps(t *testing.T, store provider.Store, deps provider.Deps) engine.Ops {
 
 func TestRefsAreComplete(t *testing.T) {
 	providertest.RefsAreComplete(t, awsps.Factory{}, "awsps")
+}
+
+// TestCapabilitiesAreDocumented: the capability table of
+// docs/providers.md lists what the client declares.
+func TestCapabilitiesAreDocumented(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	store, deps := keyStore(t, fake, "docs")
+	providertest.CapabilitiesAreDocumented(t, "awsps", newOps(t, store, deps))
 }
 
 func TestConformance(t *testing.T) {
@@ -322,3 +337,151 @@ type stepClock struct {
 func (c *stepClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 
 func (c *stepClock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
+
+// TestDueTogetherAtLatencyAreBatched: 30 ExternalSecrets over 30
+// parameters of a store that answers in 50-500ms, read by the
+// controller's workers through the store's call gate (providertest.Sync),
+// cost a few GetParameters calls when they are created within a second
+// and when all fall due together: the reads that wait while a call is in
+// flight go out together in the next one (up to 10 names).
+func TestDueTogetherAtLatencyAreBatched(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	store, deps := keyStore(t, fake, "latency")
+	client, err := engine.NewClient("awsps", newOps(t, store, deps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 30
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("/slow/%02d", i)
+		fake.PutParameter(keys[i], fmt.Sprintf("%02d", i), "SecureString")
+	}
+	want := func(key string, obj engine.Object) error {
+		if "/slow/"+string(obj.Value) != key {
+			return fmt.Errorf("read another parameter's value")
+		}
+		return nil
+	}
+	fake.SetLatency(50*time.Millisecond, 500*time.Millisecond)
+	clock := &providertest.Clock{}
+	f := engine.NewFetcher(clock, nil)
+	for _, round := range []struct {
+		name   string
+		spread time.Duration
+	}{{"created within a second", time.Second}, {"all due together", 0}} {
+		fake.ResetCalls()
+		providertest.Sync(t, f, "ns/ps", client, keys, round.spread, want)
+		batches, singles, checks := fake.Calls("ssm:GetParameters"), fake.Calls("ssm:GetParameter"), fake.Calls("ssm:DescribeParameters")
+		t.Logf("%d parameters at 50-500ms, %s: %d GetParameters calls of %v names, %d GetParameter, %d DescribeParameters",
+			n, round.name, batches, fake.BatchSizes("ssm:GetParameters"), singles, checks)
+		// 30 names take 3 calls at least.
+		if batches+singles+checks > 10 {
+			t.Errorf("%d parameters at 50-500ms, %s: %d batch calls, %d single reads, %d version checks; want at most 10 calls in all", n, round.name, batches, singles, checks)
+		}
+		// Every cached read falls due.
+		clock.Advance(2 * time.Minute)
+	}
+}
+
+// TestPinnedBatchReadsWithAndWithoutSelector: names read at a version
+// number or a label in one batch get what single reads get, whether the
+// answer gives each parameter's Selector (as AWS does) or leaves it out
+// (as some emulators do), without a single read: the answer is matched by
+// the parameter's name and the version asked.
+func TestPinnedBatchReadsWithAndWithoutSelector(t *testing.T) {
+	for _, omit := range []bool{false, true} {
+		t.Run(fmt.Sprintf("selectors omitted %v", omit), func(t *testing.T) {
+			fake := awsfake.New(region)
+			defer fake.Close()
+			store, deps := keyStore(t, fake, "pinned")
+			ops := newOps(t, store, deps)
+			fake.PutParameter("/app/db", "db-1", "SecureString")
+			fake.PutParameter("/app/db", "db-2", "SecureString")
+			fake.LabelParameter("/app/db", 1, "stable")
+			fake.PutParameter("/solo", "solo-1", "SecureString")
+			fake.PutParameter("/solo", "solo-2", "SecureString")
+			fake.LabelParameter("/solo", 1, "prod")
+			fake.OmitSelectors(omit)
+			arn := "arn:aws:ssm:" + region + ":" + awsfake.Account + ":parameter/app/db"
+			refs := []engine.Ref{
+				{Key: "/app/db"}, {Key: "/app/db", Version: "1"}, {Key: "/app/db", Version: "stable"},
+				{Key: "/solo", Version: "prod"}, {Key: "/solo", Version: "2"}, {Key: arn, Version: "2"},
+				{Key: "/app/db", Version: "9"}, {Key: "/solo", Version: "nolabel"},
+			}
+			want := []string{"2:db-2", "1:db-1", "1:db-1", "1:solo-1", "2:solo-2", "2:db-2", "NotFound", "NotFound"}
+			fake.ResetCalls()
+			items, err := ops.Batch.GetSecrets(context.Background(), refs)
+			if err != nil {
+				t.Fatalf("batch read: %v", err)
+			}
+			for i, item := range items {
+				got := item.Object.Version + ":" + string(item.Object.Value)
+				if item.Err != nil {
+					got = string(failure.Classify(item.Err).Reason)
+				}
+				if got != want[i] {
+					t.Errorf("%+v: got %s (%v), want %s", refs[i], got, item.Err, want[i])
+				}
+			}
+			if n := fake.Calls("ssm:GetParameter"); n != 0 {
+				t.Errorf("%d single reads; the batch answers settle every ref", n)
+			}
+		})
+	}
+}
+
+// dropper is an HTTP client that removes the parameter named drop from
+// every GetParameters answer, as a store that answers without it.
+type dropper struct{ drop string }
+
+func (d dropper) Do(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || req.Header.Get("X-Amz-Target") != "AmazonSSM.GetParameters" || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err = json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, err
+	}
+	params, _ := out["Parameters"].([]any)
+	out["Parameters"] = slices.DeleteFunc(params, func(p any) bool { return p.(map[string]any)["Name"] == d.drop })
+	b, _ := json.Marshal(out)
+	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+	resp.Header.Del("Content-Length")
+	return resp, nil
+}
+
+// TestBatchAnswerWithoutAParameterIsAProviderError: a parameter that a
+// GetParameters answer does not mention at all, as found or as invalid,
+// is a provider error of its own, not an outage of the store (which did
+// answer); the others of the batch are read, and a pinned one left out
+// is read on its own.
+func TestBatchAnswerWithoutAParameterIsAProviderError(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	store, deps := keyStore(t, fake, "dropped")
+	ops, err := awsps.Factory{HTTPClient: dropper{drop: "/dropped"}}.New(context.Background(), store, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.PutParameter("/kept", "k", "SecureString")
+	fake.PutParameter("/dropped", "d", "SecureString")
+	fake.ResetCalls()
+	items, err := ops.Batch.GetSecrets(context.Background(), []engine.Ref{{Key: "/kept"}, {Key: "/dropped"}, {Key: "/dropped", Version: "1"}})
+	if err != nil {
+		t.Fatalf("batch read: %v", err)
+	}
+	if items[0].Err != nil || string(items[0].Object.Value) != "k" {
+		t.Errorf("the parameter answered: %v", items[0].Err)
+	}
+	if items[2].Err != nil || string(items[2].Object.Value) != "d" || fake.Calls("ssm:GetParameter") != 1 {
+		t.Errorf("the pinned parameter left out: %v, after %d single reads; want it read on its own", items[2].Err, fake.Calls("ssm:GetParameter"))
+	}
+	err = items[1].Err
+	if c := failure.Classify(err); c.Reason != failure.ProviderError || c.Terminal || errors.Is(err, engine.ErrUnavailable) || !strings.Contains(err.Error(), `"/dropped"`) {
+		t.Errorf("the parameter left out of the answer: %v (%s), want a retried ProviderError naming it", err, c.Reason)
+	}
+}

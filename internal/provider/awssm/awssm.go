@@ -21,6 +21,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/awsbase"
 )
@@ -104,7 +105,8 @@ func object(version string, text *string, binary []byte) engine.Object {
 
 // GetSecrets reads the current versions of up to BatchLimit secrets with
 // one BatchGetSecretValue call; a ref pinned to a version is read on its
-// own, as the batch call reads current versions only.
+// own, as the batch call reads current versions only. A secret the answer
+// does not mention is a provider error of its own.
 func (c *Client) GetSecrets(ctx context.Context, refs []engine.Ref) ([]engine.BatchItem, error) {
 	items := make([]engine.BatchItem, len(refs))
 	var ids []string
@@ -132,7 +134,9 @@ func (c *Client) GetSecrets(ctx context.Context, refs []engine.Ref) ([]engine.Ba
 		}
 		item, ok := found[r.Key]
 		if !ok {
-			item.Err = fmt.Errorf("%s: the batch answer does not mention it: %w", readWhat(r), engine.ErrUnavailable)
+			// The store answered, only not about this secret: not an
+			// outage.
+			item.Err = failure.Retryf(failure.ProviderError, "%s: AWS Secrets Manager answered BatchGetSecretValue without this secret, neither as a value nor as an error", readWhat(r))
 		}
 		items[i] = item
 	}

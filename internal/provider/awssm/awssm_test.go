@@ -1,9 +1,14 @@
 package awssm_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +16,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/awsbase"
 	"github.com/watchword-dev/watchword/internal/provider/awssm"
@@ -47,6 +53,15 @@ func newOps(t *testing.T, store provider.Store, deps provider.Deps) engine.Ops {
 
 func TestRefsAreComplete(t *testing.T) {
 	providertest.RefsAreComplete(t, awssm.Factory{}, "awssm")
+}
+
+// TestCapabilitiesAreDocumented: the capability table of
+// docs/providers.md lists what the client declares.
+func TestCapabilitiesAreDocumented(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	store, deps := keyStore(t, fake, "docs")
+	providertest.CapabilitiesAreDocumented(t, "awssm", newOps(t, store, deps))
 }
 
 func TestConformance(t *testing.T) {
@@ -378,3 +393,98 @@ type stepClock struct {
 func (c *stepClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 
 func (c *stepClock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
+
+// TestDueTogetherAtLatencyAreBatched: 30 ExternalSecrets over 30 secrets
+// of a store that answers in 50-500ms, read by the controller's workers
+// through the store's call gate (providertest.Sync), cost a few calls
+// when they are created within a second and when all fall due together:
+// the reads that wait while a call is in flight go out together in the
+// next one, rather than each few milliseconds' worth on its own.
+func TestDueTogetherAtLatencyAreBatched(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	store, deps := keyStore(t, fake, "latency")
+	client, err := engine.NewClient("awssm", newOps(t, store, deps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 30
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("slow/%02d", i)
+		fake.PutSecretString(keys[i], fmt.Sprintf(`{"n":"%02d"}`, i))
+	}
+	want := func(key string, obj engine.Object) error {
+		if "slow/"+string(obj.Fields["n"]) != key {
+			return fmt.Errorf("read another secret's fields")
+		}
+		return nil
+	}
+	fake.SetLatency(50*time.Millisecond, 500*time.Millisecond)
+	clock := &providertest.Clock{}
+	f := engine.NewFetcher(clock, nil)
+	for _, round := range []struct {
+		name   string
+		spread time.Duration
+	}{{"created within a second", time.Second}, {"all due together", 0}} {
+		fake.ResetCalls()
+		providertest.Sync(t, f, "ns/sm", client, keys, round.spread, want)
+		batches, singles, checks := fake.Calls("secretsmanager:BatchGetSecretValue"), fake.Calls("secretsmanager:GetSecretValue"), fake.Calls("secretsmanager:DescribeSecret")
+		t.Logf("%d secrets at 50-500ms, %s: %d BatchGetSecretValue calls of %v ids, %d GetSecretValue, %d DescribeSecret",
+			n, round.name, batches, fake.BatchSizes("secretsmanager:BatchGetSecretValue"), singles, checks)
+		if batches+singles+checks > 10 {
+			t.Errorf("%d secrets at 50-500ms, %s: %d batch calls, %d single reads, %d version checks; want at most 10 calls in all", n, round.name, batches, singles, checks)
+		}
+		// Every cached read falls due.
+		clock.Advance(2 * time.Minute)
+	}
+}
+
+// dropper is an HTTP client that removes the secret named drop from every
+// BatchGetSecretValue answer, as a store that answers without it.
+type dropper struct{ drop string }
+
+func (d dropper) Do(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || req.Header.Get("X-Amz-Target") != "secretsmanager.BatchGetSecretValue" || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err = json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, err
+	}
+	values, _ := out["SecretValues"].([]any)
+	out["SecretValues"] = slices.DeleteFunc(values, func(v any) bool { return v.(map[string]any)["Name"] == d.drop })
+	b, _ := json.Marshal(out)
+	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+	resp.Header.Del("Content-Length")
+	return resp, nil
+}
+
+// TestBatchAnswerWithoutASecretIsAProviderError: a secret that a
+// BatchGetSecretValue answer does not mention, as a value or as an error,
+// is a provider error of its own, not an outage of the store (which did
+// answer); the others of the batch are read.
+func TestBatchAnswerWithoutASecretIsAProviderError(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	store, deps := keyStore(t, fake, "dropped")
+	ops, err := awssm.Factory{HTTPClient: dropper{drop: "dropped"}}.New(context.Background(), store, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.PutSecretString("kept", "k")
+	fake.PutSecretString("dropped", "d")
+	items, err := ops.Batch.GetSecrets(context.Background(), []engine.Ref{{Key: "kept"}, {Key: "dropped"}})
+	if err != nil {
+		t.Fatalf("batch read: %v", err)
+	}
+	if items[0].Err != nil || string(items[0].Object.Value) != "k" {
+		t.Errorf("the secret answered: %v", items[0].Err)
+	}
+	err = items[1].Err
+	if c := failure.Classify(err); c.Reason != failure.ProviderError || c.Terminal || errors.Is(err, engine.ErrUnavailable) || !strings.Contains(err.Error(), `"dropped"`) {
+		t.Errorf("the secret left out of the answer: %v (%s), want a retried ProviderError naming it", err, c.Reason)
+	}
+}
