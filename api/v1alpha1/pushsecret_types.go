@@ -88,9 +88,10 @@ type PushSecretDestination struct {
 	Metadata PushSecretMetadata `json:"metadata,omitempty"`
 
 	// configRef names the store to publish to: a SecretStore of the
-	// publisher's namespace (the PushSecret's or the ExternalSecret's).
-	// Defaults to the SecretStore named default. ClusterSecretStores are
-	// refused for now (see docs/publishing.md).
+	// publisher's namespace (the PushSecret's or the ExternalSecret's), or
+	// a ClusterSecretStore that allows that namespace, through which the
+	// publisher writes only within its namespace's scope (see
+	// docs/publishing.md). Defaults to the SecretStore named default.
 	// +optional
 	ConfigRef *StoreRef `json:"configRef,omitempty"`
 

@@ -137,11 +137,16 @@ func runPluginConformance(ctx context.Context, c conformanceConfig, out io.Write
 			// No protocol call writes a secret without a marker (and a
 			// store of the cluster is reached only through its
 			// provider): the read checks seed through the store's own
-			// writer, as an owner the write checks never act as.
+			// writer, as an owner the write checks never act as, and
+			// delete what they seeded as that owner once done.
+			seeder := engine.Owner{ID: "conformance/seed"}
 			h.SeedMarks = true
 			h.Seed = func(ctx context.Context, key string, fields map[string][]byte) error {
-				_, err := ops.Writer.PutSecret(ctx, key, engine.Publication{Fields: fields}, engine.Owner{ID: "conformance/seed"})
+				_, err := ops.Writer.PutSecret(ctx, key, engine.Publication{Fields: fields}, seeder)
 				return err
+			}
+			h.Unseed = func(ctx context.Context, key string) error {
+				return ops.Writer.DeleteSecret(ctx, key, seeder)
 			}
 		}
 	}

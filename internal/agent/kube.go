@@ -12,6 +12,7 @@ import (
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
 )
 
@@ -42,8 +43,9 @@ func (a *Agent) followed(namespace, name string) func(ctx context.Context) (*v1a
 			return nil, provider.Store{}, "", fmt.Errorf("reading ExternalSecret %q: %w", ns+"/"+name, err)
 		}
 		if p := es.Spec.Target.CreationPolicy; p != v1alpha1.CreationPolicyNone {
-			return nil, provider.Store{}, "", fmt.Errorf("ExternalSecret %q has creationPolicy %q; the agent follows only creationPolicy None, so that its data has one writer: %w",
-				ns+"/"+name, string(p), engine.ErrInvalidConfig)
+			return nil, provider.Store{}, "", failure.Terminalf(failure.TargetConflict,
+				"ExternalSecret %q has creationPolicy %q: the controller writes its data into a Secret, and the agent follows only an ExternalSecret whose data has no other writer; set its target.creationPolicy to None, or list the files to deliver under deliveries instead of following it",
+				ns+"/"+name, string(p))
 		}
 		r, err := storeaccess.Resolve(ctx, a.opts.Kube, ns, es.Spec.SecretStoreRef)
 		if err != nil {

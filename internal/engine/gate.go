@@ -114,7 +114,8 @@ type GateObserver interface {
 // (seconds, doubling): a store that is down is asked by one call now and
 // then, not by every ExternalSecret on its own backoff. A gate lives as long as its store, across
 // the clients built for it; ResetAuth ends a credentials hold when the
-// credentials change.
+// credentials change, and ResetUnreachable an unreachable hold when the
+// connection to the store changes.
 type Gate struct {
 	clock Clock
 	// sleep waits d or until ctx ends; tests replace it.
@@ -196,6 +197,19 @@ func (g *Gate) ResetAuth() {
 	defer g.mu.Unlock()
 	g.authStrikes = 0
 	if g.holdKind == RefusedUnauthenticated {
+		g.holdUntil, g.holdCause, g.holdKind, g.holdText = time.Time{}, nil, "", ""
+	}
+}
+
+// ResetUnreachable ends a hold after the store could not be reached and
+// forgets the failures: the connection to the store changed (a plugin
+// came back), and the store is tried again at once. Should the store still
+// be unreachable, the next failures hold it again.
+func (g *Gate) ResetUnreachable() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.unreachableStrikes = 0
+	if g.holdKind == RefusedUnreachable {
 		g.holdUntil, g.holdCause, g.holdKind, g.holdText = time.Time{}, nil, "", ""
 	}
 }

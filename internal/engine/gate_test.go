@@ -338,3 +338,36 @@ func TestGateHoldsAnUnreachableStore(t *testing.T) {
 		t.Fatalf("a single failure after a success held the store (%s)", kind)
 	}
 }
+
+// TestGateEndsAnUnreachableHoldWhenTheConnectionChanges: ResetUnreachable
+// (the connection to the store came back) ends an unreachable hold at once
+// and forgets the failures, and leaves a hold of another kind.
+func TestGateEndsAnUnreachableHoldWhenTheConnectionChanges(t *testing.T) {
+	g, _, _ := newTestGate(GateLimits{})
+	down := fmt.Errorf("dial: connection refused: %w", ErrUnavailable)
+	r := gatedReader{readerFunc(func(context.Context, Ref) (Object, error) { return Object{}, down }), g}
+	for range 4 {
+		_, _ = r.GetSecret(context.Background(), Ref{Key: "db"})
+	}
+	if _, kind := g.HeldUntil(); kind != RefusedUnreachable {
+		t.Fatalf("hold %q, want %q", kind, RefusedUnreachable)
+	}
+	g.ResetUnreachable()
+	if _, kind := g.HeldUntil(); kind != "" {
+		t.Fatalf("after ResetUnreachable the store is held (%s)", kind)
+	}
+	// The failures were forgotten: one more is a blip again.
+	_, _ = r.GetSecret(context.Background(), Ref{Key: "db"})
+	if _, kind := g.HeldUntil(); kind != "" {
+		t.Fatalf("a single failure after ResetUnreachable held the store (%s)", kind)
+	}
+
+	throttled := gatedReader{readerFunc(func(context.Context, Ref) (Object, error) {
+		return Object{}, fmt.Errorf("slow down: %w", ErrThrottled)
+	}), g}
+	_, _ = throttled.GetSecret(context.Background(), Ref{Key: "db"})
+	g.ResetUnreachable()
+	if _, kind := g.HeldUntil(); kind != RefusedThrottled {
+		t.Fatalf("ResetUnreachable ended a hold of kind %q", kind)
+	}
+}

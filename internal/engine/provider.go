@@ -104,11 +104,13 @@ type BatchItem struct {
 // Watcher tells of changes to the store's objects (CanWatch), so that what
 // reads them can refresh at once instead of at its next interval. Watch
 // blocks until ctx ends or the feed breaks, calling changed with the keys
-// whose objects changed (keys only, never values). After a gap in which
-// changes may have been missed (a reconnect, a lost feed), it calls changed
-// with nil: anything may have changed. It returns ctx's error when ctx
-// ends, and another error when the feed broke; the caller watches again
-// after a backoff.
+// whose objects changed (keys only, never values). Its first call, made as
+// soon as its watch is in place (every change from then on is told), is
+// changed(nil): anything may have changed before, since no watch, or not
+// this one, was there to tell. It calls changed(nil) again after any other
+// gap in which changes may have been missed (a reconnect, a lost feed). It
+// returns ctx's error when ctx ends, and another error when the feed
+// broke; the caller watches again after a backoff.
 type Watcher interface {
 	Watch(ctx context.Context, changed func(keys []string)) error
 }

@@ -125,6 +125,14 @@ func Error(plugin, what string, err error) error {
 	if class == nil {
 		return fmt.Errorf("plugin %s: %s: %s: %s", plugin, what, st.Code(), msg)
 	}
+	// The text of the class ends the message once: a plugin's message
+	// that ends with it already (a Go plugin's error wraps the class
+	// with %w) does not say it twice, and one that says nothing else adds
+	// nothing.
+	msg = strings.TrimSuffix(msg, ": "+class.Error())
+	if msg == "" || msg == class.Error() {
+		return fmt.Errorf("plugin %s: %s: %w", plugin, what, class)
+	}
 	return fmt.Errorf("plugin %s: %s: %s: %w", plugin, what, msg, class)
 }
 

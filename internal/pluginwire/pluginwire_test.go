@@ -34,6 +34,25 @@ func TestClassesSurviveTheWire(t *testing.T) {
 	}
 }
 
+// TestTheClassIsSaidOnce: a plugin's message that ends with the text of
+// its class (a Go plugin wraps the class with %w), or is nothing else,
+// does not make the class's text appear twice.
+func TestTheClassIsSaidOnce(t *testing.T) {
+	for _, sent := range []error{
+		fmt.Errorf("the environment variable is not set: %w", engine.ErrNotFound),
+		engine.ErrNotFound,
+		status.Error(codes.NotFound, ""),
+	} {
+		err := Error("env at unix:///s.sock", `reading key "db"`, Status(sent).Err())
+		if !errors.Is(err, engine.ErrNotFound) {
+			t.Fatalf("%v does not wrap ErrNotFound", err)
+		}
+		if n := strings.Count(err.Error(), engine.ErrNotFound.Error()); n != 1 {
+			t.Errorf("%q says %q %d times, want once", err, engine.ErrNotFound.Error(), n)
+		}
+	}
+}
+
 func TestThrottledCarriesItsRetryHint(t *testing.T) {
 	st := Status(Throttled(3*time.Second, "the store asks to slow down"))
 	if st.Code() != codes.ResourceExhausted {

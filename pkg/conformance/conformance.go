@@ -55,6 +55,11 @@ type Harness struct {
 	// read, and the write checks to create secrets that Watchword does
 	// not own. Without Seed, those checks are skipped.
 	Seed func(ctx context.Context, key string, fields map[string][]byte) error
+	// Unseed deletes a secret that Seed wrote, once the check that
+	// seeded it has ended (passed, failed or skipped), so that a run
+	// leaves nothing behind; a secret that no longer exists is no error,
+	// and an error is not the check's. Nil leaves seeded secrets in place.
+	Unseed func(ctx context.Context, key string) error
 	// Key turns a name the suite uses (lower-case letters, digits and
 	// '-', such as "read-current") into a key of the store that holds
 	// nothing yet, such as a path under a prefix unique to the run. Nil
@@ -99,7 +104,7 @@ type check struct {
 	fn              func(s *suite)
 }
 
-var checks = []check{
+var checks = unseeding([]check{
 	{name: "ReadCurrent", needs: engine.CanRead, seeds: true, fn: (*suite).readCurrent},
 	{name: "ReadMissingKey", needs: engine.CanRead, fn: (*suite).readMissingKey},
 	{name: "ReadPinnedVersion", needs: engine.CanRead, seeds: true, fn: (*suite).readPinnedVersion},
@@ -117,6 +122,20 @@ var checks = []check{
 	{name: "ConcurrentWriters", needs: engine.CanWrite, fn: (*suite).concurrentWriters},
 	{name: "BatchReadsEqualSingleReads", needs: engine.CanBatchRead, seeds: true, fn: (*suite).batchReadsEqualSingleReads},
 	{name: "WatchAnnouncesWrites", needs: engine.CanWatch, fn: (*suite).watchAnnouncesWrites},
+})
+
+// unseeding makes each check delete what it seeded when it ends, however
+// it ends (a fatal problem or a skip ends a check's goroutine, and runs
+// its deferred calls).
+func unseeding(cs []check) []check {
+	for i := range cs {
+		fn := cs[i].fn
+		cs[i].fn = func(s *suite) {
+			defer s.unseed()
+			fn(s)
+		}
+	}
+	return cs
 }
 
 // TB is what Run needs of a test: *testing.T satisfies it. Run is generic
@@ -178,6 +197,8 @@ type reporter interface {
 type suite struct {
 	t reporter
 	h Harness
+	// seeded are the keys the check seeded, in order, each once.
+	seeded []string
 }
 
 func (s *suite) ctx() (context.Context, context.CancelFunc) {
@@ -198,10 +219,30 @@ func (s *suite) key(name string) string {
 // seed writes fields out of band and fails the check if it cannot.
 func (s *suite) seed(key string, fields map[string][]byte) {
 	s.t.Helper()
+	if err := s.seedErr(key, fields); err != nil {
+		s.t.Fatalf("store %q: the harness could not seed key %q: %v", s.h.Name, key, err)
+	}
+}
+
+// seedErr writes fields out of band, and remembers the key for unseed.
+func (s *suite) seedErr(key string, fields map[string][]byte) error {
+	if !slices.Contains(s.seeded, key) {
+		s.seeded = append(s.seeded, key)
+	}
 	ctx, cancel := s.ctx()
 	defer cancel()
-	if err := s.h.Seed(ctx, key, fields); err != nil {
-		s.t.Fatalf("store %q: the harness could not seed key %q: %v", s.h.Name, key, err)
+	return s.h.Seed(ctx, key, fields)
+}
+
+// unseed deletes what the check seeded, with the harness's Unseed.
+func (s *suite) unseed() {
+	if s.h.Unseed == nil {
+		return
+	}
+	for _, key := range s.seeded {
+		ctx, cancel := s.ctx()
+		_ = s.h.Unseed(ctx, key)
+		cancel()
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -284,5 +285,36 @@ func TestClassNamesEveryContractClass(t *testing.T) {
 	}
 	if got := classOf(errors.New("plain")); !strings.HasPrefix(got, "none") {
 		t.Errorf("classOf(plain error) = %s", got)
+	}
+}
+
+// unseed deletes a seeded secret, whoever marked it.
+func (m *memStore) unseed(_ context.Context, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.secrets, key)
+	return nil
+}
+
+func (m *memStore) keys() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Sorted(maps.Keys(m.secrets))
+}
+
+// TestARunLeavesNothingBehind: with Unseed, what the read checks seeded
+// is deleted when each check ends, whether it passed, failed or was
+// skipped half way; the write checks delete what they wrote.
+func TestARunLeavesNothingBehind(t *testing.T) {
+	for _, f := range []flaws{{}, {pinIgnored: true}} {
+		m := newMemStore(f)
+		h := m.harness()
+		h.Unseed = m.unseed
+		if _, err := Check(h, nil); err != nil {
+			t.Fatal(err)
+		}
+		if left := m.keys(); len(left) > 0 {
+			t.Errorf("flaws %+v: the run left %q behind", f, left)
+		}
 	}
 }

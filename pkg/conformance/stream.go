@@ -162,11 +162,7 @@ func (s *suite) watchWrite(key string) func(map[string][]byte) error {
 			return err
 		}
 	case s.h.Seed != nil:
-		return func(f map[string][]byte) error {
-			ctx, cancel := s.ctx()
-			defer cancel()
-			return s.h.Seed(ctx, key, f)
-		}
+		return func(f map[string][]byte) error { return s.seedErr(key, f) }
 	}
 	return nil
 }

@@ -20,11 +20,12 @@ type envStore struct{}
 
 func (envStore) Get(_ context.Context, cfg plugin.Config, ref plugin.Ref) (plugin.Secret, error) {
 	if ref.Version != "" {
-		return plugin.Secret{}, fmt.Errorf("key %q: environment variables have no versions: %w", ref.Key, plugin.ErrNotFound)
+		return plugin.Secret{}, fmt.Errorf("environment variables have no versions: %w", plugin.ErrNotFound)
 	}
 	v, ok := os.LookupEnv(cfg["prefix"] + ref.Key)
 	if !ok {
-		return plugin.Secret{}, fmt.Errorf("key %q does not exist: %w", ref.Key, plugin.ErrNotFound)
+		// Watchword's message names the plugin and the key already.
+		return plugin.Secret{}, fmt.Errorf("the environment variable is not set: %w", plugin.ErrNotFound)
 	}
 	return plugin.Secret{Value: []byte(v)}, nil
 }

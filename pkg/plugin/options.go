@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -71,9 +72,11 @@ func WithTLSConfig(cfg *tls.Config) Option {
 
 // WithLogger logs through l instead of slog.Default(). The SDK logs when
 // it starts and stops serving, each call at debug level (its method and
-// status code), and calls that failed with no class of the protocol
-// (status Unknown or Internal) at warning level with their message: an
-// error's message names keys, never a value.
+// status code; a Watch stream when it opens, and when it ends with its
+// status code, duration and the number of changes it told), and calls
+// that failed with no class of the protocol (status Unknown or Internal)
+// at warning level with their message: an error's message names keys,
+// never a value.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *serveOptions) error {
 		if l == nil {
@@ -138,6 +141,41 @@ func logCalls(log *slog.Logger) grpc.UnaryServerInterceptor {
 		}
 		return resp, err
 	}
+}
+
+// logStreams logs every stream (Watch) at debug level when it opens and
+// when it ends, with the number of messages it sent, and a stream that
+// failed without a class at warning level.
+func logStreams(log *slog.Logger) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		ctx := ss.Context()
+		start := time.Now()
+		log.DebugContext(ctx, "stream opened", "method", info.FullMethod)
+		counted := &countingStream{ServerStream: ss}
+		err := handler(srv, counted)
+		st := status.Convert(err)
+		switch st.Code() {
+		case codes.Unknown, codes.Internal:
+			log.WarnContext(ctx, "stream failed with no error class of the protocol", "method", info.FullMethod, "code", st.Code().String(), "message", st.Message(), "sent", counted.sent.Load())
+		default:
+			log.DebugContext(ctx, "stream ended", "method", info.FullMethod, "code", st.Code().String(), "duration", time.Since(start), "sent", counted.sent.Load())
+		}
+		return err
+	}
+}
+
+// countingStream counts the messages a stream sends.
+type countingStream struct {
+	grpc.ServerStream
+	sent atomic.Int64
+}
+
+func (s *countingStream) SendMsg(m any) error {
+	err := s.ServerStream.SendMsg(m)
+	if err == nil {
+		s.sent.Add(1)
+	}
+	return err
 }
 
 // Flags are the command-line flags of a plugin built with Main: where it

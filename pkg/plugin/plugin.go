@@ -13,8 +13,10 @@
 //
 // Errors wrap one of the classes below (ErrNotFound, ErrNotOwned, …) with
 // %w; Serve turns them into the status codes of the protocol. Their
-// messages reach the store's status: they name keys and versions, never a
-// value.
+// messages reach the status of stores and ExternalSecrets after
+// Watchword's own words, which name the plugin, the call and its key and
+// version, and before the class's text (said once): they say what only
+// the plugin knows, never a value.
 package plugin
 
 import (

@@ -22,7 +22,8 @@ import (
 )
 
 // ShutdownTimeout is how long Serve lets calls under way finish once its
-// context is done, before it closes their connections.
+// context is done, before it closes their connections. Watch streams do
+// not wait for it: their context ends when the shutdown starts.
 const ShutdownTimeout = 10 * time.Second
 
 // Serve serves store on endpoint until ctx is done: a unix socket such as
@@ -30,9 +31,12 @@ const ShutdownTimeout = 10 * time.Second
 // tcp://0.0.0.0:7443, which needs WithTLS (Watchword reaches a TCP
 // plugin only over mutual TLS). It also serves the standard gRPC health
 // service (grpc.health.v1), SERVING until shutdown. Once ctx is done it
-// stops accepting calls, lets those under way finish (ShutdownTimeout at
-// most) and removes its socket. A socket file left by an earlier run is
-// replaced. It returns nil after a shutdown that ctx asked for.
+// stops accepting calls, ends the Watch streams (the context given to
+// Watcher.Watch ends; Watchword sees the plugin going away and watches
+// again once it is back), lets the other calls under way finish
+// (ShutdownTimeout at most) and removes its socket. A socket file left by
+// an earlier run is replaced. It returns nil after a shutdown that ctx
+// asked for.
 func Serve(ctx context.Context, endpoint string, store Store, opts ...Option) error {
 	if err := store.validate(); err != nil {
 		return err
@@ -111,12 +115,18 @@ func serve(ctx context.Context, lis net.Listener, store Store, o serveOptions) e
 	sopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(pluginwire.MaxMessageSize), grpc.MaxSendMsgSize(pluginwire.MaxMessageSize),
 		grpc.ChainUnaryInterceptor(logCalls(log)),
+		grpc.ChainStreamInterceptor(logStreams(log)),
 	}
 	if o.tls != nil {
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(o.tls)))
 	}
 	srv := grpc.NewServer(sopts...)
-	pluginv1.RegisterSecretStoreServer(srv, &server{store: store})
+	// stopping ends with the shutdown's start: a Watch lasts until
+	// Watchword ends it, and would otherwise hold the shutdown for its
+	// whole timeout.
+	stopping, stop := context.WithCancel(context.Background())
+	defer stop()
+	pluginv1.RegisterSecretStoreServer(srv, &server{store: store, stopping: stopping})
 	hs := health.NewServer()
 	hs.SetServingStatus(pluginv1.SecretStore_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(srv, hs)
@@ -128,8 +138,9 @@ func serve(ctx context.Context, lis net.Listener, store Store, o serveOptions) e
 		return fmt.Errorf("serving on %s: %w", endpoint, err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: letting calls under way finish", "timeout", o.shutdownTimeout)
+	log.Info("shutting down: ending watches, letting other calls under way finish", "timeout", o.shutdownTimeout)
 	hs.Shutdown()
+	stop()
 	stopped := make(chan struct{})
 	go func() {
 		srv.GracefulStop()
@@ -155,6 +166,8 @@ func serve(ctx context.Context, lis net.Listener, store Store, o serveOptions) e
 type server struct {
 	pluginv1.UnimplementedSecretStoreServer
 	store Store
+	// stopping ends when the shutdown starts.
+	stopping context.Context
 }
 
 func config(c *pluginv1.Config) Config { return Config(c.GetValues()) }

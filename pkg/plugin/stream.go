@@ -36,9 +36,11 @@ const MaxBatchRefs = pluginwire.MaxBatchRefs
 // that Watchword refreshes what reads them at once instead of at its next
 // interval. Watch puts its watch in place, calls feed.Ready, then calls
 // feed.Changed with the keys that change (keys only, never values) until
-// ctx ends; it returns nil or ctx's error then, and an error when it can
-// no longer watch (the store's feed broke): Watchword watches again after
-// a backoff, and refreshes everything, since changes may have been missed.
+// ctx ends (Watchword ends the call, or Serve shuts down); it returns nil
+// or ctx's error then, and an error when it can no longer watch (the
+// store's feed broke): Watchword watches again after a backoff. Once a
+// watch is ready, Watchword refreshes everything it reads from the store,
+// since what changed before the watch was in place was not announced.
 type Watcher interface {
 	Watch(ctx context.Context, cfg Config, keys []string, feed Feed) error
 }
@@ -96,13 +98,19 @@ func (s *server) Watch(req *pluginv1.WatchRequest, stream grpc.ServerStreamingSe
 			f.only[k] = true
 		}
 	}
-	err := s.store.Watcher.Watch(stream.Context(), config(req.GetConfig()), req.GetKeys(), f)
-	if stream.Context().Err() != nil {
-		// Watchword went away or Serve is shutting down: not the
-		// plugin's failure.
+	// The watch ends with Watchword's call, or when Serve shuts down.
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.stopping, cancel)
+	defer stop()
+	err := s.store.Watcher.Watch(ctx, config(req.GetConfig()), req.GetKeys(), f)
+	switch {
+	case stream.Context().Err() != nil:
+		// Watchword went away: not the plugin's failure.
 		return nil
-	}
-	if err == nil {
+	case s.stopping.Err() != nil:
+		return status.Error(codes.Unavailable, "the plugin is shutting down")
+	case err == nil:
 		err = errors.New("the plugin's watch ended")
 	}
 	return fail(err)

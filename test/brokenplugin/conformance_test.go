@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/watchword-dev/watchword/internal/engine"
+	conformanceclient "github.com/watchword-dev/watchword/pkg/conformance"
 )
 
 // build compiles a package of the module into dir and returns the binary.
@@ -93,6 +97,19 @@ func TestTheConformanceCommand(t *testing.T) {
 		out, code := conformance(t, watchword, "--endpoint", memory, "--config", `{"partition":"conformance"}`, "--write-prefix", "cmd-", "--keeps-versions")
 		if code != 0 || strings.Contains(out, "FAIL") || !strings.Contains(out, "PASS WriteRefusesOtherOwner") || !strings.Contains(out, " 0 failed") {
 			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		// The run leaves nothing under its prefix: neither what the
+		// write checks wrote nor what the read checks seeded.
+		ops, err := conformanceclient.DialPlugin(context.Background(), memory, map[string]string{"partition": "conformance"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = ops.Closer.Close() }()
+		for _, name := range []string{"read-current", "read-pinned", "read-missing-version", "read-property", "version-follows",
+			"batch-a", "batch-b", "write-read", "write-unchanged", "owned-by-other", "adopt", "delete", "concurrent", "watch"} {
+			if _, err := ops.Reader.GetSecret(context.Background(), engine.Ref{Key: "cmd-" + name}); !errors.Is(err, engine.ErrNotFound) {
+				t.Errorf("key %q after the run: %v, want it deleted (ErrNotFound)", "cmd-"+name, err)
+			}
 		}
 	})
 

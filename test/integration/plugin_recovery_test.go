@@ -25,11 +25,18 @@ type restartablePlugin struct {
 }
 
 func newRestartablePlugin(t *testing.T, store plugin.Store) *restartablePlugin {
+	p := newStoppedPlugin(t, store)
+	p.start()
+	return p
+}
+
+// newStoppedPlugin is a restartablePlugin that has not started yet: its
+// socket does not exist.
+func newStoppedPlugin(t *testing.T, store plugin.Store) *restartablePlugin {
 	dir, err := os.MkdirTemp("", "wwr") // short: a socket path has at most 107 bytes
 	must(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	p := &restartablePlugin{t: t, endpoint: "unix://" + filepath.Join(dir, "p.sock"), store: store}
-	p.start()
 	t.Cleanup(func() {
 		if p.stop != nil {
 			p.stop()

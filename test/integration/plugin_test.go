@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +20,8 @@ type teamStore struct{}
 
 func (teamStore) Get(_ context.Context, cfg plugin.Config, ref plugin.Ref) (plugin.Secret, error) {
 	if ref.Key != "db" {
-		return plugin.Secret{}, fmt.Errorf("key %q does not exist: %w", ref.Key, plugin.ErrNotFound)
+		// As docs/plugins.md says: Watchword names the plugin and the key.
+		return plugin.Secret{}, fmt.Errorf("the team has no such secret: %w", plugin.ErrNotFound)
 	}
 	return plugin.Secret{Version: "1", Fields: map[string][]byte{"user": []byte(cfg["team"] + "-app")}}, nil
 }
@@ -61,7 +63,13 @@ func TestPluginStoreSyncs(t *testing.T) {
 	waitSecretData(t, ns, "db", map[string]string{"user": "payments-app"})
 
 	newES(t, ns, "missing", "teams", withData("user", "nope", "user"))
-	waitCondition(t, ns, "missing", "NotFound", `key "nope"`, "plugin teams at unix://")
+	es := waitCondition(t, ns, "missing", "NotFound", `key "nope"`, "plugin teams at unix://", "the team has no such secret")
+	// The ExternalSecret's words and the plugin client's each name the
+	// key, and the class is said once.
+	msg := readyCond(es).Message
+	if strings.Count(msg, `"nope"`) != 2 || strings.Count(msg, "not found") != 1 {
+		t.Errorf("message %q: want the key named twice and the class once", msg)
+	}
 }
 
 // TestPluginStoreUnreachable: a store whose plugin does not listen says

@@ -37,6 +37,21 @@ func waitWatchState(t *testing.T, ns, name, reason string) *metav1.Condition {
 	return got
 }
 
+// settledReadCount waits until the store has not been read for two
+// seconds (four times the delay of a notified refresh), and returns how
+// many times it was read.
+func settledReadCount(t *testing.T, store string) int {
+	t.Helper()
+	n, since := readCount(store), time.Now()
+	eventually(t, wait, func() (bool, string) {
+		if m := readCount(store); m != n {
+			n, since = m, time.Now()
+		}
+		return time.Since(since) >= 2*time.Second, fmt.Sprintf("store %s is still being read (%d reads)", store, n)
+	})
+	return n
+}
+
 func TestKubernetesStoreWatchRefreshesAtOnce(t *testing.T) {
 	// The ExternalSecret refreshes once an hour, and nothing the operator
 	// watches for its own sake changes with the remote Secret: only the
@@ -51,7 +66,10 @@ func TestKubernetesStoreWatchRefreshesAtOnce(t *testing.T) {
 	if c := waitWatchState(t, ns, "watched", conditions.WatchActive); c.Status != metav1.ConditionTrue {
 		t.Fatalf("ChangesWatched %+v, want True", c)
 	}
-	before := readCount(ns + "/watched")
+	// The watch's start refreshes the ExternalSecret once more (what
+	// changed before the watch was in place is not known): counted from
+	// after that read.
+	before := settledReadCount(t, ns+"/watched")
 
 	updateSecret(t, src, "upstream", func(s *corev1.Secret) { s.Data["password"] = []byte("two") })
 	waitSecretData(t, ns, "follow", map[string]string{"password": "two"})

@@ -136,7 +136,7 @@ func (c *Clients) build(ctx context.Context, r *Resolved) (*engine.Client, error
 	gate.ResetAuth()
 	client = client.Wrap(gate.Wrap)
 	if w, ok := ops.Checker.(provider.ConnectionWatcher); ok {
-		c.forwardConnectionChanges(w, r)
+		c.forwardConnectionChanges(w, r, gate)
 	}
 	entry := &cached{generation: r.Generation, refs: refs.Secrets, key: key, client: client}
 	if deps.tokenExpiry > 0 {
@@ -330,12 +330,16 @@ func (c *Clients) ConnectionChanges(kind string) <-chan event.GenericEvent {
 
 // forwardConnectionChanges tells the subscriber of the store's kind of
 // each change of the client's connection, until the client is closed.
-func (c *Clients) forwardConnectionChanges(w provider.ConnectionWatcher, r *Resolved) {
+// Each change first ends a hold of the store's gate after it could not be
+// reached: the check that the change makes, and the reads after it, reach
+// a store that came back at once instead of after the rest of the hold
+// (up to UnreachableHoldMax), and then the store's backoff.
+func (c *Clients) forwardConnectionChanges(w provider.ConnectionWatcher, r *Resolved, gate *engine.Gate) {
 	c.mu.Lock()
 	out := c.connChanges[r.Store.Kind]
 	c.mu.Unlock()
 	changes := w.ConnectionChanges()
-	if out == nil || changes == nil {
+	if changes == nil {
 		return
 	}
 	var obj client.Object = &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: r.Store.Namespace, Name: r.Store.Name}}
@@ -344,7 +348,10 @@ func (c *Clients) forwardConnectionChanges(w provider.ConnectionWatcher, r *Reso
 	}
 	go func() {
 		for range changes {
-			out <- event.GenericEvent{Object: obj}
+			gate.ResetUnreachable()
+			if out != nil {
+				out <- event.GenericEvent{Object: obj}
+			}
 		}
 	}()
 }

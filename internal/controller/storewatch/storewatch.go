@@ -3,9 +3,17 @@
 // ExternalSecret reads from and whose client can watch (CanWatch), one
 // watch, whose changed keys go to the ExternalSecret controller's Notify,
 // as the refresh endpoint's notifications do. A watch that breaks is
-// started again with exponential backoff; a store that is deleted, changes
-// (its generation or its credentials, that is its client) or is no longer
-// read from has its watch stopped. Each store has at most one watch.
+// started again with exponential backoff, and at once when its store's
+// Ready condition turns True again (its client can reach the store again:
+// a plugin that came back); a store that is deleted, changes (its
+// generation or its credentials, that is its client) or is no longer read
+// from has its watch stopped. Each store has at most one watch.
+//
+// Every watch, the first one as much as one that follows a break or
+// replaces another, makes every ExternalSecret of its store refresh once
+// it is in place (the watcher's first call is changed(nil)): a change made
+// before it, which it cannot tell of, would otherwise wait for the next
+// periodic refresh.
 //
 // What the loop knows of a store's watch is its state (a
 // conditions.WatchState), which the store controller writes into the
@@ -16,8 +24,12 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
@@ -58,10 +70,13 @@ const (
 	// DefaultRecheck is how often a watched store's client is looked at
 	// again, so that new credentials (a new client) restart its watch.
 	DefaultRecheck = time.Minute
-	// DefaultSettle is how long a watch must run before the store is
-	// said to be watched, and before a watch that replaces another
-	// announces that anything may have changed meanwhile.
+	// DefaultSettle is how long a watch must hold, once in place, for
+	// the backoff of its next break to start again from the first step.
 	DefaultSettle = 3 * time.Second
+	// notifyRetry is how soon a notification the ExternalSecret
+	// controller could not take (it was not running yet) is made again,
+	// as a notification of every key.
+	notifyRetry = time.Second
 )
 
 // DefaultBackoff paces the restarts of a broken watch: 1s, doubling, up to
@@ -102,6 +117,8 @@ type running struct {
 	gen    int64
 	stop   context.CancelFunc
 	done   chan struct{}
+	// retry ends the backoff after a break at once (retryNow).
+	retry chan struct{}
 }
 
 type subscriber struct {
@@ -263,18 +280,39 @@ func (l *Loop) start(key types.NamespacedName, store *storeaccess.Resolved, c *e
 		l.watches = map[types.NamespacedName]*running{}
 	}
 	ctx, stop := context.WithCancel(l.ctx)
-	r := &running{client: c, uid: store.UID, gen: store.Generation, stop: stop, done: make(chan struct{})}
+	r := &running{client: c, uid: store.UID, gen: store.Generation, stop: stop, done: make(chan struct{}), retry: make(chan struct{}, 1)}
 	l.watches[key] = r
 	l.mu.Unlock()
-	replaces := old != nil
 	if old != nil {
 		old.stop()
 		<-old.done
 	}
 	ref := storeRef{kind: store.Store.Kind, namespace: store.Store.Namespace, name: store.Store.Name}
-	l.setState(key, &conditions.WatchState{Reason: conditions.WatchStarting, Message: "a watch of the store's changes is starting"})
-	go l.run(ctx, r, key, ref, w, replaces)
+	l.setState(key, startingState())
+	go l.run(ctx, r, key, ref, w)
 	return true
+}
+
+// startingState is the state of a store whose watch is being put in
+// place: until it is, changes are not watched.
+func startingState() *conditions.WatchState {
+	return &conditions.WatchState{Reason: conditions.WatchStarting,
+		Message: "a watch of the store's changes is being put in place; until it is, changes are not watched and ExternalSecrets refresh at their refreshInterval"}
+}
+
+// retryNow ends the backoff of the store's broken watch, if it waits in
+// one, so that it is started again at once.
+func (l *Loop) retryNow(key types.NamespacedName) {
+	l.mu.Lock()
+	r := l.watches[key]
+	l.mu.Unlock()
+	if r == nil {
+		return
+	}
+	select {
+	case r.retry <- struct{}{}:
+	default:
+	}
 }
 
 // stop ends the store's watch, if any, and sets its state (nil forgets it).
@@ -292,50 +330,49 @@ func (l *Loop) stop(key types.NamespacedName, state *conditions.WatchState) {
 
 type storeRef struct{ kind, namespace, name string }
 
-// run watches until ctx ends, restarting a broken watch with backoff.
-func (l *Loop) run(ctx context.Context, r *running, key types.NamespacedName, s storeRef, w engine.Watcher, replaces bool) {
+// run watches until ctx ends, restarting a broken watch with backoff (cut
+// short by retryNow).
+func (l *Loop) run(ctx context.Context, r *running, key types.NamespacedName, s storeRef, w engine.Watcher) {
 	defer close(r.done)
 	log := ctrl.Log.WithName("storewatch").WithValues("storeKind", s.kind, "storeNamespace", s.namespace, "storeName", s.name)
 	backoff := l.backoff()
-	changed := func(keys []string) {
-		metrics.WatchNotifications.WithLabelValues(s.kind, metrics.StoreLabel(s.namespace, s.name)).Inc()
-		queued, err := l.Notifier.Notify(ctx, s.kind, s.namespace, s.name, keys)
-		if err != nil {
-			log.V(1).Info("a change could not be handed to the ExternalSecret controller", "reason", failure.Classify(err).Reason)
-			return
-		}
-		log.V(1).Info("store changed", "keys", len(keys), "everything", keys == nil, "queued", queued)
-	}
+	notify := l.notifier(ctx, log, s)
 	for {
-		// Once the watch has held for the settle time the store is said
-		// to be watched, and a watch that replaced another announces that
-		// anything may have changed between the two. The timer ends with
-		// the watch, before its outcome is recorded.
-		held := false
-		watchCtx, endWatch := context.WithCancel(ctx)
-		var timer sync.WaitGroup
-		timer.Add(1)
-		go func() {
-			defer timer.Done()
-			select {
-			case <-watchCtx.Done():
-				return
-			case <-time.After(l.settle()):
+		// A retry asked for before this watch starts is this watch.
+		select {
+		case <-r.retry:
+		default:
+		}
+		// The watcher's first call tells that its watch is in place:
+		// from then on the store's changes are watched, and what
+		// changed before (before the first watch, between a break and
+		// this one, or while another client's watch was replaced) is
+		// not known, so every ExternalSecret of the store refreshes.
+		var (
+			mu      sync.Mutex
+			inPlace time.Time
+		)
+		err := w.Watch(ctx, func(keys []string) {
+			mu.Lock()
+			first := inPlace.IsZero()
+			if first {
+				inPlace = time.Now()
 			}
-			held = true
-			l.setState(key, &conditions.WatchState{Watched: true, Reason: conditions.WatchActive,
-				Message: "changes of the store's objects are watched: the ExternalSecrets that read a changed key refresh at once"})
-			if replaces {
-				replaces = false
-				changed(nil)
+			mu.Unlock()
+			if first {
+				l.setState(key, &conditions.WatchState{Watched: true, Reason: conditions.WatchActive,
+					Message: "changes of the store's objects are watched: the ExternalSecrets that read a changed key refresh at once"})
+				keys = nil
 			}
-		}()
-		err := w.Watch(watchCtx, changed)
-		endWatch()
-		timer.Wait()
+			metrics.WatchNotifications.WithLabelValues(s.kind, metrics.StoreLabel(s.namespace, s.name)).Inc()
+			notify(keys)
+		})
 		if ctx.Err() != nil {
 			return
 		}
+		mu.Lock()
+		held := !inPlace.IsZero() && time.Since(inPlace) >= l.settle()
+		mu.Unlock()
 		if held {
 			// It held: the next break starts from the first step.
 			backoff = l.backoff()
@@ -343,12 +380,49 @@ func (l *Loop) run(ctx context.Context, r *running, key types.NamespacedName, s 
 		delay := backoff.Step()
 		l.setState(key, brokenState(err, delay))
 		log.Info("the watch of the store's changes ended; watching again after a backoff", "reason", failure.Classify(err).Reason, "after", delay)
+		timer := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return
-		case <-time.After(delay):
+		case <-r.retry:
+			timer.Stop()
+			log.Info("the store is ready again: watching again at once")
+		case <-timer.C:
 		}
+		l.setState(key, startingState())
 	}
+}
+
+// notifier returns the function that hands a watch's changed keys (nil:
+// every key) to the ExternalSecret controller. A notification it could
+// not hand over (the controller is not running yet, or its cache failed)
+// is made again shortly as one of every key, until one is taken or ctx
+// ends: a lost notification would leave a target stale until its next
+// periodic refresh.
+func (l *Loop) notifier(ctx context.Context, log logr.Logger, s storeRef) func(keys []string) {
+	var retrying atomic.Bool
+	var notify func(keys []string)
+	notify = func(keys []string) {
+		queued, err := l.Notifier.Notify(ctx, s.kind, s.namespace, s.name, keys)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			log.V(1).Info("a change could not be handed to the ExternalSecret controller; every key is notified again shortly", "reason", failure.Classify(err).Reason)
+			if retrying.CompareAndSwap(false, true) {
+				time.AfterFunc(notifyRetry, func() {
+					retrying.Store(false)
+					if ctx.Err() == nil {
+						notify(nil)
+					}
+				})
+			}
+			return
+		}
+		log.V(1).Info("store changed", "keys", len(keys), "everything", keys == nil, "queued", queued)
+	}
+	return notify
 }
 
 // brokenState is the state of a store whose watch ended with err.
@@ -425,18 +499,80 @@ func StoreOf(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: es.Namespace, Name: ref.Name}}}
 }
 
-// SetupWithManager registers the loop: a store's changes, and those of the
-// ExternalSecrets that read from it, queue the store.
+// SetupWithManager registers the loop: a store's changes (of its spec, or
+// of its Ready condition's status), and those of the ExternalSecrets that
+// read from it, queue the store.
 func (l *Loop) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.Add(l); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("storewatch").
-		Watches(&v1alpha1.SecretStore{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&v1alpha1.ClusterSecretStore{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.SecretStore{}, l.stores(), builder.WithPredicates(storeChanged())).
+		Watches(&v1alpha1.ClusterSecretStore{}, l.stores(), builder.WithPredicates(storeChanged())).
 		Watches(&v1alpha1.ExternalSecret{}, l.readers(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(l)
+}
+
+// storeChanged lets through the changes of a store that matter to its
+// watch: its spec (generation), and the status of its Ready condition.
+// The ChangesWatched condition, which follows the watch, does not queue
+// it.
+func storeChanged() predicate.Predicate {
+	return predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return readyStatus(e.ObjectOld) != readyStatus(e.ObjectNew)
+		},
+	})
+}
+
+// stores queues a store that changed. A store whose Ready condition
+// turned True can be reached again (its plugin came back, its
+// credentials were fixed): a watch that waited for its client starts, and
+// a broken one, waiting in its backoff, is started again at once, so that
+// ChangesWatched follows Ready rather than lag behind by a backoff.
+func (l *Loop) stores() handler.Funcs {
+	add := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}})
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if readyStatus(e.ObjectOld) != metav1.ConditionTrue && readyStatus(e.ObjectNew) == metav1.ConditionTrue {
+				l.retryNow(types.NamespacedName{Namespace: e.ObjectNew.GetNamespace(), Name: e.ObjectNew.GetName()})
+			}
+			add(e.ObjectNew, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+	}
+}
+
+// readyStatus is the status of a store's Ready condition ("" when it has
+// none, or o is no store).
+func readyStatus(o client.Object) metav1.ConditionStatus {
+	var conds []metav1.Condition
+	switch s := o.(type) {
+	case *v1alpha1.SecretStore:
+		conds = s.Status.Conditions
+	case *v1alpha1.ClusterSecretStore:
+		conds = s.Status.Conditions
+	default:
+		return ""
+	}
+	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionReady); c != nil {
+		return c.Status
+	}
+	return ""
 }
 
 // readers queues the stores an ExternalSecret reads from, before and

@@ -27,7 +27,8 @@ import (
 )
 
 // feed is a fake change feed: the test tells each Watch call what to do.
-// It counts the calls and the watches running at once.
+// It counts the calls and the watches running at once. As the contract
+// says, a watch that is in place calls changed(nil) first, unless quiet.
 type feed struct {
 	mu      sync.Mutex
 	calls   int
@@ -35,6 +36,8 @@ type feed struct {
 	maxSeen int
 	// fail, while > 0, makes that many Watch calls break at once.
 	fail int
+	// quiet watches do not tell that they are in place.
+	quiet bool
 	// changes are sent by the running watch.
 	changes chan []string
 }
@@ -50,6 +53,7 @@ func (f *feed) Watch(ctx context.Context, changed func([]string)) error {
 	if broken {
 		f.fail--
 	}
+	quiet := f.quiet
 	f.mu.Unlock()
 	defer func() {
 		f.mu.Lock()
@@ -58,6 +62,9 @@ func (f *feed) Watch(ctx context.Context, changed func([]string)) error {
 	}()
 	if broken {
 		return fmt.Errorf("the feed broke: %w", engine.ErrUnavailable)
+	}
+	if !quiet {
+		changed(nil)
 	}
 	for {
 		select {
@@ -111,11 +118,18 @@ func (c *clients) rebuild() {
 type notifier struct {
 	mu    sync.Mutex
 	calls [][]string
+	// refuse, while > 0, makes that many notifications fail, as when the
+	// ExternalSecret controller is not running yet.
+	refuse int
 }
 
 func (n *notifier) Notify(_ context.Context, kind, ns, name string, keys []string) (int, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.refuse > 0 {
+		n.refuse--
+		return 0, errors.New("the ExternalSecret controller is not running")
+	}
 	if keys == nil {
 		keys = []string{"<nil>"}
 	}
@@ -212,19 +226,60 @@ func (f *fixture) state(t *testing.T) conditions.WatchState {
 	return s
 }
 
+var anything = []string{"SecretStore/team/s", "<nil>"}
+
 func TestChangedKeysReachNotify(t *testing.T) {
 	f := setup(t, true)
 	f.reconcile(t)
 	f.feed.changes <- []string{"db/creds"}
 	f.feed.changes <- nil
-	eventually(t, func() bool { return len(f.notifier.seen()) == 2 }, "both changes are notified")
+	eventually(t, func() bool { return len(f.notifier.seen()) == 3 }, "the start and both changes are notified")
 	got := f.notifier.seen()
-	if !slices.Equal(got[0], []string{"SecretStore/team/s", "db/creds"}) || !slices.Equal(got[1], []string{"SecretStore/team/s", "<nil>"}) {
-		t.Fatalf("notifications %v, want db/creds then anything (nil) of the store", got)
+	if !slices.Equal(got[0], anything) || !slices.Equal(got[1], []string{"SecretStore/team/s", "db/creds"}) || !slices.Equal(got[2], anything) {
+		t.Fatalf("notifications %v, want anything (the watch in place), db/creds, then anything (nil) of the store", got)
 	}
 	eventually(t, func() bool { return f.state(t).Watched }, "the store is said to be watched")
 	if s := f.state(t); s.Reason != conditions.WatchActive {
 		t.Fatalf("state %+v, want %s", s, conditions.WatchActive)
+	}
+}
+
+// TestAWatchInPlaceIsWatchedAndRefreshesEverything: the first call of a
+// watch says it is in place. The store is watched from then on, not after
+// some settle time; and every ExternalSecret of the store refreshes, since
+// a change made before the watch is not told by it, even when a watcher's
+// first call names a key.
+func TestAWatchInPlaceIsWatchedAndRefreshesEverything(t *testing.T) {
+	f := setup(t, true)
+	f.loop.Settle = time.Hour
+	f.feed.quiet = true
+	f.reconcile(t)
+	eventually(t, func() bool { _, active, _ := f.feed.stats(); return active == 1 }, "the watch runs")
+	if s := f.state(t); s.Watched || s.Reason != conditions.WatchStarting {
+		t.Fatalf("state %+v before the watch says it is in place, want not watched, %s", s, conditions.WatchStarting)
+	}
+	f.feed.changes <- []string{"db/creds"}
+	eventually(t, func() bool { return f.state(t).Watched }, "the store is said to be watched once the watch is in place")
+	if got := f.notifier.seen(); len(got) != 1 || !slices.Equal(got[0], anything) {
+		t.Fatalf("notifications %v, want one of anything (nil): what changed before the watch is not known", got)
+	}
+	f.feed.changes <- []string{"db/creds"}
+	eventually(t, func() bool { return len(f.notifier.seen()) == 2 }, "the next change is notified")
+	if got := f.notifier.seen(); !slices.Equal(got[1], []string{"SecretStore/team/s", "db/creds"}) {
+		t.Fatalf("notifications %v, want db/creds second", got)
+	}
+}
+
+// TestANotificationTheControllerCouldNotTakeIsMadeAgain: the
+// notification of a watch's start, refused because the ExternalSecret
+// controller does not run yet, is made again.
+func TestANotificationTheControllerCouldNotTakeIsMadeAgain(t *testing.T) {
+	f := setup(t, true)
+	f.notifier.refuse = 1
+	f.reconcile(t)
+	eventually(t, func() bool { return len(f.notifier.seen()) == 1 }, "the refused notification is made again")
+	if got := f.notifier.seen(); !slices.Equal(got[0], anything) {
+		t.Fatalf("notifications %v, want anything (nil)", got)
 	}
 }
 
@@ -235,7 +290,7 @@ func TestABrokenWatchIsStartedAgainAfterABackoff(t *testing.T) {
 	eventually(t, func() bool { calls, active, _ := f.feed.stats(); return calls == 4 && active == 1 }, "three broken watches and a fourth that holds")
 	eventually(t, func() bool { return f.state(t).Watched }, "the store is said to be watched once the watch holds")
 	f.feed.changes <- []string{"k"}
-	eventually(t, func() bool { return len(f.notifier.seen()) == 1 }, "the restarted watch's change is notified")
+	eventually(t, func() bool { return len(f.notifier.seen()) == 2 }, "the restarted watch's start and change are notified")
 }
 
 func TestAFeedThatMayNotWatchSaysSo(t *testing.T) {
@@ -318,9 +373,15 @@ func TestOneWatchPerStore(t *testing.T) {
 		t.Fatalf("%d watches of the store ran at once, want one", maxSeen)
 	}
 	// The replacing watch announces that anything may have changed
-	// between the two.
+	// between the two, as the first did at its start.
 	eventually(t, func() bool {
-		return slices.ContainsFunc(f.notifier.seen(), func(c []string) bool { return slices.Equal(c, []string{"SecretStore/team/s", "<nil>"}) })
+		n := 0
+		for _, c := range f.notifier.seen() {
+			if slices.Equal(c, anything) {
+				n++
+			}
+		}
+		return n == 2
 	}, "the replacing watch notifies a possible gap")
 }
 
@@ -374,4 +435,61 @@ func TestANewReaderQueuesItsStoreOnlyWhileTheWatchIsNotSettled(t *testing.T) {
 	if n := queued(unsupported.loop, create); n != 0 {
 		t.Fatalf("a new reader of a store that cannot watch queued %d requests, want none", n)
 	}
+}
+
+// storeWithReady is the fixture's store with its Ready condition's status
+// (none when empty) and a ChangesWatched condition of the given reason.
+func storeWithReady(ready metav1.ConditionStatus, watch string) *v1alpha1.SecretStore {
+	s := &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "s", UID: "u1", Generation: 1}}
+	if ready != "" {
+		s.Status.Conditions = append(s.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: ready, Reason: "R"})
+	}
+	s.Status.Conditions = append(s.Status.Conditions, metav1.Condition{Type: conditions.ChangesWatched, Status: metav1.ConditionFalse, Reason: watch})
+	return s
+}
+
+// updated runs a store's update through the loop's predicate and handler
+// and returns how many requests it queued.
+func updated(l *Loop, old, cur *v1alpha1.SecretStore) int {
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	e := event.UpdateEvent{ObjectOld: old, ObjectNew: cur}
+	if storeChanged().Update(e) {
+		l.stores().Update(context.Background(), e, q)
+	}
+	return q.Len()
+}
+
+// TestAStoreThatTurnsReadyIsLookedAtAgain: a store whose Ready condition
+// turns True (its plugin came up after it was created) is queued at once,
+// so that its watch starts rather than wait for the recheck; a change of
+// its ChangesWatched condition alone queues nothing.
+func TestAStoreThatTurnsReadyIsLookedAtAgain(t *testing.T) {
+	f := setup(t, true)
+	if n := updated(f.loop, storeWithReady(metav1.ConditionFalse, conditions.WatchStoreNotReady), storeWithReady(metav1.ConditionTrue, conditions.WatchStoreNotReady)); n != 1 {
+		t.Fatalf("a store whose Ready turned True queued %d requests, want 1", n)
+	}
+	if n := updated(f.loop, storeWithReady("", ""), storeWithReady(metav1.ConditionTrue, "")); n != 1 {
+		t.Fatalf("a store that turned Ready for the first time queued %d requests, want 1", n)
+	}
+	if n := updated(f.loop, storeWithReady(metav1.ConditionTrue, conditions.WatchStarting), storeWithReady(metav1.ConditionTrue, conditions.WatchActive)); n != 0 {
+		t.Fatalf("a change of ChangesWatched alone queued %d requests, want none", n)
+	}
+}
+
+// TestABrokenWatchStartsAgainAtOnceWhenItsStoreTurnsReady: a watch that
+// broke (its plugin went away) waits in its backoff; once the store's
+// Ready condition turns True again (the plugin is back), it starts again
+// at once instead of at the end of the backoff.
+func TestABrokenWatchStartsAgainAtOnceWhenItsStoreTurnsReady(t *testing.T) {
+	f := setup(t, true)
+	f.loop.Backoff = func() wait.Backoff { return wait.Backoff{Duration: time.Hour, Factor: 1, Steps: 100, Cap: time.Hour} }
+	f.feed.fail = 1
+	f.reconcile(t)
+	eventually(t, func() bool { return f.state(t).Reason == conditions.WatchBroken }, "the watch breaks and waits in its backoff")
+	if n := updated(f.loop, storeWithReady(metav1.ConditionFalse, conditions.WatchBroken), storeWithReady(metav1.ConditionTrue, conditions.WatchBroken)); n != 1 {
+		t.Fatalf("a store whose Ready turned True queued %d requests, want 1", n)
+	}
+	eventually(t, func() bool { calls, active, _ := f.feed.stats(); return calls == 2 && active == 1 }, "the watch starts again before the end of its backoff")
+	eventually(t, func() bool { return f.state(t).Watched }, "the store is said to be watched again")
 }

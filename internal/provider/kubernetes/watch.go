@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,9 +28,6 @@ type Watcher struct {
 	secrets   metadata.ResourceInterface
 	namespace string
 	who       *identity
-	// resumed is set once a watch was established: a later Watch follows a
-	// gap in which changes may have been missed.
-	resumed atomic.Bool
 }
 
 func newWatcher(mc metadata.Interface, namespace string, who *identity) *Watcher {
@@ -39,20 +35,20 @@ func newWatcher(mc metadata.Interface, namespace string, who *identity) *Watcher
 }
 
 // Watch follows the namespace's Secrets until ctx ends or the watch
-// breaks. A dropped connection is resumed from the last resourceVersion
-// seen, by client-go's RetryWatcher, without a gap. When the API server no
-// longer has that version (410 Gone, "resourceVersion too old"), the
-// namespace is listed again (one item: only the list's resourceVersion is
-// needed) and changed(nil) tells that anything may have changed; so does a
-// Watch that follows an earlier one of the same client.
+// breaks. It lists the namespace (one item: only the list's
+// resourceVersion is needed) and watches from that version, so that every
+// change after the list is told; once the list is made it calls
+// changed(nil), since what changed before it is not known. A dropped
+// connection is resumed from the last resourceVersion seen, by client-go's
+// RetryWatcher, without a gap. When the API server no longer has that
+// version (410 Gone, "resourceVersion too old"), the namespace is listed
+// again and changed(nil) tells that anything may have changed.
 func (w *Watcher) Watch(ctx context.Context, changed func(keys []string)) error {
 	rv, err := w.currentVersion(ctx)
 	if err != nil {
 		return err
 	}
-	if w.resumed.Swap(true) {
-		changed(nil)
-	}
+	changed(nil)
 	for {
 		expired, err := w.follow(ctx, rv, changed)
 		if ctx.Err() != nil {

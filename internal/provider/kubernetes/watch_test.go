@@ -63,7 +63,7 @@ func TestWatchRelistsAfterAnExpiredVersion(t *testing.T) {
 			got = append(got, keys)
 			n := len(got)
 			mu.Unlock()
-			if n == 3 {
+			if n == 4 {
 				cancel()
 			}
 		})
@@ -74,12 +74,12 @@ func TestWatchRelistsAfterAnExpiredVersion(t *testing.T) {
 			t.Fatalf("Watch returned %v, want the context's end", err)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("the watch did not report three changes")
+		t.Fatal("the watch did not report four changes")
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(got) != 3 || strings.Join(got[0], ",") != "db" || got[1] != nil || strings.Join(got[2], ",") != "api" {
-		t.Fatalf("changes %q, want db, then nil (relisted after 410), then api", got)
+	if len(got) != 4 || got[0] != nil || strings.Join(got[1], ",") != "db" || got[2] != nil || strings.Join(got[3], ",") != "api" {
+		t.Fatalf("changes %q, want nil (in place), db, then nil (relisted after 410), then api", got)
 	}
 	if len(fromVersions) < 2 || fromVersions[0] != "10" || fromVersions[len(fromVersions)-1] != "20" {
 		t.Fatalf("watched from %v, want 10, then 20 after the relist", fromVersions)
@@ -101,9 +101,9 @@ func TestWatchWithoutListRightsIsPermissionDenied(t *testing.T) {
 	}
 }
 
-// A second Watch of the same client follows a gap: it tells that anything
-// may have changed.
-func TestAResumedWatchReportsAGap(t *testing.T) {
+// Every Watch, the first one too, tells that anything may have changed
+// once it has listed: what changed before it is not known.
+func TestEveryWatchReportsAGapAtItsStart(t *testing.T) {
 	mc := metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())
 	mc.PrependReactor("list", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		l := &metav1.List{}
@@ -114,7 +114,7 @@ func TestAResumedWatchReportsAGap(t *testing.T) {
 		return true, watch.NewFakeWithChanSize(1, false), nil
 	})
 	w := newWatcher(mc, "shared", &identity{known: "the test"})
-	for i, wantGap := range []bool{false, true} {
+	for i, wantGap := range []bool{true, true} {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		gap := false
 		_ = w.Watch(ctx, func(keys []string) { gap = gap || keys == nil })

@@ -67,12 +67,18 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 	if err != nil {
 		return "", c.classify(ctx, key, err)
 	}
+	if tokenTypes[cur.Type] {
+		// Neither adopt nor metadata.type can help: the API refuses a
+		// destination of this type, as Watchword never writes a token.
+		return "", fmt.Errorf("Secret %s/%s has type %s: it holds a token that grants access to a cluster, and Watchword never writes over one; publish to a Secret of another name (change the destination's name): %w",
+			c.namespace, key, cur.Type, engine.ErrNotSupported)
+	}
 	if err = c.owned(cur, owner, true); err != nil {
 		return "", err
 	}
 	if cur.Type != typ {
-		return "", fmt.Errorf("Secret %s/%s has type %s and the destination asks for %s; a Secret's type cannot change: delete the Secret or change metadata.type: %w",
-			c.namespace, key, cur.Type, typ, engine.ErrNotSupported)
+		return "", fmt.Errorf("Secret %s/%s has type %s and the destination asks for %s; a Secret's type cannot change: set the destination's metadata.type to %s to publish into it, or delete the Secret so that it is created with type %s: %w",
+			c.namespace, key, cur.Type, typ, cur.Type, typ, engine.ErrNotSupported)
 	}
 	desired := cur.DeepCopy()
 	desired.Data = p.Fields
@@ -88,6 +94,14 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 		return "", c.classifyWrite(ctx, "update", key, err)
 	}
 	return updated.ResourceVersion, nil
+}
+
+// tokenTypes are the types of Secrets that hold a token granting access to
+// a cluster: the API refuses them as a destination's metadata.type, and
+// Watchword writes over none.
+var tokenTypes = map[corev1.SecretType]bool{
+	corev1.SecretTypeServiceAccountToken: true,
+	corev1.SecretTypeBootstrapToken:      true,
 }
 
 // DeleteSecret deletes the Secret named key if owner's marker is on it.

@@ -165,8 +165,34 @@ func TestPublishRefusals(t *testing.T) {
 	}
 	p := publication("v")
 	p.Type = "kubernetes.io/tls"
-	if _, err = c.PutSecret(ctx, "tls", p, me); !errors.Is(err, engine.ErrNotSupported) || !strings.Contains(err.Error(), "type cannot change") {
+	if _, err = c.PutSecret(ctx, "tls", p, me); !errors.Is(err, engine.ErrNotSupported) || !strings.Contains(err.Error(), "type cannot change") ||
+		!strings.Contains(err.Error(), "set the destination's metadata.type to Opaque") {
 		t.Errorf("changed type: %v", err)
+	}
+}
+
+// TestPublishingOverATokenSaysToChooseAnotherName: a destination that
+// names a service-account token Secret is refused, with or without adopt,
+// by a message that says what can be done: metadata.type cannot name a
+// token type (the API refuses it), so the message does not suggest it.
+func TestPublishingOverATokenSaysToChooseAnotherName(t *testing.T) {
+	token := secretIn("remote", "builder-token", nil, nil)
+	token.Type = corev1.SecretTypeServiceAccountToken
+	cs := fake.NewClientset(token)
+	c := newClient(cs, "remote", &identity{known: `service account "app/pub"`})
+	for _, owner := range []engine.Owner{me, {ID: me.ID, Adopt: true}} {
+		_, err := c.PutSecret(context.Background(), "builder-token", publication("v"), owner)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		if !errors.Is(err, engine.ErrNotSupported) || !strings.Contains(msg, "change the destination's name") ||
+			strings.Contains(msg, "metadata.type") || strings.Contains(msg, "adopt") {
+			t.Errorf("adopt %v: %v; want a refusal that says to publish to another name", owner.Adopt, err)
+		}
+	}
+	if n := writes(cs); n != 0 {
+		t.Errorf("%d writes to the token Secret, want none", n)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -94,6 +95,39 @@ func TestReadOnlyPluginGivesAReadOnlyClient(t *testing.T) {
 	}
 	if err = ops.Checker.Check(context.Background()); err != nil {
 		t.Fatalf("check: %v", err)
+	}
+}
+
+// envStore is the store of docs/plugins.md's example: each key is an
+// environment variable under the config's prefix.
+func envStore(_ context.Context, cfg sdk.Config, ref sdk.Ref) (sdk.Secret, error) {
+	v, ok := os.LookupEnv(cfg["prefix"] + ref.Key)
+	if !ok {
+		return sdk.Secret{}, fmt.Errorf("the environment variable is not set: %w", sdk.ErrNotFound)
+	}
+	return sdk.Secret{Value: []byte(v)}, nil
+}
+
+// TestTheDocsNotFoundSaysEachThingOnce: the error of a missing key, as
+// docs/plugins.md's example returns it, names the plugin, the key and the
+// class once each (the ExternalSecret's message adds the key it was
+// reading once more, as for every provider).
+func TestTheDocsNotFoundSaysEachThingOnce(t *testing.T) {
+	s := store(serve(t, sdk.Store{Name: "env", Reader: readerFunc(envStore)}))
+	s.Spec.Plugin.Config = map[string]string{"prefix": "WATCHWORD_TEST_UNSET_"}
+	ops, err := Factory{}.New(context.Background(), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ops.Closer.Close() }()
+	_, err = ops.Reader.GetSecret(context.Background(), engine.Ref{Key: "db"})
+	if !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("a missing key: %v, want ErrNotFound", err)
+	}
+	for what, want := range map[string]int{`"db"`: 1, "not found": 1, "plugin env at unix://": 1, "the environment variable is not set": 1} {
+		if n := strings.Count(err.Error(), what); n != want {
+			t.Errorf("%q says %s %d times, want %d", err, what, n, want)
+		}
 	}
 }
 

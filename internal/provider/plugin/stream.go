@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync/atomic"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -79,17 +78,14 @@ func (c *Client) batchGet(ctx context.Context, refs []engine.Ref) ([]engine.Batc
 // time, with no deadline, until its context ends or the stream breaks.
 type watcher struct {
 	c *Client
-	// watched tells that a watch was in place before: the next one may
-	// have missed changes in between.
-	watched atomic.Bool
 }
 
 // Watch opens a Watch stream for every key of the store and calls changed
-// with each key the plugin announces. Once a watch after the first is in
-// place, it calls changed(nil) first: anything may have changed while no
-// watch was. It returns ctx's error when ctx ends, and an error of class
-// ErrUnavailable (or the class of the plugin's status) when the stream
-// broke.
+// with each key the plugin announces. Once the plugin says its watch is in
+// place, it calls changed(nil) first: anything may have changed before,
+// while no watch was. It returns ctx's error when ctx ends, and an error
+// of class ErrUnavailable (or the class of the plugin's status) when the
+// stream broke.
 func (w *watcher) Watch(ctx context.Context, changed func(keys []string)) error {
 	c := w.c
 	ctx, cancel := context.WithCancel(ctx)
@@ -111,9 +107,7 @@ func (w *watcher) Watch(ctx context.Context, changed func(keys []string)) error 
 		}
 		return w.broke(ctx, err)
 	}
-	if w.watched.Swap(true) {
-		changed(nil)
-	}
+	changed(nil)
 	for {
 		ev, err := stream.Recv()
 		if err != nil {

@@ -152,12 +152,18 @@ func next(t *testing.T, got <-chan string) string {
 	}
 }
 
-func TestWatchAnnouncesKeysAndAGapAfterARewatch(t *testing.T) {
+// TestWatchAnnouncesKeysAndAGapAtEveryStart: every watch, the first one
+// too, starts with changed(nil) once the plugin says it is in place: what
+// changed before it is not known.
+func TestWatchAnnouncesKeysAndAGapAtEveryStart(t *testing.T) {
 	w := &chanWatcher{keys: make(chan string), fail: make(chan error, 1)}
 	ops := dial(t, serve(t, sdk.Store{Name: "watch", Reader: batchStore{}, Watcher: w}))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	got, done := watch(ctx, ops)
+	if k := next(t, got); k != "*" {
+		t.Fatalf("the first callback of the first watch: %q, want changed(nil)", k)
+	}
 	w.keys <- "db"
 	w.keys <- "api"
 	if a, b := next(t, got), next(t, got); a != "db" || b != "api" {

@@ -121,7 +121,9 @@ func (c *Client) watchConnection() {
 
 // error turns a failed call into the engine's error; a call that failed
 // because the plugin cannot be reached is PluginUnavailable, with what
-// is wrong with the connection.
+// is wrong with the connection. Its message ends with the cause: whether
+// and when the call is made again is its caller's to say (a store's
+// condition says it is retried; `agent --once` exits).
 func (c *Client) error(what string, err error) error {
 	wrapped := pluginwire.Error(c.name(), what, err)
 	if status.Code(err) != codes.Unavailable || c.conn.GetState() == connectivity.Ready {
@@ -131,7 +133,7 @@ func (c *Client) error(what string, err error) error {
 	}
 	return &failure.Error{
 		Class: failure.Class{Reason: failure.PluginUnavailable},
-		Msg:   fmt.Sprintf("plugin %s: %s: the plugin cannot be reached: %s; reconnecting with backoff", c.name(), what, connectionProblem(status.Convert(err).Message(), c.tls)),
+		Msg:   fmt.Sprintf("plugin %s: %s: the plugin cannot be reached: %s", c.name(), what, connectionProblem(status.Convert(err).Message(), c.tls)),
 		Err:   wrapped,
 	}
 }
@@ -165,14 +167,15 @@ func connectionProblem(msg string, withTLS bool) string {
 }
 
 // protocolUnsupported is the error of a plugin that shares no protocol
-// version with Watchword; it keeps the class of cause.
+// version with Watchword; it keeps the class of cause. As for an
+// unreachable plugin, retrying is its caller's to say.
 func protocolUnsupported(msg string, cause error) error {
 	if cause == nil {
 		cause = errors.New(msg)
 	}
 	return &failure.Error{
 		Class: failure.Class{Reason: failure.PluginProtocolUnsupported},
-		Msg:   msg + "; upgrade the plugin or Watchword so that they share one; retrying with backoff",
+		Msg:   msg + "; upgrade the plugin or Watchword so that they share one",
 		Err:   cause,
 	}
 }
