@@ -192,6 +192,52 @@ if [ "${1:-}" = barbican ]; then
   exit 0
 fi
 
+# node: what a real single-node cluster needs besides the control plane:
+# kubelet, kube-scheduler and kube-proxy from the same k8s.io/kubernetes
+# module as kube-apiserver, and Debian's containerd, runc, CNI plugins and
+# iptables (with the libraries this system lacks), fetched with `apt-get
+# download` and unpacked with `dpkg-deb -x` into .cache/tools/node/root, as
+# for barbican above. Nothing is installed: test/node runs the unpacked
+# binaries with PATH and LD_LIBRARY_PATH pointing into that tree. Running
+# the node needs root; fetching and building do not.
+node_packages=(containerd runc containernetworking-plugins iptables)
+if [ "${1:-}" = node ]; then
+  kube_dir="$root/hack/tools/kube"
+  build kube "$kube_dir" "$(version_of "$kube_dir" k8s.io/kubernetes)" \
+    k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy
+  nd="$cache/node"
+  if [ -f "$nd/stamp" ] && [ "$(cat "$nd/stamp")" = "${node_packages[*]}" ]; then
+    echo ">> containerd, runc, CNI plugins and iptables ready in $nd/root"
+    exit 0
+  fi
+  echo ">> fetching ${node_packages[*]} from Debian's packages, and what they need"
+  start=$SECONDS
+  node_closure() {
+    apt-get install -s -q --no-install-recommends "${node_packages[@]}" 2>/dev/null | awk '$1 == "Inst" { print $2 }'
+  }
+  pkgs=$(node_closure) || true
+  if [ -z "$pkgs" ] && [ "$(id -u)" = 0 ]; then
+    echo ">> fetching Debian's package lists (apt-get update) and asking again"
+    apt-get update -q >/dev/null
+    pkgs=$(node_closure) || true
+  fi
+  [ -n "$pkgs" ] || { echo "!! apt cannot resolve ${node_packages[*]}: it needs Debian's package lists (run apt-get update once, as root)" >&2; exit 1; }
+  rm -rf "$nd"
+  mkdir -p "$nd/debs" "$nd/root"
+  chmod 1777 "$nd/debs"
+  # shellcheck disable=SC2086 # one package name a word
+  (cd "$nd/debs" && apt-get download -q $pkgs >/dev/null) || { echo "!! apt-get download failed" >&2; rm -rf "$nd"; exit 1; }
+  chmod 755 "$nd/debs"
+  for deb in "$nd"/debs/*.deb; do dpkg-deb -x "$deb" "$nd/root"; done
+  rm -rf "$nd/debs"
+  for f in usr/bin/containerd usr/bin/containerd-shim-runc-v2 usr/bin/ctr usr/sbin/runc usr/lib/cni/bridge usr/lib/cni/host-local usr/lib/cni/loopback usr/sbin/xtables-nft-multi; do
+    [ -x "$nd/root/$f" ] || { echo "!! no $f after unpacking" >&2; exit 1; }
+  done
+  echo "${node_packages[*]}" >"$nd/stamp"
+  echo ">> containerd, runc, CNI plugins and iptables ready in $nd/root, in $((SECONDS - start))s"
+  exit 0
+fi
+
 if [ "${1:-}" = proto ]; then
   proto_dir="$root/hack/tools/proto"
   build buf "$proto_dir" "$(version_of "$proto_dir" github.com/bufbuild/buf)" github.com/bufbuild/buf/cmd/buf

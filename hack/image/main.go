@@ -66,16 +66,7 @@ func run() error {
 		return err
 	}
 
-	img, err := imagebuild.Build(imagebuild.Options{
-		Binary:     bin,
-		BinaryPath: "/watchword",
-		Cmd:        []string{"controller"},
-		Created:    createdAt,
-		Title:      "watchword",
-		Version:    *version,
-		Revision:   *revision,
-		Source:     *source,
-	})
+	img, err := imagebuild.Build(imagebuild.Operator(bin, *version, *revision, *source, createdAt))
 	if err != nil {
 		return err
 	}

@@ -209,3 +209,19 @@ func caBundle() []byte {
 	}
 	return b.Bytes()
 }
+
+// Operator is the definition of Watchword's image, which `make image`
+// (hack/image) writes and the end-to-end tests run: the operator's static
+// binary at /watchword, running `watchword controller` by default.
+func Operator(binary []byte, version, revision, source string, created time.Time) Options {
+	return Options{
+		Binary:     binary,
+		BinaryPath: "/watchword",
+		Cmd:        []string{"controller"},
+		Created:    created,
+		Title:      "watchword",
+		Version:    version,
+		Revision:   revision,
+		Source:     source,
+	}
+}

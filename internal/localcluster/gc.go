@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -50,17 +51,26 @@ func (c *Cluster) startControllerManager(ctx context.Context, showOutput bool) e
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, bin,
-		"--kubeconfig="+kcPath,
-		"--authentication-kubeconfig="+kcPath,
-		"--authorization-kubeconfig="+kcPath,
-		"--controllers="+strings.Join(controllers, ","),
+	args := []string{
+		"--kubeconfig=" + kcPath,
+		"--authentication-kubeconfig=" + kcPath,
+		"--authorization-kubeconfig=" + kcPath,
+		"--controllers=" + strings.Join(controllers, ","),
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port),
-		"--cert-dir="+dir,
+		"--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + dir,
 		"--concurrent-gc-syncs=5",
-	)
+	}
+	if c.nodeNetwork != nil {
+		args[3] = "--controllers=" + strings.Join(append(slices.Clone(controllers), nodeControllers...), ",")
+		args = append(args,
+			// Published to every namespace as kube-root-ca.crt, which
+			// pods' token volumes carry to verify the API server.
+			"--root-ca-file="+filepath.Join(c.certDir, "apiserver.crt"),
+			"--service-cluster-ip-range="+c.nodeNetwork.ServiceCIDR)
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
 	if showOutput {
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	}

@@ -52,6 +52,9 @@ type Options struct {
 	// service-account keys (clients made before the restart keep working
 	// after it), and RestartEtcd brings etcd back on the same data.
 	Restartable bool
+	// NodeNetwork, when set, makes a control plane that a real node can
+	// join (see NodeNetwork).
+	NodeNetwork *NodeNetwork
 }
 
 // Cluster is a running local control plane.
@@ -68,13 +71,28 @@ type Cluster struct {
 	// restartable: the API server's certificates and etcd's data live in
 	// tmpDirs, which outlive a stop of either process.
 	restartable bool
+	// nodeNetwork is Options.NodeNetwork, and certDir the API server's
+	// certificate folder when it is set.
+	nodeNetwork *NodeNetwork
+	certDir     string
+}
+
+// AssetsDir finds the folder of kube-apiserver and the other binaries:
+// explicit, else $WATCHWORD_ASSETS, else .cache/tools/bin of the
+// repository that holds the working directory.
+func AssetsDir(explicit string) (string, error) {
+	assets, err := resolveDir(explicit, os.Getenv(AssetsEnv), assetsRel, "kube-apiserver")
+	if err != nil {
+		return "", fmt.Errorf("finding kube-apiserver and etcd (run `make tools` to build them): %w", err)
+	}
+	return assets, nil
 }
 
 // Start starts etcd and kube-apiserver and installs the CRDs.
 func Start(opts Options) (*Cluster, error) {
-	assets, err := resolveDir(opts.AssetsDir, os.Getenv(AssetsEnv), assetsRel, "kube-apiserver")
+	assets, err := AssetsDir(opts.AssetsDir)
 	if err != nil {
-		return nil, fmt.Errorf("finding kube-apiserver and etcd (run `make tools` to build them): %w", err)
+		return nil, err
 	}
 	crds, err := resolveDir(opts.CRDDir, "", crdRel, "")
 	if err != nil {
@@ -105,6 +123,21 @@ func Start(opts Options) (*Cluster, error) {
 			tmpDirs = append(tmpDirs, d)
 		}
 	}
+	if opts.NodeNetwork != nil {
+		if api.CertDir == "" {
+			d, mkErr := os.MkdirTemp("", "watchword-controlplane-")
+			if mkErr != nil {
+				removeAll(tmpDirs)
+				return nil, mkErr
+			}
+			api.CertDir = d
+			tmpDirs = append(tmpDirs, d)
+		}
+		if err := configureNodeNetwork(api, opts.NodeNetwork, api.CertDir); err != nil {
+			removeAll(tmpDirs)
+			return nil, err
+		}
+	}
 	for name, values := range opts.APIServerArgs {
 		api.Configure().Set(name, values...)
 	}
@@ -113,7 +146,8 @@ func Start(opts Options) (*Cluster, error) {
 		removeAll(tmpDirs)
 		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s: %w", assets, err)
 	}
-	c := &Cluster{env: env, Config: cfg, AssetsDir: assets, tmpDirs: tmpDirs, restartable: opts.Restartable}
+	c := &Cluster{env: env, Config: cfg, AssetsDir: assets, tmpDirs: tmpDirs, restartable: opts.Restartable,
+		nodeNetwork: opts.NodeNetwork, certDir: api.CertDir}
 	if !opts.NoControllerManager {
 		ctx, cancel := context.WithCancel(context.Background())
 		c.cancel = cancel
