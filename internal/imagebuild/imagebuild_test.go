@@ -63,7 +63,7 @@ func TestBuildThroughTarball(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tarball.WriteToFile(path, tag, img); err != nil {
+	if err = tarball.WriteToFile(path, tag, img); err != nil {
 		t.Fatal(err)
 	}
 	loaded, err := tarball.ImageFromPath(path, nil)

@@ -133,7 +133,7 @@ func Start(opts Options) (*Cluster, error) {
 			api.CertDir = d
 			tmpDirs = append(tmpDirs, d)
 		}
-		if err := configureNodeNetwork(api, opts.NodeNetwork, api.CertDir); err != nil {
+		if err = configureNodeNetwork(api, opts.NodeNetwork, api.CertDir); err != nil {
 			removeAll(tmpDirs)
 			return nil, err
 		}

@@ -63,9 +63,9 @@ func configureNodeNetwork(api *envtest.APIServer, nn *NodeNetwork, certDir strin
 	if err != nil {
 		return fmt.Errorf("NodeNetwork.Address %q: %w", nn.Address, err)
 	}
-	api.SecureServing.Port = strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	api.Port = strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	_ = l.Close()
-	api.SecureServing.Address = nn.Address
+	api.Address = nn.Address
 	api.CertDir = certDir
 	// envtest would issue a serving certificate for localhost and the
 	// listening address only; a pod dials the Service's address and
@@ -98,7 +98,7 @@ func configureNodeNetwork(api *envtest.APIServer, nn *NodeNetwork, certDir strin
 			return err
 		}
 	}
-	api.SecureServing.CA = certPEM
+	api.CA = certPEM
 	args := api.Configure()
 	args.Set("advertise-address", nn.Address)
 	args.Set("service-cluster-ip-range", nn.ServiceCIDR)

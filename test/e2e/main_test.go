@@ -115,10 +115,10 @@ func setUp(ctx context.Context) (s *env, skip string, err error) {
 	}
 	bins := node.LookupBinaries(assets)
 	s.helm = filepath.Join(assets, "helm")
-	if err := node.Check(bins); err != nil {
+	if err = node.Check(bins); err != nil {
 		return orSkip(s, err)
 	}
-	if _, err := os.Stat(s.helm); err != nil {
+	if _, err = os.Stat(s.helm); err != nil {
 		return orSkip(s, errors.New("no helm beside kube-apiserver: run `make tools-helm`"))
 	}
 	// The node's address first: the API server listens there.
@@ -147,7 +147,7 @@ func setUp(ctx context.Context) (s *env, skip string, err error) {
 		return s, "", err
 	}
 	s.kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(s.kubeconfig, kc, 0o600); err != nil {
+	if err = os.WriteFile(s.kubeconfig, kc, 0o600); err != nil {
 		return s, "", err
 	}
 	if s.kube, err = kubernetes.NewForConfig(s.cfg); err != nil {

@@ -141,7 +141,7 @@ func TestRotationRestartsARealDeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 	sec.Data["password"] = []byte("tampered")
-	if _, err := s.kube.CoreV1().Secrets(ns).Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+	if _, err = s.kube.CoreV1().Secrets(ns).Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitTarget(t, s, ns, "creds", "password", "first-value", time.Minute)
@@ -149,18 +149,18 @@ func TestRotationRestartsARealDeployment(t *testing.T) {
 
 	// The rotation: a new version in the store.
 	rotated := store.DeepCopy()
-	if err := s.k8s.Get(ctx, client.ObjectKeyFromObject(store), rotated); err != nil {
+	if err = s.k8s.Get(ctx, client.ObjectKeyFromObject(store), rotated); err != nil {
 		t.Fatal(err)
 	}
 	rotated.Spec.Fake.Data = append(rotated.Spec.Fake.Data, v1alpha1.FakeProviderData{Key: "app/password", Value: "second-value"})
-	if err := s.k8s.Update(ctx, rotated); err != nil {
+	if err = s.k8s.Update(ctx, rotated); err != nil {
 		t.Fatal(err)
 	}
 	waitTarget(t, s, ns, "creds", "password", "second-value", time.Minute)
 	eventually(t, time.Minute, func() (bool, string) {
-		d, err := s.kube.AppsV1().Deployments(ns).Get(ctx, "app", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
+		d, getErr := s.kube.AppsV1().Deployments(ns).Get(ctx, "app", metav1.GetOptions{})
+		if getErr != nil {
+			return false, getErr.Error()
 		}
 		return d.Spec.Template.Annotations[restartedAt] != "", "the Deployment has not been restarted"
 	})

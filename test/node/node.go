@@ -134,7 +134,7 @@ type Node struct {
 // New comes before the control plane starts). Start runs it; Stop undoes
 // both.
 func New(b Binaries) (n *Node, err error) {
-	if err := Check(b); err != nil {
+	if err = Check(b); err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "wwnode-")
