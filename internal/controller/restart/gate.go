@@ -34,8 +34,11 @@ type Verdict struct {
 	Reason     string
 	Message    string
 	RetryAfter time.Duration
-	// Report: this hold is new and deserves its one event.
-	Report bool
+	// Behind names what the restart waits behind when that can change
+	// while the reason stays (the workload restarted before it, for
+	// HeldPrevious): a spell of a hold lasts while its reason and Behind
+	// stay the same (held.go).
+	Behind string
 }
 
 // pollHeld is how often a restart held for a rollout asks again. It is
@@ -47,7 +50,8 @@ const pollHeld = 5 * time.Second
 // Gate admits restarts one at a time across the cluster: a workload whose
 // rollout is in progress waits for it; restarts keep to the rate; and
 // every restart waits until the workload restarted before it is
-// available again. Its time is the caller's clock.
+// available again. Its time is the caller's clock. It tells why a
+// restart is held; whether a hold is worth an event is for held.go.
 type Gate struct {
 	mu   sync.Mutex
 	rate Rate
@@ -61,7 +65,9 @@ type Gate struct {
 	lastGen int64
 	// lastAvailable: last has been seen available since its restart.
 	lastAvailable bool
-	held          map[Ref]bool
+	// held are the restarts held now, to be woken when last is
+	// available again.
+	held map[Ref]bool
 }
 
 // restartInFlight is lastGen while the admitted restart's patch is under
@@ -89,7 +95,6 @@ func (g *Gate) Admit(now time.Time, ref Ref, rollingOut bool, available func(ref
 		g.last, g.lastGen, g.lastAvailable = &last, restartInFlight, false
 		return v
 	}
-	v.Report = !g.held[ref]
 	g.held[ref] = true
 	return v
 }
@@ -112,7 +117,7 @@ func (g *Gate) judge(now time.Time, ref Ref, rollingOut bool, available func(Ref
 			Message: fmt.Sprintf("the restart waits %s: at most %s across the cluster, spaced evenly (--restart-rate %s)", waitText(d), g.rate.Text(), g.rate)}
 	}
 	if g.last != nil && *g.last != ref && (g.lastGen == restartInFlight || !available(*g.last, g.lastGen)) {
-		return Verdict{Reason: HeldPrevious, RetryAfter: pollHeld,
+		return Verdict{Reason: HeldPrevious, RetryAfter: pollHeld, Behind: g.last.String(),
 			Message: fmt.Sprintf("the restart waits until %s, restarted before it, is available again", *g.last)}
 	}
 	g.admitted = now
@@ -158,7 +163,7 @@ func (g *Gate) Restarted(ref Ref, gen int64) {
 }
 
 // Settled tells the gate that ref owes no due restart any more (it was
-// made, or is no longer owed): a later hold is a new one.
+// made, or is not due yet): it waits for nothing to be woken for.
 func (g *Gate) Settled(ref Ref) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

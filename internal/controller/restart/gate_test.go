@@ -20,35 +20,27 @@ func TestGate(t *testing.T) {
 	if v := admitWritten(g, at(0), a, false, available); !v.Go {
 		t.Fatalf("the first restart is held: %+v", v)
 	}
-	// b waits for the rate, whatever a does meanwhile, and says so once.
+	// b waits for the rate, whatever a does meanwhile.
 	v := admitWritten(g, at(1), b, false, available)
-	if v.Go || v.Reason != HeldRate || !v.Report || v.RetryAfter != 9*time.Second {
+	if v.Go || v.Reason != HeldRate || v.RetryAfter != 9*time.Second {
 		t.Fatalf("b within the rate: %+v", v)
-	}
-	if v2 := admitWritten(g, at(2), b, false, available); v2.Go || v2.Report {
-		t.Fatalf("b asks again: %+v, want held without a second report", v2)
 	}
 	// Once the rate allows it, b waits for a, restarted before it.
 	v = admitWritten(g, at(10), b, false, available)
-	if v.Go || v.Reason != HeldPrevious || v.RetryAfter != pollHeld {
+	if v.Go || v.Reason != HeldPrevious || v.Behind != a.String() || v.RetryAfter != pollHeld {
 		t.Fatalf("b while a rolls out: %+v", v)
 	}
 	rolledOut[a] = true
 	if v := admitWritten(g, at(11), b, false, available); !v.Go {
 		t.Fatalf("b when the rate allows and a is available: %+v", v)
 	}
-	// A new hold of b is reported again.
-	if v := admitWritten(g, at(30), b, true, available); v.Go || v.Reason != HeldRollout || !v.Report {
+	// b's own rollout holds its next restart.
+	if v := admitWritten(g, at(30), b, true, available); v.Go || v.Reason != HeldRollout {
 		t.Fatalf("b during its own rollout: %+v", v)
 	}
 	// c is not held by b's own rollout... but by b being the last one.
-	if v := admitWritten(g, at(31), c, false, available); v.Go || v.Reason != HeldPrevious {
+	if v := admitWritten(g, at(31), c, false, available); v.Go || v.Reason != HeldPrevious || v.Behind != b.String() {
 		t.Fatalf("c while b rolls out: %+v", v)
-	}
-	// A hold of a restart no longer owed is over: the next is reported.
-	g.Settled(c)
-	if v := admitWritten(g, at(31), c, false, available); v.Go || !v.Report {
-		t.Fatalf("c held again after its hold was settled: %+v", v)
 	}
 	// Once b is gone, nothing holds c.
 	g.Forget(b)
