@@ -112,6 +112,7 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	fs.IntVar(&o.StoreMaxConcurrentCalls, "store-max-concurrent-calls", 0, "calls in flight at most to a store that sets no spec.limits.maxConcurrentCalls (0: half of --workers)")
 	restartRate := o.RestartRate.String()
 	fs.StringVar(&restartRate, "restart-rate", restartRate, "restarts of workloads for rotations across the cluster: N/D is at most N in any window D, spaced evenly (10/1m, 1/30s); a number alone is per minute; 0: no cap")
+	fs.DurationVar(&o.RestartHeldWarningAfter, "restart-held-warning-after", o.RestartHeldWarningAfter, "how long a restart waits for a rollout (its workload's own, or that of the workload restarted before it) before the hold is told in a RestartHeld Warning and counted; 0: at once")
 	qps := float64(o.QPS)
 	fs.Float64Var(&qps, "kube-api-qps", qps, "requests per second to the API server (above 0)")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "burst of requests to the API server (at least 1)")
@@ -173,6 +174,9 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 		return c, fmt.Errorf("--restart-rate %w", err)
 	}
 	o.RestartRate = rate
+	if o.RestartHeldWarningAfter < 0 {
+		return c, fmt.Errorf("--restart-held-warning-after %s: use a duration of 0 or more, such as 5m (0: tell a hold at once)", o.RestartHeldWarningAfter)
+	}
 	if !(qps > 0) || qps > math.MaxFloat32 {
 		return c, fmt.Errorf("--kube-api-qps %g: use a number above 0 (and at most %g)", qps, float64(math.MaxFloat32))
 	}

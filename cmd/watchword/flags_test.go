@@ -36,6 +36,9 @@ func TestParseControllerDefaults(t *testing.T) {
 	if o.LeaseDuration != 15*time.Second || o.RenewDeadline != 10*time.Second || o.RetryPeriod != 2*time.Second {
 		t.Errorf("lease timing %s/%s/%s, want 15s/10s/2s", o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)
 	}
+	if o.RestartRate != (restart.Rate{Count: 10, Per: time.Minute}) || o.RestartHeldWarningAfter != 5*time.Minute {
+		t.Errorf("restart rate %s, held warning after %s; want 10/1m and 5m", o.RestartRate, o.RestartHeldWarningAfter)
+	}
 	if o.SkipNameValidation {
 		t.Error("the binary skips controller name validation")
 	}
@@ -52,6 +55,7 @@ func TestParseControllerAccepts(t *testing.T) {
 	c, err := parseController([]string{
 		"--kubeconfig", kubeconfig, "--log-level", "debug", "--log-console",
 		"--controller-class", "shard-a", "--workers", "4", "--kube-api-qps", "20.5", "--kube-api-burst", "40", "--restart-rate", "3/20s",
+		"--restart-held-warning-after", "90s",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", ":9000", "--pprof-bind-address", "127.0.0.1:6060",
 		"--refresh-hook-bind-address", ":8443", "--status-refresh-period", "30m",
 		"--leader-elect", "--leader-election-namespace", "watchword", "--leader-election-id", "my-lease",
@@ -65,6 +69,7 @@ func TestParseControllerAccepts(t *testing.T) {
 		t.Errorf("kubeconfig %q, log %+v", c.Kubeconfig, c.Log)
 	}
 	if o.ControllerClass != "shard-a" || o.Workers != 4 || o.QPS != 20.5 || o.Burst != 40 || o.RestartRate != (restart.Rate{Count: 3, Per: 20 * time.Second}) ||
+		o.RestartHeldWarningAfter != 90*time.Second ||
 		o.MetricsAddr != "0" || o.HealthAddr != ":9000" || o.PprofAddr != "127.0.0.1:6060" || o.RefreshHookAddr != ":8443" ||
 		o.StatusRefreshPeriod != 30*time.Minute {
 		t.Errorf("options %+v", o)
@@ -98,6 +103,7 @@ func TestParseControllerRefuses(t *testing.T) {
 		{"restart rate without a window", []string{"--restart-rate", "10/"}, `--restart-rate "10/": D in N/D is a Go duration above 0`},
 		{"restart rate with a fraction of restarts", []string{"--restart-rate", "2.5/1m"}, "N in N/D is a whole number of restarts"},
 		{"restart rate with a zero window", []string{"--restart-rate", "5/0s"}, "D in N/D is a Go duration above 0"},
+		{"negative held warning threshold", []string{"--restart-held-warning-after", "-1m"}, "--restart-held-warning-after -1m0s: use a duration of 0 or more"},
 		{"zero status period", []string{"--status-refresh-period", "0s"}, "--status-refresh-period 0s: use a duration of at least 1s"},
 		{"status period under a second", []string{"--status-refresh-period", "500ms"}, "use a duration of at least 1s"},
 		{"zero burst", []string{"--kube-api-burst", "0"}, "--kube-api-burst 0: use a whole number of at least 1"},

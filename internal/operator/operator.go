@@ -109,6 +109,10 @@ type Options struct {
 	// RestartRate caps the restarts of workloads for rotations across the
 	// cluster (docs/rotation.md); a zero rate means no cap.
 	RestartRate restart.Rate
+	// RestartHeldWarningAfter is how long a restart is held for a rollout
+	// before the hold is told in a Warning (docs/rotation.md); zero tells
+	// it at once.
+	RestartHeldWarningAfter time.Duration
 	// NormalEventsPerSecond caps the Normal events sent, the rest summed
 	// up once every 30 s per namespace, kind and reason (Warnings are
 	// never held back); zero means no cap.
@@ -131,7 +135,8 @@ type Options struct {
 
 // DefaultOptions are sized for thousands of ExternalSecrets.
 func DefaultOptions() Options {
-	return Options{Workers: 16, QPS: 500, Burst: 1000, MetricsAddr: ":8080", HealthAddr: ":8081", RestartRate: restart.DefaultRate,
+	return Options{Workers: 16, QPS: 500, Burst: 1000, MetricsAddr: ":8080", HealthAddr: ":8081",
+		RestartRate: restart.DefaultRate, RestartHeldWarningAfter: restart.DefaultHeldWarningAfter,
 		StatusRefreshPeriod: externalsecret.DefaultStatusPeriod, NormalEventsPerSecond: events.DefaultPerSecond}
 }
 
@@ -329,7 +334,8 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 			return nil, fmt.Errorf("setting up the store controller: %w", err)
 		}
 	}
-	if err := restart.Setup(ctx, mgr, recorder, opts.ControllerClass, clock, restart.Options{RestartRate: opts.RestartRate, Namespaces: opts.Namespaces}); err != nil {
+	if err := restart.Setup(ctx, mgr, recorder, opts.ControllerClass, clock, restart.Options{RestartRate: opts.RestartRate, Namespaces: opts.Namespaces,
+		HeldWarningAfter: opts.RestartHeldWarningAfter}); err != nil {
 		return nil, fmt.Errorf("setting up the restart controllers: %w", err)
 	}
 	if err := addPushSecrets(ctx, mgr, metaClient, clients, recorder, clock, opts); err != nil {

@@ -89,6 +89,9 @@ func TestMain(m *testing.M) {
 	// no cap on Normal events, which would sum some of them up (the cap
 	// has tests of its own, internal/controller/events).
 	opts.NormalEventsPerSecond = 0
+	// A restart held for a rollout is told after 2 s rather than 5 min,
+	// so that the tests of stuck rollouts see it.
+	opts.RestartHeldWarningAfter = heldWarningAfter
 	opts.MetricsAddr, opts.HealthAddr = "0", "0"
 	opts.RefreshHookAddr, err = freeLoopbackAddr()
 	if err != nil {

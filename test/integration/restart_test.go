@@ -170,13 +170,26 @@ func newWorkload(t *testing.T, ns, name string, annotations map[string]string, o
 	newDeployment(t, ns, name, map[string]string{restart.Label: restart.LabelValue}, annotations, opts...)
 }
 
-// newDeployment creates a Deployment with the labels and annotations.
+// newDeployment creates a Deployment of one replica with the labels and
+// annotations.
 func newDeployment(t *testing.T, ns, name string, meta, annotations map[string]string, opts ...podOpt) {
+	t.Helper()
+	createDeployment(t, ns, name, 1, meta, annotations, opts...)
+}
+
+// newIdleWorkload creates an opted-in Deployment without replicas: its
+// rollout has finished as soon as its controller has seen its spec.
+func newIdleWorkload(t *testing.T, ns, name string, annotations map[string]string, opts ...podOpt) {
+	t.Helper()
+	createDeployment(t, ns, name, 0, map[string]string{restart.Label: restart.LabelValue}, annotations, opts...)
+}
+
+func createDeployment(t *testing.T, ns, name string, replicas int32, meta, annotations map[string]string, opts ...podOpt) {
 	t.Helper()
 	labels := map[string]string{"app": name}
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations, Labels: meta},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}},
 	}
@@ -212,11 +225,19 @@ func waitRecorded(t *testing.T, ns, name, esName string) {
 // holds fragment, with the repetitions the recorder folded into one.
 func countEvents(t *testing.T, ns, object, reason, fragment string) int {
 	t.Helper()
+	return countEventsOfType(t, ns, object, "", reason, fragment)
+}
+
+// countEventsOfType is countEvents for the events of one type (Normal or
+// Warning; "" for both).
+func countEventsOfType(t *testing.T, ns, object, eventType, reason, fragment string) int {
+	t.Helper()
 	var evs corev1.EventList
 	must(t, k8s.List(context.Background(), &evs, client.InNamespace(ns)))
 	n := 0
 	for _, e := range evs.Items {
-		if e.InvolvedObject.Name == object && e.Reason == reason && strings.Contains(e.Message, fragment) {
+		if e.InvolvedObject.Name == object && e.Reason == reason && strings.Contains(e.Message, fragment) &&
+			(eventType == "" || e.Type == eventType) {
 			n += int(max(e.Count, 1))
 		}
 	}
@@ -367,8 +388,9 @@ func TestRestartWaitsForTheRollout(t *testing.T) {
 }
 
 // startRestarter starts an operator of its own class with a restart rate,
-// for workloads that name the class; stop stops it.
-func startRestarter(t *testing.T, class string, rate restart.Rate) (stop func()) {
+// for workloads that name the class; stop stops it. tune changes its
+// other options.
+func startRestarter(t *testing.T, class string, rate restart.Rate, tune ...func(*operator.Options)) (stop func()) {
 	t.Helper()
 	opts := operator.DefaultOptions()
 	opts.Registry = registry()
@@ -380,6 +402,9 @@ func startRestarter(t *testing.T, class string, rate restart.Rate) (stop func())
 	opts.ControllerClass = class
 	opts.RestartRate = rate
 	opts.SkipNameValidation = true
+	for _, f := range tune {
+		f(&opts)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	op, err := operator.New(ctx, restCfg, opts)
 	if err != nil {

@@ -90,11 +90,12 @@ func TestRestartFiftyDeploymentsKeepToTheRate(t *testing.T) {
 
 // TestRestartWaitsUntilThePreviousWorkloadIsAvailable: of two workloads
 // due at once, the one restarted first does not come up (its new pod is
-// never Ready), so the other is held with a Warning that names it; once
-// the first is available again, the other is restarted, once.
+// never Ready), so the other is held, and once that hold has lasted
+// --restart-held-warning-after it gets a Warning that names the first;
+// once the first is available again, the other is restarted, once.
 func TestRestartWaitsUntilThePreviousWorkloadIsAvailable(t *testing.T) {
 	const class = "restart-gate"
-	startRestarter(t, class, restart.Rate{})
+	startRestarter(t, class, restart.Rate{}, warnHeldAfter(heldWarningAfter))
 	ns := newNamespace(t, nil)
 	deps := watchDeployments(t, ns)
 	src := rotationSource(t, ns, map[string]string{"k": "1"})
@@ -124,6 +125,9 @@ func TestRestartWaitsUntilThePreviousWorkloadIsAvailable(t *testing.T) {
 	})
 	held := fmt.Sprintf("the restart waits until Deployment %s/%s, restarted before it, is available again", ns, first)
 	waitEventWithin(t, 3*wait, ns, second, restart.ReasonHeld, held)
+	if n := countEventsOfType(t, ns, second, corev1.EventTypeWarning, restart.ReasonHeld, held); n != 1 {
+		t.Errorf("%d RestartHeld Warnings naming %s, want 1", n, first)
+	}
 	consistently(t, 3*time.Second, func() (bool, string) {
 		return deps.count(second) == 0, fmt.Sprintf("%s restarted while %s's rollout is stuck", second, first)
 	})

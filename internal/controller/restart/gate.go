@@ -34,8 +34,11 @@ type Verdict struct {
 	Reason     string
 	Message    string
 	RetryAfter time.Duration
-	// Report: this hold is new and deserves its one event.
-	Report bool
+	// Behind names what the restart waits behind when that can change
+	// while the reason stays (the workload restarted before it, for
+	// HeldPrevious): a spell of a hold lasts while its reason and Behind
+	// stay the same (held.go).
+	Behind string
 }
 
 // pollHeld is how often a restart held for a rollout asks again. It is
@@ -45,9 +48,10 @@ type Verdict struct {
 const pollHeld = 5 * time.Second
 
 // Gate admits restarts one at a time across the cluster: a workload whose
-// rollout is in progress waits for it; every restart waits until the
-// workload restarted before it is available again; and restarts keep to
-// the rate. Its time is the caller's clock.
+// rollout is in progress waits for it; restarts keep to the rate; and
+// every restart waits until the workload restarted before it is
+// available again. Its time is the caller's clock. It tells why a
+// restart is held; whether a hold is worth an event is for held.go.
 type Gate struct {
 	mu   sync.Mutex
 	rate Rate
@@ -61,7 +65,9 @@ type Gate struct {
 	lastGen int64
 	// lastAvailable: last has been seen available since its restart.
 	lastAvailable bool
-	held          map[Ref]bool
+	// held are the restarts held now, to be woken when last is
+	// available again.
+	held map[Ref]bool
 }
 
 // restartInFlight is lastGen while the admitted restart's patch is under
@@ -89,26 +95,42 @@ func (g *Gate) Admit(now time.Time, ref Ref, rollingOut bool, available func(ref
 		g.last, g.lastGen, g.lastAvailable = &last, restartInFlight, false
 		return v
 	}
-	v.Report = !g.held[ref]
 	g.held[ref] = true
 	return v
 }
 
+// judge tells why ref's restart is held, if it is. The rate comes before
+// the previous restart: a restart the rate holds waits that long whatever
+// the previous one does, and the previous restart is always still in
+// progress just after it was admitted (its patch under way, then until
+// its controller has seen it, even with no replicas), so judged first it
+// would name nearly every rate hold after it. What the rate holds is
+// named as the rate, with its wait; a restart held once the rate allows
+// it waits for the previous restart alone.
 func (g *Gate) judge(now time.Time, ref Ref, rollingOut bool, available func(Ref, int64) bool) Verdict {
 	if rollingOut {
 		return Verdict{Reason: HeldRollout, RetryAfter: pollHeld,
 			Message: fmt.Sprintf("the restart waits until the previous rollout of %s has finished", ref)}
 	}
-	if g.last != nil && *g.last != ref && (g.lastGen == restartInFlight || !available(*g.last, g.lastGen)) {
-		return Verdict{Reason: HeldPrevious, RetryAfter: pollHeld,
-			Message: fmt.Sprintf("the restart waits until %s, restarted before it, is available again", *g.last)}
-	}
 	if d := g.rateWait(now); d > 0 {
 		return Verdict{Reason: HeldRate, RetryAfter: d,
-			Message: fmt.Sprintf("the restart waits %s: at most %s across the cluster, spaced evenly (--restart-rate %s)", d.Round(time.Second), g.rate.Text(), g.rate)}
+			Message: fmt.Sprintf("the restart waits %s: at most %s across the cluster, spaced evenly (--restart-rate %s)", waitText(d), g.rate.Text(), g.rate)}
+	}
+	if g.last != nil && *g.last != ref && (g.lastGen == restartInFlight || !available(*g.last, g.lastGen)) {
+		return Verdict{Reason: HeldPrevious, RetryAfter: pollHeld, Behind: g.last.String(),
+			Message: fmt.Sprintf("the restart waits until %s, restarted before it, is available again", *g.last)}
 	}
 	g.admitted = now
 	return Verdict{Go: true}
+}
+
+// waitText is a wait in whole seconds, or in milliseconds under a second
+// (a rate of several restarts a second), never "0s".
+func waitText(d time.Duration) string {
+	if d >= time.Second {
+		return d.Round(time.Second).String()
+	}
+	return max(d.Round(time.Millisecond), time.Millisecond).String()
 }
 
 // rateWait is how long a restart asked for at now waits for the rate:
@@ -141,7 +163,7 @@ func (g *Gate) Restarted(ref Ref, gen int64) {
 }
 
 // Settled tells the gate that ref owes no due restart any more (it was
-// made, or is no longer owed): a later hold is a new one.
+// made, or is not due yet): it waits for nothing to be woken for.
 func (g *Gate) Settled(ref Ref) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

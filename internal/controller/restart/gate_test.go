@@ -20,42 +20,69 @@ func TestGate(t *testing.T) {
 	if v := admitWritten(g, at(0), a, false, available); !v.Go {
 		t.Fatalf("the first restart is held: %+v", v)
 	}
-	// b waits for a to be available again, and says so once.
+	// b waits for the rate, whatever a does meanwhile.
 	v := admitWritten(g, at(1), b, false, available)
-	if v.Go || v.Reason != HeldPrevious || !v.Report || v.RetryAfter <= 0 {
-		t.Fatalf("b while a rolls out: %+v", v)
-	}
-	if v2 := admitWritten(g, at(2), b, false, available); v2.Go || v2.Report {
-		t.Fatalf("b asks again: %+v, want held without a second report", v2)
-	}
-	// a is available: b waits for the rate now, still one hold.
-	rolledOut[a] = true
-	v = admitWritten(g, at(3), b, false, available)
-	if v.Go || v.Reason != HeldRate || v.Report || v.RetryAfter.Round(time.Millisecond) != 7*time.Second {
+	if v.Go || v.Reason != HeldRate || v.RetryAfter != 9*time.Second {
 		t.Fatalf("b within the rate: %+v", v)
 	}
-	if v := admitWritten(g, at(10), b, false, available); !v.Go {
-		t.Fatalf("b when the rate allows: %+v", v)
+	// Once the rate allows it, b waits for a, restarted before it.
+	v = admitWritten(g, at(10), b, false, available)
+	if v.Go || v.Reason != HeldPrevious || v.Behind != a.String() || v.RetryAfter != pollHeld {
+		t.Fatalf("b while a rolls out: %+v", v)
 	}
-	// A new hold of b is reported again.
-	rolledOut[b] = true
-	if v := admitWritten(g, at(30), b, true, available); v.Go || v.Reason != HeldRollout || !v.Report {
+	rolledOut[a] = true
+	if v := admitWritten(g, at(11), b, false, available); !v.Go {
+		t.Fatalf("b when the rate allows and a is available: %+v", v)
+	}
+	// b's own rollout holds its next restart.
+	if v := admitWritten(g, at(30), b, true, available); v.Go || v.Reason != HeldRollout {
 		t.Fatalf("b during its own rollout: %+v", v)
 	}
 	// c is not held by b's own rollout... but by b being the last one.
-	rolledOut[b] = false
-	if v := admitWritten(g, at(31), c, false, available); v.Go || v.Reason != HeldPrevious {
+	if v := admitWritten(g, at(31), c, false, available); v.Go || v.Reason != HeldPrevious || v.Behind != b.String() {
 		t.Fatalf("c while b rolls out: %+v", v)
-	}
-	// A hold of a restart no longer owed is over: the next is reported.
-	g.Settled(c)
-	if v := admitWritten(g, at(31), c, false, available); v.Go || !v.Report {
-		t.Fatalf("c held again after its hold was settled: %+v", v)
 	}
 	// Once b is gone, nothing holds c.
 	g.Forget(b)
 	if v := admitWritten(g, at(32), c, false, available); !v.Go {
 		t.Fatalf("c after b is gone: %+v", v)
+	}
+}
+
+// TestGateNamesTheRate: a restart that the rate holds is held for the
+// rate, with its wait and the rate in the message, even while the
+// restart before it is not available yet, as it never is just after it
+// was admitted (its patch under way, then not yet seen by its
+// controller, even with no replicas). Once the rate allows it, it waits
+// for the restart before it alone.
+func TestGateNamesTheRate(t *testing.T) {
+	a, b := Ref{"Deployment", "ns", "a"}, Ref{"Deployment", "ns", "b"}
+	seen := false
+	available := func(Ref, int64) bool { return seen }
+	g := NewGate(Rate{Count: 2, Per: 10 * time.Second})
+	if v := g.Admit(at(0), a, false, available); !v.Go {
+		t.Fatalf("a held: %+v", v)
+	}
+	const held = "the restart waits 5s: at most 2 restarts in any 10s across the cluster, spaced evenly (--restart-rate 2/10s)"
+	// a's patch is under way.
+	if v := g.Admit(at(0), b, false, available); v.Go || v.Reason != HeldRate || v.RetryAfter != 5*time.Second || v.Message != held {
+		t.Errorf("b while a's restart is written: %+v, want held for the rate, 5s", v)
+	}
+	// a's controller has not yet seen its restart.
+	g.Restarted(a, 2)
+	if v := g.Admit(at(0), b, false, available); v.Go || v.Reason != HeldRate || v.RetryAfter != 5*time.Second || v.Message != held {
+		t.Errorf("b before a's restart is seen: %+v, want held for the rate, 5s", v)
+	}
+	if v := g.Admit(at(5), b, false, available); v.Go || v.Reason != HeldPrevious {
+		t.Errorf("b once the rate allows it, a not yet available: %+v, want held for a", v)
+	}
+	seen = true
+	if v := g.Admit(at(5), b, false, available); !v.Go {
+		t.Errorf("b once the rate allows it and a is available: %+v", v)
+	}
+	// A wait under a second is not "0s".
+	if got := waitText(300 * time.Millisecond); got != "300ms" {
+		t.Errorf("waitText(300ms) = %q", got)
 	}
 }
 

@@ -34,6 +34,11 @@ const (
 	// PendingAnnotation records the rotations a restart is owed for while
 	// the debounce window runs or the restart is held.
 	PendingAnnotation = "watchword.io/restart-pending"
+	// HeldAnnotation records the reasons of the owed restart's hold that
+	// have been announced (held.go), so that each is announced once per
+	// hold, by this instance or by the next one after a restart of
+	// Watchword; it goes with the owed restart.
+	HeldAnnotation = "watchword.io/restart-held"
 	// RestartedAtAnnotation on the pod template is the one
 	// `kubectl rollout restart` sets.
 	RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
@@ -208,6 +213,9 @@ type State struct {
 	Seen map[string]time.Time
 	// Pending maps Secrets to the restart owed for them.
 	Pending map[string]Owed
+	// Held are the reasons of the owed restart's hold already announced,
+	// sorted; none once nothing is owed.
+	Held []string
 }
 
 // Plan is what to do with a workload now.
@@ -265,6 +273,11 @@ func Decide(now time.Time, used map[string]Usage, st State, rots []Rotation, deb
 		}
 		next.Pending[name] = merge(next.Pending[name], cur, u.relevant(keys))
 	}
+	if len(next.Pending) > 0 {
+		// The hold of an owed restart lasts until it is made, whatever
+		// rotations add to it meanwhile.
+		next.Held = st.Held
+	}
 	plan := Plan{Next: next, Changed: !equalState(st, next)}
 	for _, owed := range next.Pending {
 		if due := owed.At.Add(debounce); due.After(plan.DueAt) {
@@ -306,7 +319,8 @@ func merge(owed Owed, at time.Time, keys []string) Owed {
 	return owed
 }
 
-// Restarted is the state after the owed restart: nothing pending.
+// Restarted is the state after the owed restart: nothing pending, nor
+// held.
 func (s State) Restarted() State {
 	return State{Seen: s.Seen, Pending: map[string]Owed{}}
 }
@@ -316,7 +330,8 @@ func equalState(a, b State) bool {
 		return false
 	}
 	return maps.EqualFunc(a.Seen, b.Seen, time.Time.Equal) &&
-		maps.EqualFunc(a.Pending, b.Pending, func(x, y Owed) bool { return x.At.Equal(y.At) && slices.Equal(x.Keys, y.Keys) })
+		maps.EqualFunc(a.Pending, b.Pending, func(x, y Owed) bool { return x.At.Equal(y.At) && slices.Equal(x.Keys, y.Keys) }) &&
+		slices.Equal(a.Held, b.Held)
 }
 
 // stamp is the form of a rotation time in the annotations: RFC 3339 in
@@ -335,11 +350,12 @@ func parseStamp(s string) (time.Time, error) {
 	return time.Parse(time.RFC3339, s)
 }
 
-// Encode gives the values of ForAnnotation and PendingAnnotation:
-// `db-creds=2026-11-23T11:00:00Z,api-key=` (an empty time: no rotation
-// yet) and `db-creds=2026-11-23T11:00:00Z/password+user` (`/*`: any key);
-// the latter is empty when nothing is owed.
-func (s State) Encode() (seen, pending string) {
+// Encode gives the values of ForAnnotation, PendingAnnotation and
+// HeldAnnotation: `db-creds=2026-11-23T11:00:00Z,api-key=` (an empty time:
+// no rotation yet), `db-creds=2026-11-23T11:00:00Z/password+user` (`/*`:
+// any key) and `MaintenanceWindow,RolloutInProgress`; the latter two are
+// empty when nothing is owed.
+func (s State) Encode() (seen, pending, held string) {
 	var a, b []string
 	for _, name := range slices.Sorted(maps.Keys(s.Seen)) {
 		a = append(a, name+"="+stamp(s.Seen[name]))
@@ -351,7 +367,7 @@ func (s State) Encode() (seen, pending string) {
 		}
 		b = append(b, name+"="+stamp(s.Pending[name].At)+"/"+keys)
 	}
-	return strings.Join(a, ","), strings.Join(b, ",")
+	return strings.Join(a, ","), strings.Join(b, ","), strings.Join(s.Held, ",")
 }
 
 // DecodeState reads the annotations. A workload without ForAnnotation was
@@ -391,6 +407,11 @@ func DecodeState(annotations map[string]string) State {
 			sort.Strings(owed.Keys)
 		}
 		st.Pending[name] = owed
+	}
+	if len(st.Pending) > 0 {
+		for reason := range strings.SplitSeq(annotations[HeldAnnotation], ",") {
+			st.Held = announced(st.Held, strings.TrimSpace(reason))
+		}
 	}
 	return st
 }

@@ -192,7 +192,7 @@ func TestDecide(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			plan := Decide(c.now, c.used, c.st, c.rots, window)
-			s, p := plan.Next.Encode()
+			s, p, _ := plan.Next.Encode()
 			if plan.Restart != c.restart || s != c.seen || p != c.pending || plan.Changed != c.changed {
 				t.Errorf("restart %v, seen %q, pending %q, changed %v\nwant restart %v, seen %q, pending %q, changed %v",
 					plan.Restart, s, p, plan.Changed, c.restart, c.seen, c.pending, c.changed)
@@ -205,11 +205,12 @@ func TestDecide(t *testing.T) {
 // the same, so that the operator's restart changes nothing.
 func TestStateRoundTrips(t *testing.T) {
 	st := State{Seen: map[string]time.Time{"db": at(50), "api": {}},
-		Pending: map[string]Owed{"db": {At: at(50), Keys: []string{"a", "b"}}, "api": {At: at(3)}}}
-	s, p := st.Encode()
-	back := DecodeState(map[string]string{ForAnnotation: s, PendingAnnotation: p})
+		Pending: map[string]Owed{"db": {At: at(50), Keys: []string{"a", "b"}}, "api": {At: at(3)}},
+		Held:    []string{HeldWindow, HeldRate}}
+	s, p, h := st.Encode()
+	back := DecodeState(map[string]string{ForAnnotation: s, PendingAnnotation: p, HeldAnnotation: h})
 	if !equalState(st, back) {
-		t.Fatalf("%q / %q read back as %+v", s, p, back)
+		t.Fatalf("%q / %q / %q read back as %+v", s, p, h, back)
 	}
 	// After the operator restarts, the same rotations call for nothing new.
 	used := map[string]Usage{"db": whole(), "api": whole()}
@@ -218,9 +219,40 @@ func TestStateRoundTrips(t *testing.T) {
 		t.Errorf("a re-read state changes: %+v", plan)
 	}
 	restarted := st.Restarted()
-	s, p = restarted.Encode()
+	s, p, h = restarted.Encode()
+	if p != "" || h != "" {
+		t.Errorf("after the restart the workload records pending %q, held %q; want neither", p, h)
+	}
 	if plan := Decide(at(1000), used, DecodeState(map[string]string{ForAnnotation: s, PendingAnnotation: p}), rots, time.Minute); plan.Restart || plan.Changed {
 		t.Errorf("a restart recorded is made again after a restart of the operator: %+v", plan)
+	}
+}
+
+// TestHeldGoesWithTheOwedRestart: the reasons of a hold told are kept
+// while the restart is owed, rotations that add to it included, and
+// dropped once nothing is owed.
+func TestHeldGoesWithTheOwedRestart(t *testing.T) {
+	used := map[string]Usage{"db": whole()}
+	held := DecodeState(map[string]string{ForAnnotation: "db=2026-11-23T11:00:50Z",
+		PendingAnnotation: "db=2026-11-23T11:00:50Z/*", HeldAnnotation: "RolloutInProgress,MaintenanceWindow"})
+	if want := []string{HeldWindow, HeldRollout}; !slices.Equal(held.Held, want) {
+		t.Fatalf("held reads as %v, want %v", held.Held, want)
+	}
+	plan := Decide(at(200), used, held, []Rotation{{Secret: "db", At: at(50)}}, time.Second)
+	if !plan.Restart || plan.Changed || !slices.Equal(plan.Next.Held, held.Held) {
+		t.Errorf("still owed: %+v, want the hold kept unchanged", plan)
+	}
+	plan = Decide(at(200), used, held, []Rotation{{Secret: "db", At: at(190)}}, time.Minute)
+	if plan.Restart || !slices.Equal(plan.Next.Held, held.Held) {
+		t.Errorf("a rotation adds to the owed restart: %+v, want the hold kept", plan)
+	}
+	gone := Decide(at(200), map[string]Usage{"other": whole()}, held, nil, time.Second)
+	if _, _, h := gone.Next.Encode(); h != "" || !gone.Changed {
+		t.Errorf("nothing owed any more: held %q, changed %v; want the hold dropped", h, gone.Changed)
+	}
+	// A record of a hold without an owed restart means nothing.
+	if st := DecodeState(map[string]string{ForAnnotation: "db=", HeldAnnotation: "RateLimited"}); st.Held != nil {
+		t.Errorf("held %v without an owed restart", st.Held)
 	}
 }
 

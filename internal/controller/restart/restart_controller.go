@@ -50,7 +50,8 @@ import (
 const (
 	// ReasonRestarted: a workload was restarted for a rotation.
 	ReasonRestarted = "Restarted"
-	// ReasonHeld: a due restart is held back (rate, rollout).
+	// ReasonHeld: a due restart is held back (rate, window, rollout),
+	// told as held.go says.
 	ReasonHeld = "RestartHeld"
 	// ReasonInvalidAnnotation: an annotation of the workload does not
 	// parse.
@@ -77,6 +78,9 @@ type Reconciler struct {
 	Clock engine.Clock
 	// Gate is shared by the reconcilers of every kind.
 	Gate *Gate
+	// HeldWarningAfter is how long a restart is held for a rollout before
+	// the hold is told (held.go).
+	HeldWarningAfter time.Duration
 
 	kind kind
 	// recorded holds, per workload (Ref), the generation that Watchword's
@@ -92,9 +96,9 @@ type Reconciler struct {
 	// manager's client for the apps kinds, a cache of their own for
 	// Rollouts, once the cluster serves them.
 	readers *sync.Map
-	// holds holds, per workload, the hold outside the gate (a closed or
-	// invalid window) already reported, so that each gets one event.
-	holds *sync.Map
+	// held holds, per held workload, this instance's memory of its hold
+	// (held.go).
+	held *sync.Map
 	// wakes reconciles held workloads at once, by kind name.
 	wakes map[string]chan event.GenericEvent
 	// arrivals watches for the listed workloads that do not exist yet.
@@ -109,6 +113,9 @@ type Options struct {
 	// Namespaces, when set, confine the Rollouts' cache to them, as the
 	// manager's cache is (a namespaced operator, `--namespace`).
 	Namespaces []string
+	// HeldWarningAfter is how long a restart is held for a rollout before
+	// the hold is told (held.go); zero tells it at once.
+	HeldWarningAfter time.Duration
 }
 
 // Setup registers one controller per workload kind, sharing one gate.
@@ -117,7 +124,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, recorder record.EventRecorder,
 		return err
 	}
 	gate := NewGate(opts.RestartRate)
-	warned, recorded, holds, readers := &sync.Map{}, &sync.Map{}, &sync.Map{}, &sync.Map{}
+	warned, recorded, held, readers := &sync.Map{}, &sync.Map{}, &sync.Map{}, &sync.Map{}
 	wakes := map[string]chan event.GenericEvent{}
 	for _, k := range append(kinds, rolloutKind) {
 		wakes[k.name] = make(chan event.GenericEvent, wakeBuffer)
@@ -129,8 +136,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, recorder record.EventRecorder,
 	awaited := &arrivals{ctx: ctx, meta: meta, waiting: map[Ref]context.CancelFunc{},
 		arrived: func(ref Ref) { wake(wakes, []Ref{ref}) }}
 	newReconciler := func(k kind) *Reconciler {
-		return &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Class: class, Clock: clock, Gate: gate, kind: k,
-			warned: warned, recorded: recorded, holds: holds, readers: readers, wakes: wakes, arrivals: awaited}
+		return &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Class: class, Clock: clock, Gate: gate,
+			HeldWarningAfter: opts.HeldWarningAfter, kind: k,
+			warned: warned, recorded: recorded, held: held, readers: readers, wakes: wakes, arrivals: awaited}
 	}
 	for _, k := range kinds {
 		readers.Store(k.name, mgr.GetClient())
@@ -262,7 +270,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		r.wake(r.Gate.Forget(ref))
 		r.recorded.Delete(ref)
-		r.holds.Delete(ref)
+		r.held.Delete(ref)
 		if len(listers) > 0 {
 			// Listed but missing: its creation is watched for, so that it
 			// is taken as the baseline as soon as it appears (before a
@@ -307,7 +315,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	plan := Decide(now, used, DecodeState(ann), rots, debounce)
 	if !plan.Restart {
 		r.Gate.Settled(ref)
-		r.holds.Delete(ref)
+		r.unheld(ref, len(plan.Next.Pending) > 0)
 		if plan.Changed {
 			if err := r.record(ctx, ref, obj, plan.Next); err != nil {
 				return conflictOr(err)
@@ -318,25 +326,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, nil
 	}
-	v := r.admit(ctx, now, ref, obj, window, badWindow)
-	if !v.Go {
-		if v.Report {
-			r.Recorder.Event(obj, corev1.EventTypeWarning, ReasonHeld, v.Message+"; "+owedText(plan.Next.Pending))
-			metrics.RestartsHeld.WithLabelValues(ref.Namespace, ref.Kind, v.Reason).Inc()
-		}
-		if plan.Changed {
-			if err := r.record(ctx, ref, obj, plan.Next); err != nil {
-				return conflictOr(err)
-			}
-		}
-		return ctrl.Result{RequeueAfter: v.RetryAfter}, nil
+	if v := r.admit(ctx, now, ref, obj, window, badWindow); !v.Go {
+		return r.hold(ctx, now, ref, obj, plan, v)
 	}
 	if err := r.patch(ctx, obj, plan.Next.Restarted(), &now); err != nil {
 		r.Gate.Restarted(ref, 0)
 		return conflictOr(err)
 	}
 	r.Gate.Restarted(ref, obj.GetGeneration())
-	r.holds.Delete(ref)
+	r.held.Delete(ref)
 	metrics.Restarts.WithLabelValues(ref.Namespace, ref.Kind).Inc()
 	ctrl.LoggerFrom(ctx).Info("restarted for a rotation", "kind", ref.Kind, "secrets", slices.Sorted(maps.Keys(plan.Next.Pending)))
 	r.Recorder.Event(obj, corev1.EventTypeNormal, ReasonRestarted, "restarted for "+owedText(plan.Next.Pending))
@@ -366,10 +364,58 @@ func (r *Reconciler) admit(ctx context.Context, now time.Time, ref Ref, obj clie
 		v = Verdict{Reason: HeldWindow, RetryAfter: opens.Sub(now),
 			Message: fmt.Sprintf("the restart waits for the maintenance window %s, which opens at %s", window, opens.Format(time.RFC3339))}
 	}
-	tag := v.Reason + "|" + v.Message
-	prev, ok := r.holds.Swap(ref, tag)
-	v.Report = !ok || prev != tag
 	return v
+}
+
+// hold records what a held restart owes and, when the hold is news
+// (held.go), tells it, once: the reasons told are remembered on the
+// workload before the event is sent (but for the rate's, which are
+// remembered here), so that neither a retry nor the next instance tells
+// them again.
+func (r *Reconciler) hold(ctx context.Context, now time.Time, ref Ref, obj client.Object, plan Plan, v Verdict) (ctrl.Result, error) {
+	mem, lasted := r.memory(ref).try(v, now)
+	r.held.Store(ref, mem)
+	tell, retry := Tell(v, slices.Concat(plan.Next.Held, mem.told), lasted, r.HeldWarningAfter)
+	next, onWorkload := plan.Next, tell && toldOnWorkload(v.Reason)
+	if onWorkload {
+		next.Held = announced(next.Held, v.Reason)
+	}
+	if plan.Changed || onWorkload {
+		if err := r.record(ctx, ref, obj, next); err != nil {
+			return conflictOr(err)
+		}
+	}
+	if tell {
+		if !onWorkload {
+			mem.told = announced(mem.told, v.Reason)
+			r.held.Store(ref, mem)
+		}
+		r.Recorder.Event(obj, heldEventType(v.Reason), ReasonHeld, v.Message+"; "+owedText(next.Pending))
+		metrics.RestartsHeld.WithLabelValues(ref.Namespace, ref.Kind, v.Reason).Inc()
+	}
+	return ctrl.Result{RequeueAfter: retry}, nil
+}
+
+// memory is this instance's memory of ref's hold; none when it is not
+// held.
+func (r *Reconciler) memory(ref Ref) memory {
+	if m, ok := r.held.Load(ref); ok {
+		return m.(memory)
+	}
+	return memory{}
+}
+
+// unheld tells that ref's restart is not due now: a new rotation's
+// debounce runs (owed), and the hold goes on once it is due again with
+// what it has told; or nothing is owed, and the hold is over.
+func (r *Reconciler) unheld(ref Ref, owed bool) {
+	if !owed {
+		r.held.Delete(ref)
+		return
+	}
+	if m, ok := r.held.Load(ref); ok {
+		r.held.Store(ref, memory{told: m.(memory).told})
+	}
 }
 
 // rotations are the last rotations of the ExternalSecrets writing the
@@ -445,10 +491,13 @@ func (r *Reconciler) record(ctx context.Context, ref Ref, obj client.Object, st 
 // carries the resourceVersion read: a patch made from a stale read fails
 // instead of restarting twice.
 func (r *Reconciler) patch(ctx context.Context, obj client.Object, st State, restartAt *time.Time) error {
-	seen, pending := st.Encode()
-	ann := map[string]any{ForAnnotation: seen, PendingAnnotation: nil}
+	seen, pending, held := st.Encode()
+	ann := map[string]any{ForAnnotation: seen, PendingAnnotation: nil, HeldAnnotation: nil}
 	if pending != "" {
 		ann[PendingAnnotation] = pending
+	}
+	if held != "" {
+		ann[HeldAnnotation] = held
 	}
 	p := map[string]any{"metadata": map[string]any{"resourceVersion": obj.GetResourceVersion(), "annotations": ann}}
 	switch {

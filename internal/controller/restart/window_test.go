@@ -3,7 +3,6 @@ package restart
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -87,11 +86,11 @@ func TestWindowOpen(t *testing.T) {
 }
 
 // TestAdmitWaitsForTheWindow: a due restart outside the window is held
-// until the window opens, reported once per opening, and goes ahead
-// through the gate once it is open; one whose window does not parse is
-// held without a retry.
+// until the window opens, says when that is, and goes ahead through the
+// gate once it is open; one whose window does not parse is held without a
+// retry.
 func TestAdmitWaitsForTheWindow(t *testing.T) {
-	r := &Reconciler{Gate: NewGate(Rate{}), holds: &sync.Map{}}
+	r := &Reconciler{Gate: NewGate(Rate{})}
 	ref := Ref{Kind: "Deployment", Namespace: "ns", Name: "web"}
 	w, err := ParseWindow("0 12 * * *", "1h")
 	if err != nil {
@@ -104,24 +103,20 @@ func TestAdmitWaitsForTheWindow(t *testing.T) {
 	noon := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
 	v := r.admit(ctx, noon.Add(-10*time.Second), ref, dep, w, false)
-	if v.Go || v.Reason != HeldWindow || !v.Report || v.RetryAfter != 10*time.Second {
+	if v.Go || v.Reason != HeldWindow || v.RetryAfter != 10*time.Second {
 		t.Fatalf("before the window: %+v", v)
 	}
 	if !strings.Contains(v.Message, "opens at 2026-11-23T12:00:00Z") {
 		t.Fatalf("message %q does not say when", v.Message)
 	}
-	if v = r.admit(ctx, noon.Add(-5*time.Second), ref, dep, w, false); v.Go || v.Report {
-		t.Fatalf("the same hold again: %+v", v)
-	}
 	if v = r.admit(ctx, noon, ref, dep, w, false); !v.Go {
 		t.Fatalf("in the window: %+v", v)
 	}
-	r.holds.Delete(ref) // as after the restart
 	v = r.admit(ctx, noon.Add(time.Hour), ref, dep, w, false)
-	if v.Go || !v.Report || v.RetryAfter != 23*time.Hour {
+	if v.Go || v.RetryAfter != 23*time.Hour {
 		t.Fatalf("after the window: %+v", v)
 	}
-	if v := r.admit(ctx, noon, ref, dep, nil, true); v.Go || v.Reason != HeldInvalidWindow || v.RetryAfter != 0 || !v.Report {
+	if v := r.admit(ctx, noon, ref, dep, nil, true); v.Go || v.Reason != HeldInvalidWindow || v.RetryAfter != 0 {
 		t.Fatalf("invalid window: %+v", v)
 	}
 }

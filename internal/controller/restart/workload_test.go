@@ -23,6 +23,12 @@ func TestRollingOut(t *testing.T) {
 			Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 2}}, true},
 		{"deployment with old pods", &appsv1.Deployment{ObjectMeta: gen, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)},
 			Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 2, AvailableReplicas: 2}}, true},
+		// A Deployment scaled to zero has finished its rollout as soon as
+		// its controller has seen the spec.
+		{"deployment without replicas, seen", &appsv1.Deployment{ObjectMeta: gen, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0)},
+			Status: appsv1.DeploymentStatus{ObservedGeneration: 2}}, false},
+		{"deployment without replicas, not yet seen", &appsv1.Deployment{ObjectMeta: gen, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0)},
+			Status: appsv1.DeploymentStatus{ObservedGeneration: 1}}, true},
 		{"deployment not available", &appsv1.Deployment{ObjectMeta: gen,
 			Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 1, UpdatedReplicas: 1}}, true},
 		{"statefulset updating", &appsv1.StatefulSet{ObjectMeta: gen,
