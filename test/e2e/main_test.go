@@ -39,8 +39,11 @@ import (
 )
 
 const (
-	// operatorImage is what the chart asks for with image.tag=e2e.
+	// operatorImage is what the chart asks for with image.tag=e2e, and
+	// upgradeImage with image.tag=e2e-upgrade: the same binary with
+	// another version, so another image.
 	operatorImage = "watchword:e2e"
+	upgradeImage  = "watchword:e2e-upgrade"
 	pauseImage    = "watchword.local/pause:e2e"
 	appImage      = "watchword.local/app:e2e"
 	// release and releaseNS are the chart's installation.
@@ -216,6 +219,7 @@ func buildImages(ctx context.Context, root, dir string) ([]string, error) {
 		{pauseImage, imagebuild.Options{Binary: app, BinaryPath: "/app", Entrypoint: []string{"/app", "pause"}}},
 		{appImage, imagebuild.Options{Binary: app, BinaryPath: "/app", Entrypoint: []string{"/app", "serve"}}},
 		{operatorImage, imagebuild.Operator(op, "e2e", "", "", time.Time{})},
+		{upgradeImage, imagebuild.Operator(op, "e2e-upgrade", "", "", time.Time{})},
 	}
 	var paths []string
 	for _, d := range defs {
@@ -253,10 +257,18 @@ func (s *env) install(ctx context.Context) error {
 	if _, err := s.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	out, err := s.helmRun(ctx, "install", release, s.chart, "--namespace", releaseNS,
-		"--set", "image.tag=e2e", "--set", "image.pullPolicy=Never", "--set", "replicas=2",
-		"--set", "webhook.enabled=true", "--wait", "--timeout", "3m")
-	if err != nil {
+	return s.helmInstall(ctx)
+}
+
+// installValues are the chart's values of the suite's release.
+var installValues = []string{"--set", "image.tag=e2e", "--set", "image.pullPolicy=Never", "--set", "replicas=2",
+	"--set", "webhook.enabled=true"}
+
+// helmInstall installs the release into its namespace and waits until
+// it is Ready.
+func (s *env) helmInstall(ctx context.Context) error {
+	args := append([]string{"install", release, s.chart, "--namespace", releaseNS, "--wait", "--timeout", "3m"}, installValues...)
+	if out, err := s.helmRun(ctx, args...); err != nil {
 		return fmt.Errorf("helm install: %w: %s\n%s", err, out, s.describePods(ctx, releaseNS))
 	}
 	return nil

@@ -107,12 +107,18 @@ func Find() (string, error) {
 func Start(bin string) (*Server, error) { return StartTLS(bin, nil) }
 
 // StartTLS is Start with a TLS listener when tlsFiles is not nil.
-func StartTLS(bin string, tlsFiles *TLSFiles) (*Server, error) {
+func StartTLS(bin string, tlsFiles *TLSFiles) (*Server, error) { return start(bin, "127.0.0.1", tlsFiles) }
+
+// StartOn is Start listening on host instead of loopback, such as a
+// node's address that pods reach.
+func StartOn(bin, host string) (*Server, error) { return start(bin, host, nil) }
+
+func start(bin, host string, tlsFiles *TLSFiles) (*Server, error) {
 	dir, err := os.MkdirTemp("", "watchword-vault-")
 	if err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return nil, err
 	}
