@@ -145,6 +145,35 @@ if [ "${1:-}" = prometheus ]; then
   exit 0
 fi
 
+# unpack_closure DIR PACKAGE...: the packages an install of PACKAGE...
+# would add to this system (apt's simulated install: that closure, and
+# nothing the system already has), fetched with `apt-get download` and
+# unpacked with `dpkg-deb -x` into DIR/root. Nothing is installed.
+unpack_closure() {
+  local dir=$1; shift
+  closure() { apt-get install -s -q --no-install-recommends "$@" 2>/dev/null | awk '$1 == "Inst" { print $2 }'; }
+  local pkgs
+  pkgs=$(closure "$@") || true
+  # A fresh machine may have no package lists yet: as root, fetch them
+  # once and ask again; otherwise say what to run.
+  if [ -z "$pkgs" ] && [ "$(id -u)" = 0 ]; then
+    echo ">> fetching Debian's package lists (apt-get update) and asking again"
+    apt-get update -q >/dev/null
+    pkgs=$(closure "$@") || true
+  fi
+  [ -n "$pkgs" ] || { echo "!! apt cannot resolve $*: it needs Debian's package lists (run apt-get update once, as root)" >&2; exit 1; }
+  rm -rf "$dir"
+  mkdir -p "$dir/debs" "$dir/root"
+  # Writable by everyone for the download only, for apt's download user.
+  chmod 1777 "$dir/debs"
+  # shellcheck disable=SC2086 # one package name a word
+  (cd "$dir/debs" && apt-get download -q $pkgs >/dev/null) || { echo "!! apt-get download failed" >&2; rm -rf "$dir"; exit 1; }
+  chmod 755 "$dir/debs"
+  echo ">> $(echo "$pkgs" | wc -l) packages, $(du -sh "$dir/debs" | cut -f1) downloaded; unpacking"
+  for deb in "$dir"/debs/*.deb; do dpkg-deb -x "$deb" "$dir/root"; done
+  rm -rf "$dir/debs"
+}
+
 # barbican: OpenStack Barbican and Keystone for the Barbican provider's
 # tests, from Debian's packages. apt is asked which packages installing
 # barbican-api, keystone and waitress (the WSGI server test/barbicanserver
@@ -162,28 +191,7 @@ if [ "${1:-}" = barbican ]; then
   fi
   echo ">> fetching Barbican and Keystone from Debian's packages: ${barbican_packages[*]} and what they need"
   start=$SECONDS
-  closure() { # the packages an install would add, one a line
-    apt-get install -s -q --no-install-recommends "${barbican_packages[@]}" 2>/dev/null | awk '$1 == "Inst" { print $2 }'
-  }
-  # A fresh machine may have no package lists yet: as root, fetch them
-  # once and ask again; otherwise say what to run.
-  pkgs=$(closure) || true
-  if [ -z "$pkgs" ] && [ "$(id -u)" = 0 ]; then
-    echo ">> fetching Debian's package lists (apt-get update) and asking again"
-    apt-get update -q >/dev/null
-    pkgs=$(closure) || true
-  fi
-  [ -n "$pkgs" ] || { echo "!! apt cannot resolve ${barbican_packages[*]}: it needs Debian's package lists (run apt-get update once, as root)" >&2; exit 1; }
-  rm -rf "$bb"
-  mkdir -p "$bb/debs" "$bb/root"
-  # Writable by everyone for the download only, for apt's download user.
-  chmod 1777 "$bb/debs"
-  # shellcheck disable=SC2086 # one package name a word
-  (cd "$bb/debs" && apt-get download -q $pkgs >/dev/null) || { echo "!! apt-get download failed" >&2; rm -rf "$bb"; exit 1; }
-  chmod 755 "$bb/debs"
-  echo ">> $(echo "$pkgs" | wc -l) packages, $(du -sh "$bb/debs" | cut -f1) downloaded; unpacking"
-  for deb in "$bb"/debs/*.deb; do dpkg-deb -x "$deb" "$bb/root"; done
-  rm -rf "$bb/debs"
+  unpack_closure "$bb" "${barbican_packages[@]}"
   for mod in barbican keystone waitress; do
     [ -d "$bb/root/usr/lib/python3/dist-packages/$mod" ] || { echo "!! no $mod module after unpacking" >&2; exit 1; }
   done
@@ -212,24 +220,7 @@ if [ "${1:-}" = node ]; then
   fi
   echo ">> fetching ${node_packages[*]} from Debian's packages, and what they need"
   start=$SECONDS
-  node_closure() {
-    apt-get install -s -q --no-install-recommends "${node_packages[@]}" 2>/dev/null | awk '$1 == "Inst" { print $2 }'
-  }
-  pkgs=$(node_closure) || true
-  if [ -z "$pkgs" ] && [ "$(id -u)" = 0 ]; then
-    echo ">> fetching Debian's package lists (apt-get update) and asking again"
-    apt-get update -q >/dev/null
-    pkgs=$(node_closure) || true
-  fi
-  [ -n "$pkgs" ] || { echo "!! apt cannot resolve ${node_packages[*]}: it needs Debian's package lists (run apt-get update once, as root)" >&2; exit 1; }
-  rm -rf "$nd"
-  mkdir -p "$nd/debs" "$nd/root"
-  chmod 1777 "$nd/debs"
-  # shellcheck disable=SC2086 # one package name a word
-  (cd "$nd/debs" && apt-get download -q $pkgs >/dev/null) || { echo "!! apt-get download failed" >&2; rm -rf "$nd"; exit 1; }
-  chmod 755 "$nd/debs"
-  for deb in "$nd"/debs/*.deb; do dpkg-deb -x "$deb" "$nd/root"; done
-  rm -rf "$nd/debs"
+  unpack_closure "$nd" "${node_packages[@]}"
   for f in usr/bin/containerd usr/bin/containerd-shim-runc-v2 usr/bin/ctr usr/sbin/runc usr/lib/cni/bridge usr/lib/cni/host-local usr/lib/cni/loopback usr/sbin/xtables-nft-multi; do
     [ -x "$nd/root/$f" ] || { echo "!! no $f after unpacking" >&2; exit 1; }
   done
