@@ -570,5 +570,5 @@ type ExternalSecretList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&ExternalSecret{}, &ExternalSecretList{})
+	register(&ExternalSecret{}, &ExternalSecretList{})
 }

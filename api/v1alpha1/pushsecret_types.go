@@ -289,5 +289,5 @@ type PushSecretList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&PushSecret{}, &PushSecretList{})
+	register(&PushSecret{}, &PushSecretList{})
 }

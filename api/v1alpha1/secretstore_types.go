@@ -229,5 +229,5 @@ type ClusterSecretStoreList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&SecretStore{}, &SecretStoreList{}, &ClusterSecretStore{}, &ClusterSecretStoreList{})
+	register(&SecretStore{}, &SecretStoreList{}, &ClusterSecretStore{}, &ClusterSecretStoreList{})
 }

@@ -107,7 +107,9 @@ func Find() (string, error) {
 func Start(bin string) (*Server, error) { return StartTLS(bin, nil) }
 
 // StartTLS is Start with a TLS listener when tlsFiles is not nil.
-func StartTLS(bin string, tlsFiles *TLSFiles) (*Server, error) { return start(bin, "127.0.0.1", tlsFiles) }
+func StartTLS(bin string, tlsFiles *TLSFiles) (*Server, error) {
+	return start(bin, "127.0.0.1", tlsFiles)
+}
 
 // StartOn is Start listening on host instead of loopback, such as a
 // node's address that pods reach.
