@@ -6,9 +6,19 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
 )
 
 func TestLeaderElectionID(t *testing.T) {
@@ -91,4 +101,82 @@ func TestALeaseIsHeldWhileItsHolderRenewsIt(t *testing.T) {
 			t.Errorf("a lease %s: held %v, want %v", tc.what, got, tc.held)
 		}
 	}
+}
+
+// TestOneClientBudget: the clients the controller builds from its
+// configuration, of any kind and by any constructor, draw from one token
+// bucket of Options.QPS and Options.Burst; leader election's have none.
+func TestOneClientBudget(t *testing.T) {
+	// A limiter of the caller's is replaced, not shared or kept.
+	theirs := flowcontrol.NewTokenBucketRateLimiter(1000, 1000)
+	in := &rest.Config{Host: "https://api.invalid", QPS: 1000, Burst: 1000, RateLimiter: theirs}
+	shared, leader := restConfigs(in, Options{QPS: 5, Burst: 5})
+	if in.RateLimiter != theirs || in.QPS != 1000 {
+		t.Fatal("the caller's configuration was changed")
+	}
+	httpClient, err := rest.HTTPClientFor(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codecs := serializer.NewCodecFactory(Scheme())
+	var limiters []flowcontrol.RateLimiter
+	for _, gvk := range []schema.GroupVersionKind{
+		corev1.SchemeGroupVersion.WithKind("Secret"), corev1.SchemeGroupVersion.WithKind("ConfigMap"),
+		v1alpha1.GroupVersion.WithKind("ExternalSecret"),
+	} {
+		c, cerr := apiutil.RESTClientForGVK(gvk, false, false, shared, codecs, httpClient)
+		if cerr != nil {
+			t.Fatal(cerr)
+		}
+		limiters = append(limiters, c.GetRateLimiter())
+	}
+	kube, err := kubernetes.NewForConfig(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limiters = append(limiters, kube.CoreV1().RESTClient().GetRateLimiter(), kube.EventsV1().RESTClient().GetRateLimiter(),
+		disc.RESTClient().GetRateLimiter())
+	// Five tokens, taken one by one by the clients in turn: then none is
+	// left for any of them.
+	for i := range 5 {
+		if !limiters[i%len(limiters)].TryAccept() {
+			t.Fatalf("request %d of a burst of 5 was refused", i+1)
+		}
+	}
+	for i, l := range limiters {
+		if l.TryAccept() {
+			t.Fatalf("client %d let a sixth request through at once: it has a bucket of its own", i)
+		}
+	}
+
+	lkube, err := kubernetes.NewForConfig(leader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := lkube.CoordinationV1().RESTClient().GetRateLimiter(); l != nil {
+		t.Fatalf("leader election's client has a client-side limit: %T", l)
+	}
+
+	t.Run("a burst below 1 still lets a request through", func(t *testing.T) {
+		shared, _ := restConfigs(in, Options{QPS: 5, Burst: 0})
+		if !shared.RateLimiter.TryAccept() {
+			t.Fatal("the first request was refused")
+		}
+	})
+	t.Run("a QPS of zero or less is no limit", func(t *testing.T) {
+		for _, qps := range []float32{0, -1} {
+			shared, _ := restConfigs(in, Options{QPS: qps, Burst: 5})
+			kube, err := kubernetes.NewForConfig(shared)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l := kube.CoreV1().RESTClient().GetRateLimiter(); l != nil {
+				t.Fatalf("QPS %g: the client has a limit: %T", qps, l)
+			}
+		}
+	})
 }
