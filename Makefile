@@ -120,11 +120,15 @@ test-integration: tools ## The integration suite alone; its Vault tests skip unl
 # WATCHWORD_REQUIRE_BARBICAN, so that a missing Vault binary, PostgreSQL,
 # Helm, Prometheus or Barbican fails their tests instead of skipping them.
 test: tools-vault tools-postgres tools-prometheus tools-barbican tools-helm tools-node verify-generate lint vet build image ## Everything, against a real kube-apiserver, etcd, Vault, PostgreSQL, Prometheus, Barbican and Keystone, and the end-to-end tests on a real node (as root).
-	WATCHWORD_REQUIRE_VAULT=1 WATCHWORD_REQUIRE_POSTGRES=1 WATCHWORD_REQUIRE_HELM=1 WATCHWORD_REQUIRE_PROMETHEUS=1 WATCHWORD_REQUIRE_BARBICAN=1 $(REQUIRE_NODE) $(GO) test -count=1 -timeout 30m ./...
+	WATCHWORD_REQUIRE_VAULT=1 WATCHWORD_REQUIRE_POSTGRES=1 WATCHWORD_REQUIRE_HELM=1 WATCHWORD_REQUIRE_PROMETHEUS=1 WATCHWORD_REQUIRE_BARBICAN=1 $(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/test/e2e$$')
+	WATCHWORD_REQUIRE_VAULT=1 WATCHWORD_REQUIRE_HELM=1 $(REQUIRE_NODE) $(GO) test -count=1 -timeout 20m ./test/e2e
 	$(MAKE) --no-print-directory fuzz-smoke
 	./bin/watchword-dev --exit-after-demo --workdir $(CURDIR)/.cache/dev-smoke
 	$(MAKE) --no-print-directory bench-smoke
 
+# The end-to-end tests run after the rest, not beside the integration
+# suite: a node and two operator pods on two cores slow the suite's
+# timing-sensitive tests.
 # REQUIRE_NODE makes a missing node a failure in make test where one can
 # run (as root); elsewhere the end-to-end tests skip and say why.
 REQUIRE_NODE := $(if $(filter 0,$(shell id -u)),WATCHWORD_REQUIRE_NODE=1)
