@@ -90,6 +90,9 @@ type Options struct {
 	// RefreshHookAddr is the listen address of the refresh endpoint
 	// (/hooks/refresh, docs/operations.md); "0" or empty disables it.
 	RefreshHookAddr string
+	// RefreshHook configures the endpoint: its timestamp window, bearer
+	// token and rate limits.
+	RefreshHook refreshhook.Options
 	// LeaderElection makes one replica among those with the same lease
 	// active. The lease is LeaderElectionID in LeaderElectionNamespace;
 	// an empty ID is derived from ControllerClass (see LeaderElectionID),
@@ -350,7 +353,8 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		}
 	}
 	if a := opts.RefreshHookAddr; a != "" && a != "0" {
-		h := &refreshhook.Handler{Stores: mgr.GetClient(), Secrets: mgr.GetClient(), Notifier: hookNotifier{es}, Class: opts.ControllerClass, Namespaces: opts.Namespaces}
+		h := &refreshhook.Handler{Stores: mgr.GetClient(), Secrets: mgr.GetClient(), Notifier: hookNotifier{es}, Class: opts.ControllerClass,
+			Namespaces: opts.Namespaces, Options: opts.RefreshHook}
 		if err := mgr.Add(&refreshhook.Server{Addr: a, Handler: h}); err != nil {
 			return nil, err
 		}
