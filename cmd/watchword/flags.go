@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -130,6 +131,8 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	fs.StringVar(&hook.BearerTokenFile, "refresh-hook-bearer-token-file", "", "file holding a token (at least 32 characters) that senders which cannot sign may send as Authorization: Bearer, for any store with a refreshHook; read again every 10s; weaker than a signature (empty: no token accepted)")
 	fs.Float64Var(&hook.StoreRate, "refresh-hook-store-notifications-per-second", hook.StoreRate, "notifications the refresh endpoint accepts a second for one store (ten seconds' worth at once); more are answered 429 with Retry-After")
 	fs.Float64Var(&hook.Rate, "refresh-hook-notifications-per-second", hook.Rate, "notifications the refresh endpoint accepts a second for all stores together (ten seconds' worth at once)")
+	var leaderPod string
+	fs.StringVar(&leaderPod, "refresh-hook-leader-pod", "", "NAMESPACE/NAME of this replica's pod, which it labels watchword.io/leader=true while it leads, so that the refresh endpoint's Service reaches the leader only (needs patch on pods; empty: no label)")
 	fs.Float64Var(&o.NormalEventsPerSecond, "normal-events-per-second", o.NormalEventsPerSecond, "Normal events sent a second at most (ten seconds' worth at once after a quiet spell); above it they are summed up every 30s in one event per namespace, kind and reason, on the last object; Warnings are never held back (0: no cap)")
 	fs.DurationVar(&o.StatusRefreshPeriod, "status-refresh-period", o.StatusRefreshPeriod, "how often at most a refresh that changed nothing writes an ExternalSecret's status to move its refreshTime (at least 1s)")
 	fs.Func("namespace", "serve only this namespace: list and watch nothing elsewhere, so that Roles suffice; repeat the flag or separate names with commas for several; ClusterSecretStores are then not served (default: all namespaces)", func(v string) error {
@@ -198,7 +201,7 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	if err := checkLeaderElection(o); err != nil {
 		return c, err
 	}
-	if err := checkRefreshHook(o); err != nil {
+	if err := checkRefreshHook(o, leaderPod); err != nil {
 		return c, err
 	}
 	if c.Kubeconfig != "" {
@@ -209,8 +212,9 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	return c, nil
 }
 
-// checkRefreshHook checks the refresh endpoint's flags, when it is served.
-func checkRefreshHook(o *operator.Options) error {
+// checkRefreshHook checks the refresh endpoint's flags, when it is served,
+// and sets the leader pod.
+func checkRefreshHook(o *operator.Options, leaderPod string) error {
 	a := o.RefreshHookAddr
 	if a == "" || a == "0" {
 		return nil
@@ -239,6 +243,13 @@ func checkRefreshHook(o *operator.Options) error {
 			return fmt.Errorf("--refresh-hook-bearer-token-file %s: the token is %v: use a file holding at least %d characters, such as the key of a mounted Secret",
 				f, err, refreshhook.MinTokenLength)
 		}
+	}
+	if leaderPod != "" {
+		ns, name, ok := strings.Cut(leaderPod, "/")
+		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+			return fmt.Errorf("--refresh-hook-leader-pod %q: use NAMESPACE/NAME of this replica's pod, such as $(POD_NAMESPACE)/$(POD_NAME) from the downward API", leaderPod)
+		}
+		hook.LeaderPod = types.NamespacedName{Namespace: ns, Name: name}
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/watchword-dev/watchword/internal/controller/restart"
 	"github.com/watchword-dev/watchword/internal/operator"
 	"github.com/watchword-dev/watchword/internal/refreshhook"
@@ -41,7 +43,7 @@ func TestParseControllerDefaults(t *testing.T) {
 		t.Errorf("restart rate %s, held warning after %s; want 10/1m and 5m", o.RestartRate, o.RestartHeldWarningAfter)
 	}
 	if h := o.RefreshHook; h != (refreshhook.Options{Window: 5 * time.Minute, StoreRate: 1, Rate: 10}) {
-		t.Errorf("refresh hook %+v: want a window of 5m, 1 notification a second per store and 10 in all, no legacy signatures, no token", h)
+		t.Errorf("refresh hook %+v: want a window of 5m, 1 notification a second per store and 10 in all, no legacy signatures, no token, no leader pod", h)
 	}
 	if o.SkipNameValidation {
 		t.Error("the binary skips controller name validation")
@@ -68,6 +70,7 @@ func TestParseControllerAccepts(t *testing.T) {
 		"--refresh-hook-bind-address", ":8443", "--status-refresh-period", "30m",
 		"--refresh-hook-timestamp-window", "2m", "--refresh-hook-allow-legacy-signatures", "--refresh-hook-bearer-token-file", token,
 		"--refresh-hook-store-notifications-per-second", "0.5", "--refresh-hook-notifications-per-second", "20",
+		"--refresh-hook-leader-pod", "watchword/watchword-7d4b9c-x2x9z",
 		"--leader-elect", "--leader-election-namespace", "watchword", "--leader-election-id", "my-lease",
 		"--leader-election-lease-duration", "30s", "--leader-election-renew-deadline", "20s", "--leader-election-retry-period", "5s",
 	}, io.Discard)
@@ -84,7 +87,8 @@ func TestParseControllerAccepts(t *testing.T) {
 		o.StatusRefreshPeriod != 30*time.Minute {
 		t.Errorf("options %+v", o)
 	}
-	if h := o.RefreshHook; h != (refreshhook.Options{Window: 2 * time.Minute, AllowLegacySignatures: true, BearerTokenFile: token, StoreRate: 0.5, Rate: 20}) {
+	if h := o.RefreshHook; h != (refreshhook.Options{Window: 2 * time.Minute, AllowLegacySignatures: true, BearerTokenFile: token, StoreRate: 0.5, Rate: 20,
+		LeaderPod: types.NamespacedName{Namespace: "watchword", Name: "watchword-7d4b9c-x2x9z"}}) {
 		t.Errorf("refresh hook %+v", h)
 	}
 	if !o.LeaderElection || o.LeaderElectionNamespace != "watchword" || o.LeaderElectionID != "my-lease" ||
@@ -139,6 +143,8 @@ func TestParseControllerRefuses(t *testing.T) {
 		{"refresh hook rate beyond the replay memory", []string{"--refresh-hook-bind-address", ":8443", "--refresh-hook-notifications-per-second", "1000"}, "signatures remembered to refuse replays"},
 		{"refresh hook token file missing", []string{"--refresh-hook-bind-address", ":8443", "--refresh-hook-bearer-token-file", missing}, "--refresh-hook-bearer-token-file " + missing + ": the token is missing"},
 		{"refresh hook token too short", []string{"--refresh-hook-bind-address", ":8443", "--refresh-hook-bearer-token-file", shortToken}, "the token is too short: use a file holding at least 32 characters"},
+		{"refresh hook leader pod without namespace", []string{"--refresh-hook-bind-address", ":8443", "--refresh-hook-leader-pod", "watchword-abc"}, `--refresh-hook-leader-pod "watchword-abc": use NAMESPACE/NAME`},
+		{"refresh hook leader pod unexpanded", []string{"--refresh-hook-bind-address", ":8443", "--refresh-hook-leader-pod", "$(POD_NAMESPACE)/$(POD_NAME)"}, "use NAMESPACE/NAME of this replica's pod"},
 		{"an argument", []string{"--workers", "2", "extra"}, `unexpected argument "extra"`},
 		{"a class no store can name", []string{"--controller-class", "Shard_A"}, `--controller-class "Shard_A": no store could name it`},
 		{"a class too long", []string{"--controller-class", strings.Repeat("a", 64)}, "no store could name it"},

@@ -5,7 +5,8 @@
 // request.go is pure: parsing a notification, checking its timestamp and
 // its signature. server.go serves the endpoint; guard.go remembers the
 // signatures it accepted and limits the rate; token.go reads and checks
-// the optional bearer token.
+// the optional bearer token; leader.go labels the leader's pod, which the
+// endpoint's Service selects.
 package refreshhook
 
 import (

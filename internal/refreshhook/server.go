@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -95,6 +96,9 @@ type Options struct {
 	// store and in all, each with a burst of ten seconds' worth (at least
 	// one). Zero: DefaultStoreRate and DefaultRate.
 	StoreRate, Rate float64
+	// LeaderPod is this replica's pod, which carries LeaderLabel while its
+	// endpoint listens (leader.go); empty: none is labelled.
+	LeaderPod types.NamespacedName
 }
 
 // DefaultStoreRate and DefaultRate are the notifications accepted a second
@@ -479,6 +483,9 @@ type Server struct {
 	// Addr is the listen address.
 	Addr    string
 	Handler http.Handler
+	// Leader, when set, is this replica's pod, labelled with LeaderLabel
+	// while the endpoint listens.
+	Leader *LeaderPod
 }
 
 // NeedLeaderElection makes the server run on the leader only.
@@ -497,10 +504,33 @@ func (s *Server) Start(ctx context.Context) error {
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	ctrl.Log.WithName("refresh-hook").Info("serving", "address", ln.Addr().String(), "path", Path)
+	// The pod is labelled once the listener is up, so that the Service
+	// never sends a notification here before it can be taken.
+	lctx, stopLabelling := context.WithCancel(ctx)
+	labelled := make(chan struct{})
+	go func() {
+		defer close(labelled)
+		if s.Leader != nil {
+			s.Leader.Label(lctx)
+		}
+	}()
+	// The label goes first, so that the Service stops sending here, then
+	// the requests in flight are answered. The manager releases the lease
+	// only after this returns, so a successor's label does not meet this
+	// one.
+	unlabel := func() {
+		stopLabelling()
+		<-labelled
+		if s.Leader != nil {
+			s.Leader.Remove(context.WithoutCancel(ctx))
+		}
+	}
 	select {
 	case err := <-done:
+		unlabel()
 		return fmt.Errorf("refresh hook: %w", err)
 	case <-ctx.Done():
+		unlabel()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		return srv.Shutdown(sctx)

@@ -1,16 +1,22 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/operator"
 	"github.com/watchword-dev/watchword/internal/refreshhook"
 )
 
@@ -110,5 +116,87 @@ func TestRefreshHookMakesTargetFollowAtOnce(t *testing.T) {
 	eventually(t, wait, func() (bool, string) {
 		es := getES(t, ns, "follow")
 		return es.Status.LastRotationTime != nil, "the refresh is not recorded as a rotation: " + describeES(es)
+	})
+}
+
+// TestRefreshHookServiceReachesTheLeader: two replicas of a class, each
+// with the refresh endpoint and its pod named (as the chart does with the
+// downward API). The leader's pod carries watchword.io/leader=true, which
+// the chart's Service selects, and only the leader listens; a replica
+// removes the label its pod kept from before (a crash) when it starts;
+// when the leader stops, its pod loses the label and the successor's pod
+// gets it, and its endpoint takes notifications.
+func TestRefreshHookServiceReachesTheLeader(t *testing.T) {
+	ns := newNamespace(t, nil)
+	const class = "hook-leader"
+	ctx := context.Background()
+	selector := client.MatchingLabels{"app.kubernetes.io/name": "hook-leader", refreshhook.LeaderLabel: "true"}
+	// The pods the replicas run in; no kubelet runs them.
+	for _, name := range []string{"ww-0", "ww-1"} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app.kubernetes.io/name": "hook-leader"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "watchword", Image: "watchword"}}}}
+		if name == "ww-1" {
+			p.Labels[refreshhook.LeaderLabel] = "true" // kept from a process that crashed
+		}
+		must(t, k8s.Create(ctx, p))
+	}
+	// selected is the pods the Service selects.
+	selected := func() []string {
+		var pods corev1.PodList
+		must(t, k8s.List(ctx, &pods, client.InNamespace(ns), selector))
+		var names []string
+		for _, p := range pods.Items {
+			names = append(names, p.Name)
+		}
+		return names
+	}
+	const hookSecret = "hook-secret-of-the-leader-test"
+	createSecret(t, ns, "refresh-hook", map[string]string{"secret": hookSecret})
+	classStore(t, ns, "store", class, "value")
+	updateStore(t, ns, "store", func(s *v1alpha1.SecretStore) {
+		s.Spec.RefreshHook = &v1alpha1.RefreshHook{SecretRef: v1alpha1.SecretKeySelector{Name: "refresh-hook", Key: "secret"}}
+	})
+	body := fmt.Sprintf(`{"store": {"kind": "SecretStore", "namespace": %q, "name": "store"}, "keys": ["k"]}`, ns)
+
+	urls := make([]string, 2)
+	start := func(n int) *replica {
+		addr, err := freeLoopbackAddr()
+		must(t, err)
+		urls[n] = "http://" + addr + refreshhook.Path
+		return startReplicaWith(t, ns, class, n, func(o *operator.Options) {
+			o.RefreshHookAddr = addr
+			o.RefreshHook.LeaderPod = types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("ww-%d", n)}
+		})
+	}
+	// The first replica leads; the second starts once it does, and takes
+	// the stale label off its own pod.
+	first := start(0)
+	oneLeader(t, ns, class, []*replica{first})
+	second := start(1)
+	eventually(t, wait, func() (bool, string) {
+		got := selected()
+		return slices.Equal(got, []string{"ww-0"}), fmt.Sprintf("the Service selects %v, want the leader's pod ww-0 alone", got)
+	})
+	eventually(t, wait, func() (bool, string) {
+		code, answer := postHookTo(t, urls[0], body, signHook(body, hookSecret))
+		return code == http.StatusAccepted, fmt.Sprintf("the leader's endpoint: %d %s", code, answer)
+	})
+	if code, answer := postHookTo(t, urls[1], body, signHook(body, hookSecret)); code != 0 {
+		t.Fatalf("the standby's endpoint answered %d %s; it must not listen", code, answer)
+	}
+
+	first.stop()
+	<-first.stopped
+	if first.err != nil {
+		t.Fatalf("the leader stopped with %v", first.err)
+	}
+	oneLeader(t, ns, class, []*replica{second})
+	eventually(t, wait, func() (bool, string) {
+		got := selected()
+		return slices.Equal(got, []string{"ww-1"}), fmt.Sprintf("the Service selects %v, want the successor's pod ww-1 alone", got)
+	})
+	eventually(t, wait, func() (bool, string) {
+		code, answer := postHookTo(t, urls[1], body, signHook(body, hookSecret))
+		return code == http.StatusAccepted, fmt.Sprintf("the successor's endpoint: %d %s", code, answer)
 	})
 }
