@@ -387,6 +387,9 @@ func TestHelmChartEveryOption(t *testing.T) {
 		"--leader-election-lease-duration=30s", "--leader-election-renew-deadline=20s", "--leader-election-retry-period=4s",
 		"--controller-class=team-a", "--workers=8", "--log-level=debug",
 		"--metrics-bind-address=:9090", "--health-probe-bind-address=:9091", "--refresh-hook-bind-address=:9443",
+		"--refresh-hook-timestamp-window=2m", "--refresh-hook-allow-legacy-signatures",
+		"--refresh-hook-bearer-token-file=/etc/watchword/refresh-hook-token/token",
+		"--refresh-hook-store-notifications-per-second=0.5", "--refresh-hook-notifications-per-second=20",
 		"--kube-api-qps=100",
 	} {
 		if !slices.Contains(a, want) {
@@ -395,6 +398,23 @@ func TestHelmChartEveryOption(t *testing.T) {
 	}
 	if *d.Spec.Replicas != 3 {
 		t.Errorf("replicas %d, want 3", *d.Spec.Replicas)
+	}
+	// The bearer token's Secret key is mounted where the flag says, next
+	// to the extra volume.
+	spec := d.Spec.Template.Spec
+	mounts := map[string]string{}
+	for _, m := range spec.Containers[0].VolumeMounts {
+		mounts[m.Name] = m.MountPath
+	}
+	var token *corev1.SecretVolumeSource
+	for _, v := range spec.Volumes {
+		if v.Name == "refresh-hook-token" {
+			token = v.Secret
+		}
+	}
+	if mounts["refresh-hook-token"] != "/etc/watchword/refresh-hook-token" || mounts["store-ca"] == "" || token == nil ||
+		token.SecretName != "refresh-hook-token" || len(token.Items) != 1 || token.Items[0].Key != "bearer" || token.Items[0].Path != "token" {
+		t.Errorf("volume mounts %v, token volume %+v: want the Secret's key bearer at /etc/watchword/refresh-hook-token/token, and the extra volume", mounts, token)
 	}
 	if img := d.Spec.Template.Spec.Containers[0].Image; img != "registry.example.com/watchword@sha256:"+strings.Repeat("ab", 32) {
 		t.Errorf("image %s: the digest must win over the tag", img)
