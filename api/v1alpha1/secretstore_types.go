@@ -87,7 +87,8 @@ type StoreLimits struct {
 type RefreshHook struct {
 	// secretRef names the shared secret that notifications are signed
 	// with: the header X-Watchword-Signature carries sha256=<hex>, the
-	// HMAC-SHA256 of the request body keyed with this value. A SecretStore
+	// HMAC-SHA256, keyed with this value, of the X-Watchword-Timestamp
+	// header (Unix seconds), a dot and the request body. A SecretStore
 	// reads it from its own namespace.
 	// +required
 	SecretRef SecretKeySelector `json:"secretRef"`

@@ -15,11 +15,13 @@ import (
 
 	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/watchword-dev/watchword/internal/controller/restart"
 	"github.com/watchword-dev/watchword/internal/operator"
+	"github.com/watchword-dev/watchword/internal/refreshhook"
 	"github.com/watchword-dev/watchword/internal/webhook"
 )
 
@@ -122,6 +124,15 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of the /healthz and /readyz endpoints (0 disables)")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address of the Go profiling endpoints, /debug/pprof/ (empty disables)")
 	fs.StringVar(&o.RefreshHookAddr, "refresh-hook-bind-address", "", "address of the refresh endpoint, /hooks/refresh, for signed notifications of changed keys (empty or 0 disables)")
+	hook := &o.RefreshHook
+	hook.Window, hook.StoreRate, hook.Rate = refreshhook.DefaultWindow, refreshhook.DefaultStoreRate, refreshhook.DefaultRate
+	fs.DurationVar(&hook.Window, "refresh-hook-timestamp-window", hook.Window, "how far a notification's signed X-Watchword-Timestamp may be from this server's clock, either way; a signature accepted within it is refused when sent again (at most 1h)")
+	fs.BoolVar(&hook.AllowLegacySignatures, "refresh-hook-allow-legacy-signatures", false, "also accept notifications signed without X-Watchword-Timestamp (the HMAC of the body alone), which can be replayed: for the move of senders to signed timestamps only")
+	fs.StringVar(&hook.BearerTokenFile, "refresh-hook-bearer-token-file", "", "file holding a token (at least 32 characters) that senders which cannot sign may send as Authorization: Bearer, for any store with a refreshHook; read again every 10s; weaker than a signature (empty: no token accepted)")
+	fs.Float64Var(&hook.StoreRate, "refresh-hook-store-notifications-per-second", hook.StoreRate, "notifications the refresh endpoint accepts a second for one store (ten seconds' worth at once); more are answered 429 with Retry-After")
+	fs.Float64Var(&hook.Rate, "refresh-hook-notifications-per-second", hook.Rate, "notifications the refresh endpoint accepts a second for all stores together (ten seconds' worth at once)")
+	var leaderPod string
+	fs.StringVar(&leaderPod, "refresh-hook-leader-pod", "", "NAMESPACE/NAME of this replica's pod, which it labels watchword.io/leader=true while it leads, so that the refresh endpoint's Service reaches the leader only (needs patch on pods; empty: no label)")
 	fs.Float64Var(&o.NormalEventsPerSecond, "normal-events-per-second", o.NormalEventsPerSecond, "Normal events sent a second at most (ten seconds' worth at once after a quiet spell); above it they are summed up every 30s in one event per namespace, kind and reason, on the last object; Warnings are never held back (0: no cap)")
 	fs.DurationVar(&o.StatusRefreshPeriod, "status-refresh-period", o.StatusRefreshPeriod, "how often at most a refresh that changed nothing writes an ExternalSecret's status to move its refreshTime (at least 1s)")
 	fs.Func("namespace", "serve only this namespace: list and watch nothing elsewhere, so that Roles suffice; repeat the flag or separate names with commas for several; ClusterSecretStores are then not served (default: all namespaces)", func(v string) error {
@@ -190,10 +201,8 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	if err := checkLeaderElection(o); err != nil {
 		return c, err
 	}
-	if a := o.RefreshHookAddr; a != "" && a != "0" {
-		if _, _, err := net.SplitHostPort(a); err != nil {
-			return c, fmt.Errorf("--refresh-hook-bind-address %q: use host:port or :port, such as :8443 (empty or 0 disables)", a)
-		}
+	if err := checkRefreshHook(o, leaderPod); err != nil {
+		return c, err
 	}
 	if c.Kubeconfig != "" {
 		if err := checkKubeconfig(c.Kubeconfig); err != nil {
@@ -201,6 +210,48 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 		}
 	}
 	return c, nil
+}
+
+// checkRefreshHook checks the refresh endpoint's flags, when it is served,
+// and sets the leader pod.
+func checkRefreshHook(o *operator.Options, leaderPod string) error {
+	a := o.RefreshHookAddr
+	if a == "" || a == "0" {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(a); err != nil {
+		return fmt.Errorf("--refresh-hook-bind-address %q: use host:port or :port, such as :8443 (empty or 0 disables)", a)
+	}
+	hook := &o.RefreshHook
+	if hook.Window <= 0 {
+		return fmt.Errorf("--refresh-hook-timestamp-window %s: use a duration above 0 and at most 1h, such as 5m", hook.Window)
+	}
+	if !(hook.StoreRate > 0) {
+		return fmt.Errorf("--refresh-hook-store-notifications-per-second %g: use a number above 0", hook.StoreRate)
+	}
+	if !(hook.Rate > 0) {
+		return fmt.Errorf("--refresh-hook-notifications-per-second %g: use a number above 0", hook.Rate)
+	}
+	if err := refreshhook.CheckOptions(*hook); err != nil {
+		return err
+	}
+	if f := hook.BearerTokenFile; f != "" {
+		// Read now, so that a wrong path or a short token stops the start
+		// instead of every sender's request; the error never holds the
+		// file's content.
+		if _, err := refreshhook.ReadToken(f); err != nil {
+			return fmt.Errorf("--refresh-hook-bearer-token-file %s: the token is %v: use a file holding at least %d characters, such as the key of a mounted Secret",
+				f, err, refreshhook.MinTokenLength)
+		}
+	}
+	if leaderPod != "" {
+		ns, name, ok := strings.Cut(leaderPod, "/")
+		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+			return fmt.Errorf("--refresh-hook-leader-pod %q: use NAMESPACE/NAME of this replica's pod, such as $(POD_NAMESPACE)/$(POD_NAME) from the downward API", leaderPod)
+		}
+		hook.LeaderPod = types.NamespacedName{Namespace: ns, Name: name}
+	}
+	return nil
 }
 
 func checkLeaderElection(o *operator.Options) error {

@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/watchword-dev/watchword/internal/controller/restart"
 	"github.com/watchword-dev/watchword/internal/operator"
+	"github.com/watchword-dev/watchword/internal/refreshhook"
 )
 
 func TestParseControllerDefaults(t *testing.T) {
@@ -39,6 +42,9 @@ func TestParseControllerDefaults(t *testing.T) {
 	if o.RestartRate != (restart.Rate{Count: 10, Per: time.Minute}) || o.RestartHeldWarningAfter != 5*time.Minute {
 		t.Errorf("restart rate %s, held warning after %s; want 10/1m and 5m", o.RestartRate, o.RestartHeldWarningAfter)
 	}
+	if h := o.RefreshHook; h != (refreshhook.Options{Window: 5 * time.Minute, StoreRate: 1, Rate: 10}) {
+		t.Errorf("refresh hook %+v: want a window of 5m, 1 notification a second per store and 10 in all, no legacy signatures, no token, no leader pod", h)
+	}
 	if o.SkipNameValidation {
 		t.Error("the binary skips controller name validation")
 	}
@@ -52,12 +58,19 @@ func TestParseControllerAccepts(t *testing.T) {
 	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte(strings.Repeat("t", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	c, err := parseController([]string{
 		"--kubeconfig", kubeconfig, "--log-level", "debug", "--log-console",
 		"--controller-class", "shard-a", "--workers", "4", "--kube-api-qps", "20.5", "--kube-api-burst", "40", "--restart-rate", "3/20s",
 		"--restart-held-warning-after", "90s",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", ":9000", "--pprof-bind-address", "127.0.0.1:6060",
 		"--refresh-hook-bind-address", ":8443", "--status-refresh-period", "30m",
+		"--refresh-hook-timestamp-window", "2m", "--refresh-hook-allow-legacy-signatures", "--refresh-hook-bearer-token-file", token,
+		"--refresh-hook-store-notifications-per-second", "0.5", "--refresh-hook-notifications-per-second", "20",
+		"--refresh-hook-leader-pod", "watchword/watchword-7d4b9c-x2x9z",
 		"--leader-elect", "--leader-election-namespace", "watchword", "--leader-election-id", "my-lease",
 		"--leader-election-lease-duration", "30s", "--leader-election-renew-deadline", "20s", "--leader-election-retry-period", "5s",
 	}, io.Discard)
@@ -74,6 +87,10 @@ func TestParseControllerAccepts(t *testing.T) {
 		o.StatusRefreshPeriod != 30*time.Minute {
 		t.Errorf("options %+v", o)
 	}
+	if h := o.RefreshHook; h != (refreshhook.Options{Window: 2 * time.Minute, AllowLegacySignatures: true, BearerTokenFile: token, StoreRate: 0.5, Rate: 20,
+		LeaderPod: types.NamespacedName{Namespace: "watchword", Name: "watchword-7d4b9c-x2x9z"}}) {
+		t.Errorf("refresh hook %+v", h)
+	}
 	if !o.LeaderElection || o.LeaderElectionNamespace != "watchword" || o.LeaderElectionID != "my-lease" ||
 		o.LeaseDuration != 30*time.Second || o.RenewDeadline != 20*time.Second || o.RetryPeriod != 5*time.Second {
 		t.Errorf("leader election %+v", o)
@@ -83,6 +100,10 @@ func TestParseControllerAccepts(t *testing.T) {
 func TestParseControllerRefuses(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing")
+	shortToken := filepath.Join(dir, "short-token")
+	if err := os.WriteFile(shortToken, []byte("a-secret-too-short"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -115,6 +136,15 @@ func TestParseControllerRefuses(t *testing.T) {
 		{"lease shorter than renewal", []string{"--leader-election-lease-duration", "10s"}, "must be longer than --leader-election-renew-deadline"},
 		{"renewal too close to retry", []string{"--leader-election-retry-period", "9s"}, "must be longer than 1.2 times --leader-election-retry-period"},
 		{"refresh hook address without port", []string{"--refresh-hook-bind-address", "8443"}, `--refresh-hook-bind-address "8443": use host:port or :port`},
+		{"refresh hook window of zero", []string{"--refresh-hook-bind-address", ":8443", "--refresh-hook-timestamp-window", "0s"}, "--refresh-hook-timestamp-window 0s: use a duration above 0"},
+		{"refresh hook window too long", []string{"--refresh-hook-bind-address", ":8443", "--refresh-hook-timestamp-window", "2h"}, "--refresh-hook-timestamp-window 2h0m0s: use a duration above 0 and at most 1h"},
+		{"refresh hook store rate of zero", []string{"--refresh-hook-bind-address", ":8443", "--refresh-hook-store-notifications-per-second", "0"}, "--refresh-hook-store-notifications-per-second 0: use a number above 0"},
+		{"refresh hook rate not a number", []string{"--refresh-hook-bind-address", ":8443", "--refresh-hook-notifications-per-second", "NaN"}, "--refresh-hook-notifications-per-second NaN: use a number above 0"},
+		{"refresh hook rate beyond the replay memory", []string{"--refresh-hook-bind-address", ":8443", "--refresh-hook-notifications-per-second", "1000"}, "signatures remembered to refuse replays"},
+		{"refresh hook token file missing", []string{"--refresh-hook-bind-address", ":8443", "--refresh-hook-bearer-token-file", missing}, "--refresh-hook-bearer-token-file " + missing + ": the token is missing"},
+		{"refresh hook token too short", []string{"--refresh-hook-bind-address", ":8443", "--refresh-hook-bearer-token-file", shortToken}, "the token is too short: use a file holding at least 32 characters"},
+		{"refresh hook leader pod without namespace", []string{"--refresh-hook-bind-address", ":8443", "--refresh-hook-leader-pod", "watchword-abc"}, `--refresh-hook-leader-pod "watchword-abc": use NAMESPACE/NAME`},
+		{"refresh hook leader pod unexpanded", []string{"--refresh-hook-bind-address", ":8443", "--refresh-hook-leader-pod", "$(POD_NAMESPACE)/$(POD_NAME)"}, "use NAMESPACE/NAME of this replica's pod"},
 		{"an argument", []string{"--workers", "2", "extra"}, `unexpected argument "extra"`},
 		{"a class no store can name", []string{"--controller-class", "Shard_A"}, `--controller-class "Shard_A": no store could name it`},
 		{"a class too long", []string{"--controller-class", strings.Repeat("a", 64)}, "no store could name it"},
@@ -124,6 +154,9 @@ func TestParseControllerRefuses(t *testing.T) {
 			_, err := parseController(c.args, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("parseController(%q) = %v, want an error with %q", c.args, err, c.want)
+			}
+			if strings.Contains(err.Error(), "a-secret-too-short") {
+				t.Fatalf("the error holds the token file's content: %v", err)
 			}
 		})
 	}

@@ -94,6 +94,9 @@ type Options struct {
 	// RefreshHookAddr is the listen address of the refresh endpoint
 	// (/hooks/refresh, docs/operations.md); "0" or empty disables it.
 	RefreshHookAddr string
+	// RefreshHook configures the endpoint: its timestamp window, bearer
+	// token, rate limits and the pod it labels while it leads.
+	RefreshHook refreshhook.Options
 	// LeaderElection makes one replica among those with the same lease
 	// active. The lease is LeaderElectionID in LeaderElectionNamespace;
 	// an empty ID is derived from ControllerClass (see LeaderElectionID),
@@ -404,8 +407,17 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		}
 	}
 	if a := opts.RefreshHookAddr; a != "" && a != "0" {
-		h := &refreshhook.Handler{Stores: mgr.GetClient(), Secrets: mgr.GetClient(), Notifier: hookNotifier{es}, Class: opts.ControllerClass, Namespaces: opts.Namespaces}
-		if err := mgr.Add(&refreshhook.Server{Addr: a, Handler: h}); err != nil {
+		h := &refreshhook.Handler{Stores: mgr.GetClient(), Secrets: mgr.GetClient(), Notifier: hookNotifier{es}, Class: opts.ControllerClass,
+			Namespaces: opts.Namespaces, Options: opts.RefreshHook}
+		srv := &refreshhook.Server{Addr: a, Handler: h}
+		if pod := opts.RefreshHook.LeaderPod; pod.Name != "" {
+			srv.Leader = &refreshhook.LeaderPod{Client: mgr.GetClient(), Pod: pod}
+			// A label this pod kept from a process that ended without
+			// taking it off would send notifications to a standby; it goes
+			// before this process is ready.
+			srv.Leader.Remove(ctx)
+		}
+		if err := mgr.Add(srv); err != nil {
 			return nil, err
 		}
 	}

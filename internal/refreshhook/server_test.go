@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,23 @@ func (n *recordingNotifier) Notify(_ context.Context, kind, ns, name string, key
 	return 2, nil
 }
 
+// signedBy is the headers of body signed with secret at at.
+func signedBy(body, secret string, at time.Time) map[string]string {
+	ts, sig := Sign([]byte(body), []byte(secret), at)
+	return map[string]string{TimestampHeader: ts, SignatureHeader: sig}
+}
+
+// send sends a request with body and headers to h.
+func send(h http.Handler, method, body string, headers map[string]string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, Path, strings.NewReader(body))
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
 func TestHandlerRefusesAndAccepts(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
@@ -42,30 +60,27 @@ func TestHandlerRefusesAndAccepts(t *testing.T) {
 	body := func(store string) string {
 		return `{"store": {"kind": "SecretStore", "namespace": "team", "name": "` + store + `"}, "keys": ["db/creds"]}`
 	}
-	signed := func(b string) string { return Sign([]byte(b), []byte("shared")) }
+	now := time.Now()
+	signed := func(b string) map[string]string { return signedBy(b, "shared", now) }
 	cases := []struct {
-		name, method, body, sig string
-		want                    int
+		name, method, body string
+		headers            map[string]string
+		want               int
 	}{
-		{"GET", http.MethodGet, "", "", http.StatusMethodNotAllowed},
-		{"too large", http.MethodPost, strings.Repeat(" ", MaxBody+1), "sha256=00", http.StatusRequestEntityTooLarge},
-		{"unsigned", http.MethodPost, body("hooked"), "", http.StatusUnauthorized},
-		{"not a signature", http.MethodPost, body("hooked"), "sha256=xyz", http.StatusUnauthorized},
+		{"GET", http.MethodGet, "", nil, http.StatusMethodNotAllowed},
+		{"too large", http.MethodPost, strings.Repeat(" ", MaxBody+1), signed(""), http.StatusRequestEntityTooLarge},
+		{"unsigned", http.MethodPost, body("hooked"), nil, http.StatusUnauthorized},
+		{"not a signature", http.MethodPost, body("hooked"), map[string]string{SignatureHeader: "sha256=xyz", TimestampHeader: signed("")[TimestampHeader]}, http.StatusUnauthorized},
 		{"malformed", http.MethodPost, "secret-value", signed("secret-value"), http.StatusBadRequest},
 		{"unknown store", http.MethodPost, body("missing"), signed(body("missing")), http.StatusForbidden},
 		{"store without refreshHook", http.MethodPost, body("plain"), signed(body("plain")), http.StatusForbidden},
 		{"store of another class", http.MethodPost, body("other"), signed(body("other")), http.StatusForbidden},
-		{"wrong signature", http.MethodPost, body("hooked"), Sign([]byte(body("hooked")), []byte("guess")), http.StatusForbidden},
+		{"wrong signature", http.MethodPost, body("hooked"), signedBy(body("hooked"), "guess", now), http.StatusForbidden},
 		{"signature of another body", http.MethodPost, body("hooked"), signed(body("plain")), http.StatusForbidden},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			req := httptest.NewRequest(tc.method, Path, strings.NewReader(tc.body))
-			if tc.sig != "" {
-				req.Header.Set(SignatureHeader, tc.sig)
-			}
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
+			rec := send(h, tc.method, tc.body, tc.headers)
 			if rec.Code != tc.want {
 				t.Fatalf("status %d (%s), want %d", rec.Code, rec.Body.String(), tc.want)
 			}
@@ -77,10 +92,7 @@ func TestHandlerRefusesAndAccepts(t *testing.T) {
 	if len(notifier.calls) != 0 {
 		t.Fatalf("refused notifications reached the controller: %v", notifier.calls)
 	}
-	req := httptest.NewRequest(http.MethodPost, Path, strings.NewReader(body("hooked")))
-	req.Header.Set(SignatureHeader, signed(body("hooked")))
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
+	rec := send(h, http.MethodPost, body("hooked"), signed(body("hooked")))
 	if rec.Code != http.StatusAccepted || !strings.Contains(rec.Body.String(), `"queued":2`) {
 		t.Fatalf("a signed notification: %d %s, want 202 with the count queued", rec.Code, rec.Body.String())
 	}
@@ -115,10 +127,7 @@ func TestAFloodReadsTheSharedSecretOnce(t *testing.T) {
 		h := &Handler{Stores: c, Secrets: c, Notifier: &recordingNotifier{}}
 		b := `{"store": {"kind": "SecretStore", "namespace": "team", "name": "hooked"}, "keys": ["k"]}`
 		for range 20 {
-			req := httptest.NewRequest(http.MethodPost, Path, strings.NewReader(b))
-			req.Header.Set(SignatureHeader, Sign([]byte(b), []byte("guess")))
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
+			rec := send(h, http.MethodPost, b, signedBy(b, "guess", time.Now()))
 			if rec.Code != http.StatusForbidden {
 				t.Fatalf("status %d, want 403", rec.Code)
 			}
@@ -153,10 +162,7 @@ func TestRefusalsTellNothingOfTheCluster(t *testing.T) {
 	h := &Handler{Stores: c, Secrets: c, Notifier: &recordingNotifier{}}
 	answer := func(name, secret string) (int, string) {
 		b := `{"store": {"kind": "SecretStore", "namespace": "team", "name": "` + name + `"}, "keys": ["k"]}`
-		req := httptest.NewRequest(http.MethodPost, Path, strings.NewReader(b))
-		req.Header.Set(SignatureHeader, Sign([]byte(b), []byte(secret)))
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
+		rec := send(h, http.MethodPost, b, signedBy(b, secret, time.Now()))
 		return rec.Code, rec.Body.String()
 	}
 	wantCode, wantBody := answer("hooked", "a guess")
@@ -198,11 +204,7 @@ func TestNamespacedInstanceRefusesStoresItDoesNotServe(t *testing.T) {
 	notifier := &recordingNotifier{}
 	h := &Handler{Stores: c, Secrets: c, Notifier: notifier, Namespaces: []string{"team"}}
 	post := func(b string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(http.MethodPost, Path, strings.NewReader(b))
-		req.Header.Set(SignatureHeader, Sign([]byte(b), []byte("shared")))
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return rec
+		return send(h, http.MethodPost, b, signedBy(b, "shared", time.Now()))
 	}
 	for _, b := range []string{
 		`{"store": {"kind": "SecretStore", "namespace": "other", "name": "hooked"}, "keys": ["k"]}`,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,12 +15,15 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watchword-dev/watchword/internal/refreshhook"
 )
 
 // The installation's tests: the Helm chart (deploy/charts/watchword) and
@@ -383,6 +387,9 @@ func TestHelmChartEveryOption(t *testing.T) {
 		"--leader-election-lease-duration=30s", "--leader-election-renew-deadline=20s", "--leader-election-retry-period=4s",
 		"--controller-class=team-a", "--workers=8", "--log-level=debug",
 		"--metrics-bind-address=:9090", "--health-probe-bind-address=:9091", "--refresh-hook-bind-address=:9443",
+		"--refresh-hook-timestamp-window=2m", "--refresh-hook-allow-legacy-signatures",
+		"--refresh-hook-bearer-token-file=/etc/watchword/refresh-hook-token/token",
+		"--refresh-hook-store-notifications-per-second=0.5", "--refresh-hook-notifications-per-second=20",
 		"--kube-api-qps=100",
 	} {
 		if !slices.Contains(a, want) {
@@ -391,6 +398,23 @@ func TestHelmChartEveryOption(t *testing.T) {
 	}
 	if *d.Spec.Replicas != 3 {
 		t.Errorf("replicas %d, want 3", *d.Spec.Replicas)
+	}
+	// The bearer token's Secret key is mounted where the flag says, next
+	// to the extra volume.
+	spec := d.Spec.Template.Spec
+	mounts := map[string]string{}
+	for _, m := range spec.Containers[0].VolumeMounts {
+		mounts[m.Name] = m.MountPath
+	}
+	var token *corev1.SecretVolumeSource
+	for _, v := range spec.Volumes {
+		if v.Name == "refresh-hook-token" {
+			token = v.Secret
+		}
+	}
+	if mounts["refresh-hook-token"] != "/etc/watchword/refresh-hook-token" || mounts["store-ca"] == "" || token == nil ||
+		token.SecretName != "refresh-hook-token" || len(token.Items) != 1 || token.Items[0].Key != "bearer" || token.Items[0].Path != "token" {
+		t.Errorf("volume mounts %v, token volume %+v: want the Secret's key bearer at /etc/watchword/refresh-hook-token/token, and the extra volume", mounts, token)
 	}
 	if img := d.Spec.Template.Spec.Containers[0].Image; img != "registry.example.com/watchword@sha256:"+strings.Repeat("ab", 32) {
 		t.Errorf("image %s: the digest must win over the tag", img)
@@ -430,8 +454,91 @@ func TestHelmChartEveryOption(t *testing.T) {
 	}
 	assertRestrictedDefaults(t, d)
 	assertArgsParse(t, d)
+	leaderPodRole := assertHookServiceSelectsTheLeader(t, r, d)
+	if leaderPodRole == nil || leaderPodRole.GetNamespace() != ns {
+		t.Errorf("no Role in the release's namespace %s lets the leader label its pod", ns)
+	}
 	applyAll(t, r)
 	assertAdmittedUnderRestricted(t, ns, d.Name)
+	// The leader may label its own pod, and no pod elsewhere.
+	user := "system:serviceaccount:" + ns + ":watchword-team-a"
+	if !allowed(t, user, authorizationv1.ResourceAttributes{Namespace: ns, Verb: "patch", Resource: "pods", Name: "ww-0"}) {
+		t.Errorf("%s may not patch the pods of its namespace: the leader cannot label its pod", user)
+	}
+	if allowed(t, user, authorizationv1.ResourceAttributes{Namespace: "default", Verb: "patch", Resource: "pods", Name: "ww-0"}) {
+		t.Errorf("%s may patch pods of another namespace", user)
+	}
+}
+
+// TestHelmChartRefreshHookOneReplica: with one replica and no leader
+// election, the refresh endpoint's Service selects the pod without the
+// leader label, and the chart asks for no permission on pods.
+func TestHelmChartRefreshHookOneReplica(t *testing.T) {
+	helm := needHelm(t)
+	f := filepath.Join(t.TempDir(), "values.yaml")
+	must(t, os.WriteFile(f, []byte("refreshHook:\n  enabled: true\n"), 0o600))
+	r := helmTemplate(t, helm, "wwone", "watchword", f)
+	svc := hookService(t, r)
+	if sel, _, _ := unstructured.NestedStringMap(svc.Object, "spec", "selector"); sel[refreshhook.LeaderLabel] != "" {
+		t.Errorf("the refresh endpoint's Service selects %v: with one replica, no label is kept", sel)
+	}
+	d := r.deployment(t)
+	if a := args(t, d); slices.ContainsFunc(a, func(s string) bool { return strings.HasPrefix(s, "--refresh-hook-leader-pod") }) {
+		t.Errorf("args %v name the pod to label without leader election", a)
+	}
+	for _, role := range r.find("Role") {
+		t.Errorf("Role %s rendered with one replica", role.GetName())
+	}
+}
+
+// hookService is the refresh endpoint's Service.
+func hookService(t *testing.T, r rendered) *unstructured.Unstructured {
+	t.Helper()
+	for _, s := range r.find("Service") {
+		if strings.HasSuffix(s.GetName(), "-refresh-hook") {
+			return s
+		}
+	}
+	t.Fatalf("no refresh endpoint Service among %v", r.kinds())
+	return nil
+}
+
+// assertHookServiceSelectsTheLeader checks that the refresh endpoint's
+// Service selects the Deployment's pods that carry the leader label, that
+// the controller is told its pod (by the downward API), and returns the
+// Role that grants patch on pods (nil when none does).
+func assertHookServiceSelectsTheLeader(t *testing.T, r rendered, d *appsv1.Deployment) *unstructured.Unstructured {
+	t.Helper()
+	sel, _, _ := unstructured.NestedStringMap(hookService(t, r).Object, "spec", "selector")
+	podLabels := maps.Clone(d.Spec.Template.Labels)
+	if matches(sel, podLabels) {
+		t.Errorf("the refresh endpoint's Service selector %v selects every replica, standbys too", sel)
+	}
+	podLabels[refreshhook.LeaderLabel] = "true"
+	if !matches(sel, podLabels) {
+		t.Errorf("the refresh endpoint's Service selector %v does not select the leader's pod %v", sel, podLabels)
+	}
+	if a := args(t, d); !slices.Contains(a, "--refresh-hook-leader-pod=$(POD_NAMESPACE)/$(POD_NAME)") {
+		t.Errorf("args %v do not name the pod the leader labels", a)
+	}
+	env := map[string]string{}
+	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			env[e.Name] = e.ValueFrom.FieldRef.FieldPath
+		}
+	}
+	if env["POD_NAME"] != "metadata.name" || env["POD_NAMESPACE"] != "metadata.namespace" {
+		t.Errorf("the container's environment %v lacks POD_NAME and POD_NAMESPACE from the downward API", env)
+	}
+	for _, role := range r.find("Role") {
+		rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+		for _, rule := range rules {
+			if fmt.Sprint(rule) == fmt.Sprint(map[string]any{"apiGroups": []any{""}, "resources": []any{"pods"}, "verbs": []any{"patch"}}) {
+				return role
+			}
+		}
+	}
+	return nil
 }
 
 // TestHelmValuesInDocs renders the chart with every ```yaml helm-values
@@ -620,6 +727,9 @@ func TestKustomizeExampleOverlay(t *testing.T) {
 	d := r.deployment(t)
 	if a := args(t, d); *d.Spec.Replicas != 2 || !slices.Contains(a, "--leader-elect") || !slices.Contains(a, "--controller-class=team-a") {
 		t.Errorf("the example overlay: replicas %d, args %v: want 2 replicas with leader election and class team-a", *d.Spec.Replicas, a)
+	}
+	if assertHookServiceSelectsTheLeader(t, r, d) == nil {
+		t.Error("the example overlay has no Role that lets the leader label its pod")
 	}
 	assertRestrictedDefaults(t, d)
 	assertArgsParse(t, d)

@@ -44,6 +44,12 @@ func (r *replica) isElected() bool {
 // is stopped when the test ends.
 func startReplica(t *testing.T, ns, class string, n int) *replica {
 	t.Helper()
+	return startReplicaWith(t, ns, class, n, nil)
+}
+
+// startReplicaWith is startReplica with options changed by change.
+func startReplicaWith(t *testing.T, ns, class string, n int, change func(*operator.Options)) *replica {
+	t.Helper()
 	opts := operator.DefaultOptions()
 	opts.Registry = registry()
 	opts.MetricsAddr, opts.HealthAddr = "0", "0"
@@ -53,6 +59,9 @@ func startReplica(t *testing.T, ns, class string, n int) *replica {
 	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = leaseDuration, renewDeadline, retryPeriod
 	// The suite's operator already registered controllers of these names.
 	opts.SkipNameValidation = true
+	if change != nil {
+		change(&opts)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	op, err := operator.New(ctx, restCfg, opts)
 	if err != nil {

@@ -54,6 +54,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if or .Values.leaderElection.enabled (gt (int .Values.replicas) 1) }}true{{ end }}
 {{- end }}
 
+{{/* Whether the refresh endpoint's Service selects the leader's pod by its label watchword.io/leader, which the leader keeps on its own pod: the endpoint with leader election (only the leader listens). */}}
+{{- define "watchword.refreshHookLeaderLabel" -}}
+{{- if and .Values.refreshHook.enabled (include "watchword.leaderElect" .) }}true{{ end }}
+{{- end }}
+
 {{/* The namespaces a namespaced install serves, as a list: namespaced.namespaces, else the release's namespace. Empty when not namespaced. */}}
 {{- define "watchword.watchNamespaces" -}}
 {{- if .Values.namespaced.enabled }}
