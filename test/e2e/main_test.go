@@ -262,7 +262,7 @@ func (s *env) install(ctx context.Context) error {
 
 // installValues are the chart's values of the suite's release.
 var installValues = []string{"--set", "image.tag=e2e", "--set", "image.pullPolicy=Never", "--set", "replicas=2",
-	"--set", "webhook.enabled=true"}
+	"--set", "webhook.enabled=true", "--set", "refreshHook.enabled=true"}
 
 // helmInstall installs the release into its namespace and waits until
 // it is Ready.
