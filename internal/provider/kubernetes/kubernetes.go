@@ -79,9 +79,11 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 	if err != nil {
 		return engine.Ops{}, fmt.Errorf("%w: building a client: %v", engine.ErrInvalidConfig, err)
 	}
-	// serviceAccount auth was checked by name before its token was asked.
-	if (spec.Server == nil || spec.Server.URL == "") && spec.Auth.ServiceAccount == nil {
-		if refused := refuseOwnCredentials(ctx, deps, cs.AuthenticationV1().SelfSubjectReviews()); refused != nil {
+	// serviceAccount auth was checked by name before its token was asked;
+	// other credentials are checked by identity, wherever the server is.
+	if spec.Auth.ServiceAccount == nil {
+		sameServer := spec.Server == nil || spec.Server.URL == ""
+		if refused := refuseOwnCredentials(ctx, deps, cs.AuthenticationV1().SelfSubjectReviews(), sameServer); refused != nil {
 			return engine.Ops{}, refused
 		}
 	}
