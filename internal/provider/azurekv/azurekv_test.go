@@ -11,6 +11,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/providertest"
 	"github.com/watchword-dev/watchword/pkg/conformance"
@@ -282,7 +283,11 @@ func TestVersionsAndProperties(t *testing.T) {
 	_, err = ops.Reader.GetSecret(ctx, engine.Ref{Key: "db", Version: "0123456789abcdef0123456789abcdef"})
 	mustClass(t, err, engine.ErrNotFound, "SecretNotFound")
 	_, err = ops.Reader.GetSecret(ctx, engine.Ref{Key: "not/a/name"})
-	mustClass(t, err, engine.ErrInvalidConfig, "127 letters")
+	// A name the store cannot hold is the caller's input, refused before
+	// any call: never the store's configuration nor its outage.
+	if c := failure.Classify(err); c.Reason != failure.RemoteNameInvalid || !c.Terminal || !strings.Contains(err.Error(), "127 letters") {
+		t.Fatalf("an invalid name: %v (%+v), want a terminal RemoteNameInvalid", err, c)
+	}
 }
 
 func TestThrottlingIsRetriedWithRetryAfterThenReported(t *testing.T) {
