@@ -493,13 +493,24 @@ type ExternalSecretStatus struct {
 	// +kubebuilder:validation:MaxLength=256
 	TargetResourceVersion string `json:"targetResourceVersion,omitempty"`
 
-	// syncedKeys lists the Secret keys this ExternalSecret wrote, so that a
-	// Merge target loses only these when the ExternalSecret goes.
+	// syncedKeys lists the Secret keys this ExternalSecret wrote in its
+	// last sync, in order: all of them when there are at most 1,024, and
+	// the first 1,024 otherwise (syncedKeyCount tells how many there are).
+	// It is informative: a Merge target loses only this ExternalSecret's
+	// keys when it goes, as the target's own watchword.io/merged-keys
+	// annotation records them.
 	// +optional
 	// +kubebuilder:validation:MaxItems=1024
 	// +kubebuilder:validation:items:MaxLength=253
 	// +listType=atomic
 	SyncedKeys []string `json:"syncedKeys,omitempty"`
+
+	// syncedKeyCount is the number of Secret keys this ExternalSecret
+	// wrote in its last sync; when it is more than syncedKeys holds, that
+	// list is the first 1,024 of them, in order.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	SyncedKeyCount int32 `json:"syncedKeyCount,omitempty"`
 
 	// inputsVersion identifies the inputs of the last sync (spec
 	// generation, store generation, template ConfigMap versions); when it

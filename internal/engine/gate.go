@@ -349,8 +349,14 @@ func (g *Gate) spend(ctx context.Context) error {
 
 // record starts a hold after a refusal of the credentials, a throttling
 // answer or a second failure in a row to reach the store, and ends the
-// strikes after a call the store answered.
+// strikes after a call the store answered. An error about the caller's
+// input (failure.CallersInput: a remote name refused before it was sent)
+// is the caller's alone: it neither holds the store for every other
+// caller nor ends the strikes.
 func (g *Gate) record(err error, keys []string) {
+	if failure.CallersInput(err) {
+		return
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.clock.Now()

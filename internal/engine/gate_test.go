@@ -371,3 +371,47 @@ func TestGateEndsAnUnreachableHoldWhenTheConnectionChanges(t *testing.T) {
 		t.Fatalf("ResetUnreachable ended a hold of kind %q", kind)
 	}
 }
+
+// TestGateHoldsNothingForACallersInput: a run of calls refused for their
+// own input (a remote name the store cannot hold, as a provider tells
+// before sending it) holds nothing: another caller's call right after
+// reaches the store; and such a refusal between two failures to reach the
+// store does not end their strikes.
+func TestGateHoldsNothingForACallersInput(t *testing.T) {
+	g, _, obs := newTestGate(GateLimits{})
+	var down bool
+	store := &answering{}
+	r := gatedReader{readerFunc(func(ctx context.Context, ref Ref) (Object, error) {
+		switch {
+		case strings.Contains(ref.Key, "/"):
+			return Object{}, failure.Terminalf(failure.RemoteNameInvalid, "remote key %q cannot name a Secret", ref.Key)
+		case down:
+			store.calls.Add(1)
+			return Object{}, fmt.Errorf("dial tcp: connection refused: %w", ErrUnavailable)
+		}
+		return store.GetSecret(ctx, ref)
+	}), g}
+	for i := range 12 {
+		_, err := r.GetSecret(context.Background(), Ref{Key: fmt.Sprintf("team-a/bad-%d", i)})
+		if failure.Classify(err).Reason != failure.RemoteNameInvalid {
+			t.Fatalf("call %d: %v, want the caller's own RemoteNameInvalid", i, err)
+		}
+	}
+	if until, kind := g.HeldUntil(); kind != "" {
+		t.Fatalf("a dozen invalid names held the store (%s until %s)", kind, until)
+	}
+	if _, err := r.GetSecret(context.Background(), Ref{Key: "team-b-db"}); err != nil {
+		t.Fatalf("another caller's read after them: %v", err)
+	}
+	if obs.refused[RefusedUnreachable] != 0 {
+		t.Fatalf("the gate refused calls: %v", obs.refused)
+	}
+
+	down = true
+	_, _ = r.GetSecret(context.Background(), Ref{Key: "db"})
+	_, _ = r.GetSecret(context.Background(), Ref{Key: "team-a/bad"})
+	_, _ = r.GetSecret(context.Background(), Ref{Key: "db"})
+	if _, kind := g.HeldUntil(); kind != RefusedUnreachable {
+		t.Fatalf("two failures to reach the store, an invalid name between them: hold %q, want %q", kind, RefusedUnreachable)
+	}
+}

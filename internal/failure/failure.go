@@ -95,6 +95,7 @@ const (
 	TargetConflict    Reason = "TargetConflict"         // terminal
 	TargetMissing     Reason = "TargetMissing"          // terminal: the Secret's creation queues the object
 	TargetRejected    Reason = "TargetRejected"         // the API server refused a target write (Rejected): terminal when invalid, retried when forbidden
+	StatusRejected    Reason = "StatusRejected"         // the API server refused to store an object's status (Rejected): terminal when invalid or too large, retried when forbidden
 	WriteConflict     Reason = "WriteConflict"          // retried
 	KubernetesAPI     Reason = "KubernetesAPIError"     // retried; terminal when the API server found the request invalid
 	ReconcileCanceled Reason = "Canceled"               // retried

@@ -21,11 +21,23 @@ const (
 	// SourceKeyMissing: a key that spec.data selects is not in the source
 	// Secret. Terminal: a change of the Secret queues the PushSecret.
 	SourceKeyMissing Reason = "SourceKeyMissing"
-	// RemoteNameInvalid: the store cannot hold a secret of the
-	// destination's name. Terminal.
+	// RemoteNameInvalid: the store cannot hold a secret of the name a
+	// publisher's destination or an ExternalSecret's remote key gives,
+	// as the provider or its client tells before anything is sent, or as
+	// the store says of the request. Terminal. It is the input of the
+	// object that names it (CallersInput), never the store's fault.
 	RemoteNameInvalid Reason = "RemoteNameInvalid"
 	// UnpublishDeferred: a removed destination is not unpublished while a
 	// current one fails, so that a mistaken change (a store renamed to
 	// one that does not exist) never deletes the only published copy.
 	UnpublishDeferred Reason = "UnpublishDeferred"
 )
+
+// CallersInput tells whether err is about the input of the object that
+// made the call (a remote name no secret of the store can have), not about
+// the store: it says nothing of the store's reachability, credentials or
+// limits, so the store's call gate records nothing of it, and one tenant's
+// mistakes never hold the calls of another.
+func CallersInput(err error) bool {
+	return err != nil && Classify(err).Reason == RemoteNameInvalid
+}

@@ -126,11 +126,11 @@ func classifyAPI(err error) (Class, bool) {
 }
 
 // Rejected gives the API server's refusal of a write (invalid, bad
-// request, forbidden) the reason that names what was being written, such
-// as TargetRejected, keeping whether it is terminal and redacting its
-// text. Other errors are returned as they are.
+// request, too large, forbidden) the reason that names what was being
+// written, such as TargetRejected, keeping whether it is terminal and
+// redacting its text. Other errors are returned as they are.
 func Rejected(err error, reason Reason) error {
-	if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) && !apierrors.IsForbidden(err) {
+	if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) && !apierrors.IsForbidden(err) && !apierrors.IsRequestEntityTooLargeError(err) {
 		return err
 	}
 	return &Error{Class: Class{Reason: reason, Terminal: !apierrors.IsForbidden(err)}, Msg: Redact(err), Err: err}

@@ -55,13 +55,23 @@ type Deps interface {
 	LocalConfig() *rest.Config
 }
 
-// Self is implemented by the Deps of the controller: it tells the user name
-// Watchword itself acts as on this cluster (for a pod, that of its service
-// account, "system:serviceaccount:NAMESPACE:NAME"), as the API server
-// reports it. A provider uses it to refuse a store that would lend
-// Watchword's own identity to a tenant.
+// Self is implemented by the Deps of the controller: it tells who
+// Watchword itself acts as on this cluster (for a pod, its service
+// account: "system:serviceaccount:NAMESPACE:NAME" and the account's UID),
+// as the API server reports it. A provider uses it to refuse a store that
+// would lend Watchword's own identity to a tenant.
 type Self interface {
-	SelfUser(ctx context.Context) (string, error)
+	SelfUser(ctx context.Context) (User, error)
+}
+
+// User is an identity as an API server reports it (a SelfSubjectReview's
+// user info): its name and, for a service account, the account's UID. A
+// name alone is not an identity across clusters (every cluster can have a
+// "watchword" account in a "watchword-system" namespace); the UID is, as
+// each account's is its own.
+type User struct {
+	Name string
+	UID  string
 }
 
 // Factory builds clients for one provider block.

@@ -3,10 +3,13 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -233,6 +236,65 @@ func TestKubernetesStoreMayNotUseWatchwordsOwnIdentity(t *testing.T) {
 		}
 		assertNoLeak(t, tenant)
 	})
+	// The same token, with server.url set to this cluster's own address
+	// and to aliases of it: Watchword's identity is recognised by what the
+	// server says the credentials are, not by the address.
+	hostURL, err := url.Parse(withScheme(restCfg.Host))
+	must(t, err)
+	port := hostURL.Port()
+	for _, alias := range []struct{ name, server string }{
+		{"own token at the exact address", "https://" + net.JoinHostPort(hostURL.Hostname(), port)},
+		{"own token at localhost", "https://" + net.JoinHostPort("localhost", port)},
+		{"own token at an IPv4-mapped IPv6 address", "https://" + net.JoinHostPort("::ffff:127.0.0.1", port)},
+	} {
+		server := alias.server
+		t.Run(alias.name, func(t *testing.T) {
+			tenant := newNamespace(t, nil)
+			createSecret(t, tenant, "stolen", map[string]string{"token": accountToken(t, opNs, "watchword")})
+			must(t, k8s.Create(ctx, &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "borrowed"},
+				Spec: v1alpha1.SecretStoreSpec{Controller: class, SecretStoreProvider: v1alpha1.SecretStoreProvider{Kubernetes: &v1alpha1.KubernetesProvider{
+					RemoteNamespace: victim,
+					Server:          &v1alpha1.KubernetesServer{URL: server, CABundle: restCfg.CAData},
+					Auth:            v1alpha1.KubernetesAuth{Token: &v1alpha1.KubernetesTokenAuth{BearerToken: v1alpha1.SecretKeySelector{Name: "stolen", Key: "token"}}}}}}}))
+			newES(t, tenant, "es", "borrowed", withData("v", "crown", "key"))
+			es := waitCondition(t, tenant, "es", "InvalidStoreConfig", fmt.Sprintf("%q", "system:serviceaccount:"+opNs+":watchword"), "the user Watchword itself runs as")
+			t.Logf("refused: %s", readyCond(es).Message)
+			if _, err := getSecret(tenant, "es"); err == nil {
+				t.Fatal("a target was written from a store acting as Watchword")
+			}
+			var store v1alpha1.SecretStore
+			must(t, k8s.Get(ctx, client.ObjectKey{Namespace: tenant, Name: "borrowed"}, &store))
+			for _, c := range store.Status.Conditions {
+				if c.Type == v1alpha1.ConditionReady && strings.HasSuffix(c.Message, "configuration and credentials are valid") {
+					t.Errorf("the refused store's Ready message ends as a valid one's: %q", c.Message)
+				}
+			}
+			assertNoLeak(t, tenant)
+		})
+	}
+	t.Run("an account of the same name in another cluster is not refused", func(t *testing.T) {
+		kc := other(t)
+		_, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opNs}}, metav1.CreateOptions{})
+		must(t, err)
+		_, err = kc.CoreV1().ServiceAccounts(opNs).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "watchword"}}, metav1.CreateOptions{})
+		must(t, err)
+		exp := int64(3600)
+		tr, err := kc.CoreV1().ServiceAccounts(opNs).CreateToken(ctx, "watchword",
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+		must(t, err)
+		tenant := newNamespace(t, nil)
+		createSecret(t, tenant, "namesake", map[string]string{"token": tr.Status.Token})
+		must(t, k8s.Create(ctx, &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "namesake"},
+			Spec: v1alpha1.SecretStoreSpec{Controller: class, SecretStoreProvider: v1alpha1.SecretStoreProvider{Kubernetes: &v1alpha1.KubernetesProvider{
+				RemoteNamespace: "default",
+				Server:          &v1alpha1.KubernetesServer{URL: withScheme(otherCluster.Config.Host), CABundle: otherCluster.Config.CAData},
+				Auth:            v1alpha1.KubernetesAuth{Token: &v1alpha1.KubernetesTokenAuth{BearerToken: v1alpha1.SecretKeySelector{Name: "namesake", Key: "token"}}}}}}}))
+		newES(t, tenant, "es", "namesake", withData("v", "crown", "key"))
+		// The account may read nothing there: the store is used, and
+		// the other cluster's API server refuses the read.
+		es := waitCondition(t, tenant, "es", "PermissionDenied", "system:serviceaccount:"+opNs+":watchword")
+		t.Logf("not refused as Watchword: %s", readyCond(es).Message)
+	})
 	t.Run("a token of another account is not refused", func(t *testing.T) {
 		tenant := newNamespace(t, nil)
 		createSecret(t, tenant, "own", map[string]string{"token": readerToken(t, victim)})
@@ -243,4 +305,12 @@ func TestKubernetesStoreMayNotUseWatchwordsOwnIdentity(t *testing.T) {
 		newES(t, tenant, "es", "own", withData("v", "crown", "key"))
 		waitSecretData(t, tenant, "es", map[string]string{"v": sentinel})
 	})
+}
+
+// withScheme is a client configuration's host as a URL.
+func withScheme(host string) string {
+	if strings.Contains(host, "://") {
+		return host
+	}
+	return "https://" + host
 }

@@ -86,6 +86,46 @@ func TestOwnerRefusesSecretItDoesNotOwnUnlessAdopting(t *testing.T) {
 	}
 }
 
+// TestAdoptionNeverReplacesASecretOfAnotherType: adopt: true aimed at an
+// ownerless Secret of another type (a Helm release's, a service-account
+// token) deletes and re-creates nothing: the sync is refused with
+// TargetConflict, stalled rather than retried, saying what to change, and
+// the Secret keeps its UID and data.
+func TestAdoptionNeverReplacesASecretOfAnotherType(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, nil)
+	fakeStore(t, ns, "store", fakeEntry{key: "k", value: "remote"})
+	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}))
+	for _, tc := range []struct {
+		name      string
+		secret    *corev1.Secret
+		fragments []string
+	}{
+		{"helm-release", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sh.helm.release.v1.app.v1", Labels: map[string]string{"owner": "helm"}},
+			Type: "helm.sh/release.v1", Data: map[string][]byte{"release": []byte("chart")}},
+			[]string{"helm.sh/release.v1", "never deletes", "spec.target.template.type"}},
+		{"token", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app-token", Annotations: map[string]string{corev1.ServiceAccountNameKey: "app"}},
+			Type: corev1.SecretTypeServiceAccountToken},
+			[]string{string(corev1.SecretTypeServiceAccountToken), "never writes or replaces"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			must(t, k8s.Create(ctx, tc.secret))
+			newES(t, ns, tc.name, "store", withData("k", "k", ""), withTarget(tc.secret.Name, v1alpha1.CreationPolicyOwner),
+				func(es *v1alpha1.ExternalSecret) { es.Spec.Target.Adopt = true })
+			es := waitCondition(t, ns, tc.name, "TargetConflict", tc.fragments...)
+			t.Logf("refused: %s", readyCond(es).Message)
+			if es.Status.Phase != v1alpha1.PhaseFailed {
+				t.Errorf("phase = %s, want Failed (stalled, not retried)", es.Status.Phase)
+			}
+			consistently(t, 2*time.Second, func() (bool, string) {
+				s, err := getSecret(ns, tc.secret.Name)
+				return err == nil && s.UID == tc.secret.UID && s.Type == tc.secret.Type && len(s.OwnerReferences) == 0 && s.Labels["app.kubernetes.io/managed-by"] == "",
+					"the Secret was replaced or written"
+			})
+		})
+	}
+}
+
 func TestTwoWritersFirstKeepsWorking(t *testing.T) {
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "a", value: "from-first"}, fakeEntry{key: "b", value: "from-second"})

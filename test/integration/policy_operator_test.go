@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -122,4 +123,39 @@ func TestOperatorWorksUnderItsAdmissionPolicy(t *testing.T) {
 	})
 	forceSync(t, ns, "merger")
 	waitSecretData(t, ns, "app-config", map[string]string{"own": "kept", "v": "rotated"})
+
+	// An adoption needs the owner's consent too, and its refusal names
+	// the annotation that gives it.
+	adopt := func(es *v1alpha1.ExternalSecret) { es.Spec.Target.Adopt = true }
+	createSecret(t, ns, "legacy", map[string]string{"old": "value"})
+	newES(t, ns, "adopter", "store", withData("v", "k", ""), withTarget("legacy", v1alpha1.CreationPolicyOwner), adopt)
+	es = waitCondition(t, ns, "adopter", "TargetRejected", "adopting Secret \"legacy\"", "watchword.io/allow-write")
+	t.Logf("an adoption without the owner's consent: %s: %s", readyCond(es).Reason, readyCond(es).Message)
+	consistently(t, 2*time.Second, func() (bool, string) {
+		s, err := getSecret(ns, "legacy")
+		return err == nil && len(s.Data) == 1 && string(s.Data["old"]) == "value" && len(s.OwnerReferences) == 0, "the Secret of someone else was changed"
+	})
+	updateSecret(t, ns, "legacy", func(s *corev1.Secret) {
+		s.Annotations = map[string]string{"watchword.io/allow-write": "true"}
+	})
+	forceSync(t, ns, "adopter")
+	waitSecretData(t, ns, "legacy", map[string]string{"v": "rotated"})
+
+	// A Secret of another type (a Helm release's) is not adopted by
+	// deleting it, which the policy would refuse again and again: the
+	// refusal is Watchword's own, once, and says what to change.
+	release := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sh.helm.release.v1.app.v1", Labels: map[string]string{"owner": "helm"}},
+		Type: "helm.sh/release.v1", Data: map[string][]byte{"release": []byte("chart")}}
+	must(t, k8s.Create(context.Background(), release))
+	newES(t, ns, "release-taker", "store", withData("v", "k", ""), withTarget(release.Name, v1alpha1.CreationPolicyOwner), adopt)
+	es = waitCondition(t, ns, "release-taker", "TargetConflict", "helm.sh/release.v1", "never deletes", "spec.target.template.type")
+	if conditions := es.Status.Conditions; !slices.ContainsFunc(conditions, func(c v1alpha1.ExternalSecretCondition) bool {
+		return c.Type == v1alpha1.ConditionStalled && c.Status == metav1.ConditionTrue
+	}) {
+		t.Errorf("the refusal is retried: conditions %+v", conditions)
+	}
+	consistently(t, 2*time.Second, func() (bool, string) {
+		s, err := getSecret(ns, release.Name)
+		return err == nil && s.UID == release.UID && string(s.Data["release"]) == "chart" && len(s.OwnerReferences) == 0, "the Helm release's Secret was changed or replaced"
+	})
 }

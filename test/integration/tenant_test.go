@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/metrics"
 	kubeprovider "github.com/watchword-dev/watchword/internal/provider/kubernetes"
 )
@@ -109,5 +111,37 @@ func TestSecretStoreDefaultScope(t *testing.T) {
 	waitSecretData(t, scope, "creds", map[string]string{"password": sentinel})
 	if _, err := getSecret(ns, "creds"); !apierrors.IsNotFound(err) {
 		t.Errorf("the store's remoteNamespace got the published Secret: %v", err)
+	}
+}
+
+// TestOneTenantsInvalidKeysHoldNoOtherTenant: a dozen ExternalSecrets of
+// one namespace whose remote keys cannot name a Secret (a '/', which the
+// kubernetes provider's client refuses before sending anything) fail with
+// their own RemoteNameInvalid, not as an outage of the shared
+// ClusterSecretStore: the store is never held, and another namespace's
+// valid read of the same store syncs.
+func TestOneTenantsInvalidKeysHoldNoOtherTenant(t *testing.T) {
+	ops := newNamespace(t, nil)
+	a, b := newNamespace(t, nil), newNamespace(t, nil)
+	store := "shared-read-" + ops
+	sharedPublishStore(t, ops, store)
+	createSecret(t, ops, "creds", map[string]string{"password": sentinel})
+	const bad = 12
+	for i := range bad {
+		newES(t, a, fmt.Sprintf("bad-%d", i), store, withClusterStore(store), withData("v", fmt.Sprintf("team/bad-%d", i), ""))
+	}
+	for i := range bad {
+		c := readyCond(waitCondition(t, a, fmt.Sprintf("bad-%d", i), "RemoteNameInvalid", fmt.Sprintf(`remote key "team/bad-%d"`, i), "change the remote key"))
+		if i == 0 {
+			t.Logf("refused: %s", c.Message)
+		}
+	}
+	newES(t, b, "good", store, withClusterStore(store), withData("password", "creds", "password"))
+	waitSecretData(t, b, "good", map[string]string{"password": sentinel})
+	if n := testutil.ToFloat64(metrics.StoreCallsRefused.WithLabelValues(v1alpha1.ClusterSecretStoreKind, store, engine.RefusedUnreachable)); n != 0 {
+		t.Errorf("the shared store's gate refused %v calls as unreachable after one tenant's invalid keys", n)
+	}
+	if held := getES(t, b, "good"); readyCond(held).Reason != "SecretSynced" {
+		t.Errorf("the other tenant's ExternalSecret: %s", describeES(held))
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,7 +55,7 @@ func (r *Reconciler) succeed(s *scope) {
 	st.InputsVersion = s.inputs
 	st.ForceSyncedValue = s.es.Annotations[conditions.ForceSyncAnnotation]
 	st.ObservedGeneration = s.es.Generation
-	st.SyncedKeys = s.written.keys
+	st.SyncedKeys, st.SyncedKeyCount = syncedKeys(s.written.keys)
 	if s.es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyNone {
 		st.Target = ""
 		st.TargetResourceVersion = ""
@@ -81,6 +83,17 @@ func (r *Reconciler) succeed(s *scope) {
 		Type: v1alpha1.ConditionFresh, Status: metav1.ConditionTrue, Reason: string(failure.Refreshed),
 		Message: "the last sync read the data successfully", ObservedGeneration: s.es.Generation,
 	}, s.now)
+}
+
+// maxSyncedKeys is the bound of status.syncedKeys (the CRD's MaxItems).
+const maxSyncedKeys = 1024
+
+// syncedKeys is status.syncedKeys and syncedKeyCount for the keys a sync
+// wrote (in order): the first maxSyncedKeys of them, and how many there
+// are, so that the status can tell of any number of keys and the API
+// server never refuses it for their number.
+func syncedKeys(keys []string) ([]string, int32) {
+	return slices.Clone(keys[:min(len(keys), maxSyncedKeys)]), int32(min(len(keys), math.MaxInt32))
 }
 
 // markStale turns Fresh False once the ExternalSecret has gone more than
@@ -207,12 +220,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, res ctrl.Result,
 		s.recorded = true
 		return res, err
 	}
-	var perr error
-	if r.statusPut != nil {
-		perr = r.statusPut.put(ctx, s.es)
-	} else {
-		perr = r.Client.Status().Update(ctx, s.es)
-	}
+	perr := r.putStatus(ctx, s.es)
 	s.recorded = perr == nil
 	key := s.es.Namespace + "/" + s.es.Name
 	switch {
@@ -222,6 +230,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, res ctrl.Result,
 	default:
 		r.pending.Delete(key)
 	}
+	if refused := failure.Rejected(perr, failure.StatusRejected); refused != perr {
+		return r.statusRefused(ctx, s, res, err, refused)
+	}
 	switch {
 	case perr == nil || apierrors.IsNotFound(perr) || err != nil || ctx.Err() != nil:
 		return res, err
@@ -229,6 +240,62 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, res ctrl.Result,
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	default:
 		return ctrl.Result{}, failure.Redacted(perr)
+	}
+}
+
+// putStatus updates the status subresource of es.
+func (r *Reconciler) putStatus(ctx context.Context, es *v1alpha1.ExternalSecret) error {
+	if r.statusPut != nil {
+		return r.statusPut.put(ctx, es)
+	}
+	return r.Client.Status().Update(ctx, es)
+}
+
+// statusRefused tells that the API server refused the status of this
+// reconcile (refused, of class StatusRejected), so that the status does
+// not go on showing an earlier sync as if it were the last: the status as
+// it is stored gets Ready False (and Stalled, for a refusal that the same
+// status would meet again), saying that the status could not be written,
+// why (the field paths and reasons of the refusal, never a value), and
+// what the sync itself concluded; a Warning event says the same, in case
+// that write is refused too. A refusal that retrying can cure (an
+// admission rule) is retried with backoff; another waits for the next
+// sync the schedule plans, or the recheck of a terminal failure.
+func (r *Reconciler) statusRefused(ctx context.Context, s *scope, res ctrl.Result, err, refused error) (ctrl.Result, error) {
+	class, msg := failure.Describe(refused)
+	outcome := "the sync's own outcome could not be told"
+	if c := conditions.FindES(s.es.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+		outcome = "the sync itself: " + c.Reason + ": " + c.Message
+	}
+	told := s.before.DeepCopy()
+	st := &told.Status
+	recheck := terminalRecheck(s.es, class.Reason)
+	conditions.SetES(&st.Conditions, conditions.Outcome{
+		Err:     &failure.Error{Class: class, Msg: "the status of this ExternalSecret could not be written, and its other fields show an earlier sync: " + msg, Err: refused},
+		Message: outcome, Recheck: recheck,
+	}, s.es.Generation, s.now)
+	st.Phase = v1alpha1.PhaseFailing
+	if class.Terminal {
+		st.Phase = v1alpha1.PhaseFailed
+	}
+	r.Recorder.Event(s.es, corev1.EventTypeWarning, string(class.Reason), "the status of this ExternalSecret could not be written: "+msg)
+	if !apiequality.Semantic.DeepEqual(s.before.Status, told.Status) {
+		if perr := r.putStatus(ctx, told); perr != nil {
+			ctrl.LoggerFrom(ctx).Info("the status that tells of a refused status was not written either", "reason", failure.Classify(perr).Reason, "error", failure.Redact(perr))
+		}
+	}
+	// What the reconcile reports (metrics, freshness) is what the
+	// status says now.
+	s.es.Status = told.Status
+	switch {
+	case err != nil || ctx.Err() != nil:
+		return res, err
+	case !class.Terminal:
+		return ctrl.Result{}, failure.Redacted(refused)
+	case res.RequeueAfter > 0 && res.RequeueAfter < recheck:
+		return res, nil
+	default:
+		return ctrl.Result{RequeueAfter: recheck}, nil
 	}
 }
 

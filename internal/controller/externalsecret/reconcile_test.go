@@ -56,6 +56,9 @@ type counts struct {
 	// staleES, when set, is what a Get of the ExternalSecret returns: the
 	// object as a lagging cache shows it.
 	staleES atomic.Pointer[v1alpha1.ExternalSecret]
+	// refuseStatus, when set, is the API server's answer to a status
+	// write: an error refuses it.
+	refuseStatus func(*v1alpha1.ExternalSecret) error
 }
 
 type harness struct {
@@ -122,6 +125,11 @@ func newHarness(t *testing.T, value string) *harness {
 				n.statusWrites.Add(1)
 				if n.conflictOnce.CompareAndSwap(true, false) {
 					return apierrors.NewConflict(schema.GroupResource{Group: v1alpha1.GroupVersion.Group, Resource: "externalsecrets"}, obj.GetName(), errors.New("the object has been modified"))
+				}
+				if es, ok := obj.(*v1alpha1.ExternalSecret); ok && n.refuseStatus != nil {
+					if err := n.refuseStatus(es); err != nil {
+						return err
+					}
 				}
 				return c.SubResource(sub).Update(ctx, obj, opts...)
 			},

@@ -93,9 +93,15 @@ func (r *Reconciler) writeOwner(ctx context.Context, es *v1alpha1.ExternalSecret
 	if err := r.checkOwnable(es, &cur); err != nil {
 		return nil, err
 	}
+	adopting := !ownedBy(&cur, es)
 	desired := cur.DeepCopy()
 	applyOwned(desired, es, res)
 	if desired.Type != cur.Type {
+		if adopting {
+			// Adoption never deletes: the Secret is someone else's
+			// until it is adopted, and its type cannot change in place.
+			return nil, adoptionTypeMismatch(name, cur.Type, desired.Type)
+		}
 		// The type of a Secret is immutable: replace our own Secret.
 		if err := r.Client.Delete(ctx, &cur, client.Preconditions{UID: &cur.UID, ResourceVersion: &cur.ResourceVersion}); err != nil {
 			return nil, fmt.Errorf("replacing Secret %q to change its type: %w", name, err)
@@ -117,6 +123,12 @@ func (r *Reconciler) writeOwner(ctx context.Context, es *v1alpha1.ExternalSecret
 	// The update carries cur's resourceVersion: a concurrent writer makes
 	// it fail with a conflict instead of being overwritten.
 	if err := r.Client.Update(ctx, desired); err != nil {
+		if adopting && apierrors.IsForbidden(err) && cur.Annotations[conditions.AllowWriteAnnotation] != "true" {
+			// The admission policy shipped with Watchword refuses an
+			// adoption without the owner's consent.
+			return nil, fmt.Errorf("adopting Secret %q (where an admission policy guards Watchword's writes, the Secret's owner allows its adoption with the annotation %s: \"true\"): %w",
+				name, conditions.AllowWriteAnnotation, err)
+		}
 		return nil, fmt.Errorf("updating Secret %q: %w", name, err)
 	}
 	return &writeResult{action: "Updated", changedKeys: changed, resourceVersion: desired.ResourceVersion, keys: slices.Sorted(maps.Keys(res.Data))}, nil
@@ -216,6 +228,31 @@ func (r *Reconciler) checkOwnable(es *v1alpha1.ExternalSecret, cur *corev1.Secre
 		return conflict("Secret %q already exists and is not owned by this ExternalSecret; Watchword will not write over it. Set spec.target.adopt: true to take it over, use creationPolicy Merge, or choose another spec.target.name", name)
 	}
 	return nil
+}
+
+// ownedBy tells whether es is the controller of s already: a Secret it
+// created, or adopted earlier.
+func ownedBy(s *corev1.Secret, es *v1alpha1.ExternalSecret) bool {
+	ref := metav1.GetControllerOf(s)
+	return ref != nil && ref.UID == es.UID
+}
+
+// adoptionTypeMismatch refuses to adopt a Secret of another type than the
+// one the ExternalSecret writes: a Secret's type cannot change in place,
+// and replacing the Secret would delete something that is not Watchword's
+// (a Helm release, a service-account token). It is terminal: retrying
+// cannot help until the spec or the Secret changes.
+func adoptionTypeMismatch(name string, have, want corev1.SecretType) error {
+	if tokenTypes[have] {
+		return conflict("Secret %q is of type %s, a token that grants access to the cluster, which Watchword never writes or replaces; it was not adopted: choose another spec.target.name", name, have)
+	}
+	return conflict("Secret %q is of type %s and this ExternalSecret writes type %s; a Secret's type cannot change, and Watchword never deletes a Secret to adopt it, so it was left as it is: set spec.target.template.type to %s to adopt it with its type, or choose another spec.target.name", name, have, want, have)
+}
+
+// tokenTypes are the Secret types that grant access to the cluster.
+var tokenTypes = map[corev1.SecretType]bool{
+	corev1.SecretTypeServiceAccountToken: true,
+	corev1.SecretTypeBootstrapToken:      true,
 }
 
 // applyOwned makes s hold res, owned by es.

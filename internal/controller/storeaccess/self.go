@@ -13,11 +13,11 @@ import (
 
 var _ provider.Self = (*deps)(nil)
 
-// selfUser is the user name Watchword acts as, once known: its
-// credentials do not change while it runs.
+// selfUser is the user Watchword acts as, once known: its credentials do
+// not change while it runs.
 type selfUser struct {
 	mu   sync.Mutex
-	name string
+	user provider.User
 }
 
 // SelfUser asks the API server who Watchword is (a SelfSubjectReview,
@@ -26,21 +26,21 @@ type selfUser struct {
 // a kubeconfig user and impersonation alike, where the pod's files or a
 // flag could be out of step with the credentials in use. An error is not
 // cached, so a later build asks again.
-func (d *deps) SelfUser(ctx context.Context) (string, error) {
+func (d *deps) SelfUser(ctx context.Context) (provider.User, error) {
 	if d.self != nil {
 		d.self.mu.Lock()
 		defer d.self.mu.Unlock()
-		if d.self.name != "" {
-			return d.self.name, nil
+		if d.self.user.Name != "" {
+			return d.self.user, nil
 		}
 	}
 	r, err := d.kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("asking the API server who Watchword is (SelfSubjectReview): %w", err)
+		return provider.User{}, fmt.Errorf("asking the API server who Watchword is (SelfSubjectReview): %w", err)
 	}
-	name := r.Status.UserInfo.Username
+	u := provider.User{Name: r.Status.UserInfo.Username, UID: r.Status.UserInfo.UID}
 	if d.self != nil {
-		d.self.name = name
+		d.self.user = u
 	}
-	return name, nil
+	return u, nil
 }

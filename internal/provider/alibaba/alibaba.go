@@ -24,6 +24,7 @@ import (
 	"github.com/alibabacloud-go/tea/tea"
 
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
 )
 
@@ -139,7 +140,9 @@ var secretName = regexp.MustCompile(`^[a-zA-Z0-9_/+=.@-]{1,192}$`)
 
 func checkName(what, key string) error {
 	if !secretName.MatchString(key) {
-		return fmt.Errorf("%s: a KMS secret name has 1 to 192 letters, digits and _/+=.@-: %w", what, engine.ErrInvalidConfig)
+		// The name is the input of the object that gives it, refused
+		// before any call: never the store's configuration or outage.
+		return failure.Terminalf(failure.RemoteNameInvalid, "%s: a KMS secret name has 1 to 192 letters, digits and _/+=.@-", what)
 	}
 	return nil
 }

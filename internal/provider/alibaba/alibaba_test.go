@@ -11,6 +11,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/providertest"
 	"github.com/watchword-dev/watchword/pkg/conformance"
@@ -136,7 +137,11 @@ func TestStagesVersionIDsAndProperties(t *testing.T) {
 	_, err = ops.Reader.GetSecret(c, engine.Ref{Key: "db", Version: "stage:gone"})
 	mustClass(t, err, engine.ErrNotFound, "Forbidden.ResourceNotFound", `"db"`)
 	_, err = ops.Reader.GetSecret(c, engine.Ref{Key: "db?x"})
-	mustClass(t, err, engine.ErrInvalidConfig, "secret name")
+	// A name the store cannot hold is the caller's input, refused before
+	// any call: never the store's configuration nor its outage.
+	if c := failure.Classify(err); c.Reason != failure.RemoteNameInvalid || !c.Terminal || !strings.Contains(err.Error(), "secret name") {
+		t.Fatalf("an invalid name: %v (%+v), want a terminal RemoteNameInvalid", err, c)
+	}
 
 	// The current version, from the version list: no value is read.
 	before := e.fake.Calls("GetSecretValue")

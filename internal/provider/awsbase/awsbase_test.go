@@ -14,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/smithy-go"
+
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/awsbase"
 	"github.com/watchword-dev/watchword/internal/provider/awsps"
@@ -377,5 +380,22 @@ func TestUnreachableEndpointIsNamed(t *testing.T) {
 	err = ops.Checker.Check(context.Background())
 	if !errors.Is(err, engine.ErrUnavailable) || !strings.Contains(err.Error(), "at sts.internal.example:8443") || strings.Contains(err.Error(), "AWS's own STS") {
 		t.Errorf("an unreachable stsEndpoint: %v", err)
+	}
+}
+
+// TestParamsTheSDKRefusesAreTheCallersInput: a request the SDK refuses
+// before sending it (its parameter validation) is the input of the object
+// that asked, a terminal RemoteNameInvalid, never an outage of the store,
+// which would hold the store for every other caller.
+func TestParamsTheSDKRefusesAreTheCallersInput(t *testing.T) {
+	refused := &smithy.InvalidParamsError{Context: "GetSecretValueInput"}
+	refused.Add(smithy.NewErrParamRequired("SecretId"))
+	err := (&awsbase.Session{Who: "a user"}).Classify(`reading secret "db"`,
+		&smithy.OperationError{ServiceID: "Secrets Manager", OperationName: "GetSecretValue", Err: refused})
+	if c := failure.Classify(err); c.Reason != failure.RemoteNameInvalid || !c.Terminal || errors.Is(err, engine.ErrUnavailable) {
+		t.Fatalf("%v (%+v), want a terminal RemoteNameInvalid", err, c)
+	}
+	if !strings.Contains(err.Error(), `reading secret "db"`) {
+		t.Errorf("%q does not say what was asked", err)
 	}
 }

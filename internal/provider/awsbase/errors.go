@@ -12,6 +12,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 )
 
 // refusal is the shape of an IAM refusal's message: who was refused which
@@ -53,6 +54,13 @@ func (s *Session) Classify(what string, err error) error {
 		if errors.Is(err, engine.ErrPermissionDenied) || errors.Is(err, engine.ErrUnavailable) || errors.Is(err, engine.ErrInvalidConfig) {
 			// An error of Watchword's own, such as a failed TokenRequest.
 			return fmt.Errorf("%s: %w", what, err)
+		}
+		var invalid *smithy.InvalidParamsError
+		if errors.As(err, &invalid) {
+			// The SDK refused the request before sending it: the input
+			// of the object that asked (its key or version), never an
+			// outage of the store.
+			return failure.Terminalf(failure.RemoteNameInvalid, "%s: the AWS SDK refused the request as invalid before sending it: check the key and version", what)
 		}
 		return fmt.Errorf("%s: the AWS call failed%s: %w", what, attempts, engine.ErrUnavailable)
 	}

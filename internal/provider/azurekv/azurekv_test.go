@@ -11,6 +11,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/providertest"
 	"github.com/watchword-dev/watchword/pkg/conformance"
@@ -282,7 +283,11 @@ func TestVersionsAndProperties(t *testing.T) {
 	_, err = ops.Reader.GetSecret(ctx, engine.Ref{Key: "db", Version: "0123456789abcdef0123456789abcdef"})
 	mustClass(t, err, engine.ErrNotFound, "SecretNotFound")
 	_, err = ops.Reader.GetSecret(ctx, engine.Ref{Key: "not/a/name"})
-	mustClass(t, err, engine.ErrInvalidConfig, "127 letters")
+	// A name the store cannot hold is the caller's input, refused before
+	// any call: never the store's configuration nor its outage.
+	if c := failure.Classify(err); c.Reason != failure.RemoteNameInvalid || !c.Terminal || !strings.Contains(err.Error(), "127 letters") {
+		t.Fatalf("an invalid name: %v (%+v), want a terminal RemoteNameInvalid", err, c)
+	}
 }
 
 func TestThrottlingIsRetriedWithRetryAfterThenReported(t *testing.T) {
@@ -338,7 +343,12 @@ func TestWriteOverADeletedSecretSaysWhatToDo(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := ops.Writer.PutSecret(ctx, "pushed", pub, owner)
-	mustClass(t, err, engine.ErrUnavailable, "ObjectIsDeletedButRecoverable", "recover or purge")
+	// An answer about this one name, retried: never an outage of the
+	// store, which would hold every other caller of it.
+	if c := failure.Classify(err); c.Reason != failure.ProviderError || c.Terminal || errors.Is(err, engine.ErrUnavailable) ||
+		!strings.Contains(err.Error(), "ObjectIsDeletedButRecoverable") || !strings.Contains(err.Error(), "recover or purge") {
+		t.Fatalf("a name kept by a deleted secret: %v (%+v)", err, c)
+	}
 	_, err = ops.Writer.PutSecret(ctx, "pushed2", engine.Publication{Fields: pub.Fields, Tags: map[string]string{OwnerTag: "x"}}, owner)
 	mustClass(t, err, engine.ErrInvalidConfig, "ownership marker")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 )
 
 // OwnerTag is the tag that marks a secret Watchword wrote, with the ID of
@@ -66,7 +67,9 @@ var secretName = regexp.MustCompile(`^[0-9a-zA-Z-]{1,127}$`)
 // checkName refuses a key Key Vault cannot hold, before any call.
 func checkName(what, key string) error {
 	if !secretName.MatchString(key) {
-		return fmt.Errorf("%s: a Key Vault secret name has 1 to 127 letters, digits and '-': %w", what, engine.ErrInvalidConfig)
+		// The name is the input of the object that gives it, refused
+		// before any call: never the store's configuration or outage.
+		return failure.Terminalf(failure.RemoteNameInvalid, "%s: a Key Vault secret name has 1 to 127 letters, digits and '-'", what)
 	}
 	return nil
 }

@@ -87,7 +87,10 @@ func (c *Client) classify(what string, err error) error {
 		}
 		return fmt.Errorf("%s: Key Vault throttled the calls (%s) after the SDK's retries: %w", what, label, engine.ErrThrottled)
 	case re.StatusCode == http.StatusConflict && inner == "ObjectIsDeletedButRecoverable":
-		return fmt.Errorf("%s: the secret was deleted and Key Vault keeps its name until it is purged or recovered (%s): recover or purge it: %w", what, label, engine.ErrUnavailable)
+		// An answer about this name (a publisher that unpublished it
+		// and publishes it again, say), not an outage: of no class, so
+		// retried, and the store's gate holds no other caller for it.
+		return fmt.Errorf("%s: the secret was deleted and Key Vault keeps its name until it is purged or recovered (%s): recover or purge it", what, label)
 	case re.StatusCode == http.StatusBadRequest:
 		return fmt.Errorf("%s: Key Vault refused the request as invalid (%s): check the name and version: %w", what, label, engine.ErrInvalidConfig)
 	}

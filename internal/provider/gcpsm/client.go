@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 )
 
 // OwnerLabel is the label that marks a secret Watchword wrote: its value
@@ -45,7 +46,9 @@ var secretID = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,255}$`)
 
 func (c *Client) name(what, key string) (string, error) {
 	if !secretID.MatchString(key) {
-		return "", fmt.Errorf("%s: a Secret Manager secret ID has 1 to 255 letters, digits, '_' and '-': %w", what, engine.ErrInvalidConfig)
+		// The name is the input of the object that gives it, refused
+		// before any call: never the store's configuration or outage.
+		return "", failure.Terminalf(failure.RemoteNameInvalid, "%s: a Secret Manager secret ID has 1 to 255 letters, digits, '_' and '-'", what)
 	}
 	return c.parent + "/secrets/" + key, nil
 }

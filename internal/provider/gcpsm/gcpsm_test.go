@@ -12,6 +12,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/providertest"
 	"github.com/watchword-dev/watchword/pkg/conformance"
@@ -166,7 +167,11 @@ func TestVersionsAliasesAndLatest(t *testing.T) {
 	_, err = ops.Reader.GetSecret(ctx, engine.Ref{Key: "db", Version: "1"})
 	mustClass(t, err, engine.ErrNotFound, "destroyed")
 	_, err = ops.Reader.GetSecret(ctx, engine.Ref{Key: "db/x"})
-	mustClass(t, err, engine.ErrInvalidConfig, "secret ID")
+	// A name the store cannot hold is the caller's input, refused before
+	// any call: never the store's configuration nor its outage.
+	if c := failure.Classify(err); c.Reason != failure.RemoteNameInvalid || !c.Terminal || !strings.Contains(err.Error(), "secret ID") {
+		t.Fatalf("an invalid name: %v (%+v), want a terminal RemoteNameInvalid", err, c)
+	}
 }
 
 func TestWorkloadIdentityFederationWithImpersonation(t *testing.T) {

@@ -85,21 +85,35 @@ func refuseOwnIdentity(ctx context.Context, deps provider.Deps, namespace, name 
 	}
 	// The API server's user name of a service account (a documented
 	// format; k8s.io/apiserver's helper is not worth its module here).
-	if user != "system:serviceaccount:"+namespace+":"+name {
+	if user.Name != "system:serviceaccount:"+namespace+":"+name {
 		return nil
 	}
 	return fmt.Errorf("%w: kubernetes.auth.serviceAccount %q is the service account Watchword itself runs as; a store may not act on this cluster with Watchword's own identity, which would lend its permissions to every user of the store: create a service account for the store, grant it only the Secrets it needs, and name it here",
 		engine.ErrInvalidConfig, namespace+"/"+name)
 }
 
-// refuseOwnCredentials refuses a store of this cluster whose credentials
-// (a token Secret, a client certificate) turn out to be Watchword's own:
-// the API server the store targets is asked who they are, with a
+// refuseOwnCredentials refuses a store whose credentials (a token Secret,
+// a client certificate) turn out to be Watchword's own, whatever address
+// its server.url gives: the store's server is asked who they are, with a
 // SelfSubjectReview made with those credentials (one call per client
-// build; the credentials go nowhere but to the store's own server). A
-// review that fails tells nothing and lets the build go on: the store's
-// calls report a bad credential themselves.
-func refuseOwnCredentials(ctx context.Context, deps provider.Deps, reviews typedauthv1.SelfSubjectReviewInterface) error {
+// build; the credentials go nowhere but to the store's own server), and
+// its answer is compared with who this cluster says Watchword is. The
+// comparison is of identities, not addresses, so that this cluster under
+// another name (a host name, an IP address, an IPv4-mapped IPv6 address,
+// another port of the same API server) is recognised too:
+//
+//   - the same user name and the same UID are the same identity wherever
+//     the server is (the UID of a service account is its own: another
+//     cluster's account of the same name has another one);
+//   - the same user name without a UID (Watchword running as a user, not
+//     a service account) is the same identity only on this cluster's own
+//     address (sameServer): another cluster may have a user of that name.
+//
+// A review that fails tells nothing and lets the build go on: the store's
+// calls report a bad credential themselves. A server that answered reads
+// but refused the review would have to be one the tenant controls, which
+// is then handed the credentials by every call anyway.
+func refuseOwnCredentials(ctx context.Context, deps provider.Deps, reviews typedauthv1.SelfSubjectReviewInterface, sameServer bool) error {
 	self, ok := deps.(provider.Self)
 	if !ok {
 		return nil
@@ -112,9 +126,21 @@ func refuseOwnCredentials(ctx context.Context, deps provider.Deps, reviews typed
 	if err != nil {
 		return err
 	}
-	if r.Status.UserInfo.Username != user {
+	if !sameIdentity(provider.User{Name: r.Status.UserInfo.Username, UID: r.Status.UserInfo.UID}, user, sameServer) {
 		return nil
 	}
-	return fmt.Errorf("%w: the credentials of kubernetes.auth authenticate as %q, the user Watchword itself runs as; a store may not act on this cluster with Watchword's own identity, which would lend its permissions to every user of the store: give the store a token or certificate of its own account, granted only the Secrets it needs",
-		engine.ErrInvalidConfig, user)
+	return fmt.Errorf("%w: the credentials of kubernetes.auth authenticate as %q, the user Watchword itself runs as (the store's server says so, whatever its address); a store may not act on this cluster with Watchword's own identity, which would lend its permissions to every user of the store: give the store a token or certificate of its own account, granted only the Secrets it needs",
+		engine.ErrInvalidConfig, user.Name)
+}
+
+// sameIdentity tells whether the user a store's server reports is
+// Watchword's own (see refuseOwnCredentials).
+func sameIdentity(store, self provider.User, sameServer bool) bool {
+	if store.Name != self.Name {
+		return false
+	}
+	if self.UID != "" && store.UID == self.UID {
+		return true
+	}
+	return sameServer
 }

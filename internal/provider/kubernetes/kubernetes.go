@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	typedauthv1 "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
 )
 
@@ -79,9 +81,11 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 	if err != nil {
 		return engine.Ops{}, fmt.Errorf("%w: building a client: %v", engine.ErrInvalidConfig, err)
 	}
-	// serviceAccount auth was checked by name before its token was asked.
-	if (spec.Server == nil || spec.Server.URL == "") && spec.Auth.ServiceAccount == nil {
-		if refused := refuseOwnCredentials(ctx, deps, cs.AuthenticationV1().SelfSubjectReviews()); refused != nil {
+	// serviceAccount auth was checked by name before its token was asked;
+	// other credentials are checked by identity, wherever the server is.
+	if spec.Auth.ServiceAccount == nil {
+		sameServer := spec.Server == nil || spec.Server.URL == ""
+		if refused := refuseOwnCredentials(ctx, deps, cs.AuthenticationV1().SelfSubjectReviews(), sameServer); refused != nil {
 			return engine.Ops{}, refused
 		}
 	}
@@ -182,6 +186,9 @@ func newClient(cs kubernetes.Interface, namespace string, who *identity) *Client
 // GetSecret reads one Secret. A pinned version must equal the Secret's
 // current resourceVersion: Kubernetes keeps no older versions.
 func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, error) {
+	if err := c.checkName(ref.Key); err != nil {
+		return engine.Object{}, err
+	}
 	s, err := c.secrets.Get(ctx, ref.Key, metav1.GetOptions{})
 	if err != nil {
 		return engine.Object{}, c.classify(ctx, ref.Key, err)
@@ -211,6 +218,19 @@ func objectOf(s *corev1.Secret) engine.Object {
 	return engine.Object{Version: s.ResourceVersion, Fields: fields}
 }
 
+// checkName refuses, before any call, a remote key that cannot name a
+// Secret (a '/', upper case, more than 253 characters…): the client would
+// refuse some such names itself, and no Secret can have any of them. It
+// is the input of the object that names the key, never the store's fault
+// nor its outage: RemoteNameInvalid, terminal, which holds no store.
+func (c *Client) checkName(key string) error {
+	if len(validation.IsDNS1123Subdomain(key)) == 0 {
+		return nil
+	}
+	return failure.Terminalf(failure.RemoteNameInvalid,
+		"remote key %q cannot name a Secret in namespace %q: a Secret's name has at most 253 lower-case letters, digits, '-' and '.', and starts and ends with a letter or digit; change the remote key", key, c.namespace)
+}
+
 // classify turns an error of a get of Secret name (or of the probe, for an
 // empty name) into an engine error class. A refusal names the identity the
 // store acts as and the request refused, rebuilt from the request itself:
@@ -232,6 +252,10 @@ func (c *Client) classify(ctx context.Context, name string, err error) error {
 		return fmt.Errorf("the store's credentials were rejected by the API server (%s): %w", c.who.describe(ctx, nil), engine.ErrPermissionDenied)
 	case apierrors.IsTooManyRequests(err):
 		return fmt.Errorf("reading %s: %w", what, engine.ErrThrottled)
+	case name != "" && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)):
+		// The API server refused the request for what it asked (the
+		// name): the caller's input, not an outage of the store.
+		return failure.Terminalf(failure.RemoteNameInvalid, "the API server refused to read %s as an invalid request (%s); change the remote key", what, apiReason(err))
 	default:
 		return fmt.Errorf("reading %s: %v: %w", what, apiReason(err), engine.ErrUnavailable)
 	}

@@ -22,6 +22,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 )
 
 // sentinel stands for whatever the API server's own message holds: it must
@@ -125,5 +126,38 @@ func TestUserIsLookedUpOncePerClient(t *testing.T) {
 	}
 	if reviews != 1 {
 		t.Fatalf("%d SelfSubjectReviews for three refusals, want 1", reviews)
+	}
+}
+
+// TestNamesNoSecretCanHaveAreTheCallersInput: a remote key that cannot name
+// a Secret is refused before any call, and a read the API server refuses
+// as invalid is too: both are the caller's input (a terminal
+// RemoteNameInvalid that the store's gate records nothing of), never an
+// outage of the store. A deletion of such a name has nothing to delete.
+func TestNamesNoSecretCanHaveAreTheCallersInput(t *testing.T) {
+	ctx := context.Background()
+	cs := refusing(forbidden(), "")
+	c := newClient(cs, "shared", &identity{known: `service account "app/reader"`})
+	for _, key := range []string{"team/db", "Db", "db_1", strings.Repeat("a", 254), "-db"} {
+		_, err := c.GetSecret(ctx, engine.Ref{Key: key})
+		if cl := failure.Classify(err); cl.Reason != failure.RemoteNameInvalid || !cl.Terminal || !failure.CallersInput(err) || errors.Is(err, engine.ErrUnavailable) {
+			t.Errorf("%q: %v (%+v), want a terminal RemoteNameInvalid", key, err, cl)
+		}
+		if err := c.DeleteSecret(ctx, key, engine.Owner{ID: "PushSecret/a/p/1"}); err != nil {
+			t.Errorf("deleting %q: %v, want nothing to delete", key, err)
+		}
+	}
+	if n := len(cs.Actions()); n != 0 {
+		t.Fatalf("%d calls were sent for names no Secret can have: %v", n, cs.Actions())
+	}
+	for _, refused := range []error{
+		apierrors.NewBadRequest(sentinel),
+		apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, "db", nil),
+	} {
+		c := newClient(refusing(refused, ""), "shared", &identity{known: `service account "app/reader"`})
+		_, err := c.GetSecret(ctx, engine.Ref{Key: "db"})
+		if !failure.CallersInput(err) || !strings.Contains(err.Error(), `Secret shared/db`) || strings.Contains(err.Error(), sentinel) {
+			t.Errorf("a read refused as invalid: %v", err)
+		}
 	}
 }

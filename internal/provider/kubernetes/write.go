@@ -108,6 +108,10 @@ var tokenTypes = map[corev1.SecretType]bool{
 // A Secret that does not exist is not an error; one that another owns, or
 // no one, is left and reported.
 func (c *Client) DeleteSecret(ctx context.Context, key string, owner engine.Owner) error {
+	if c.checkName(key) != nil {
+		// No Secret can have such a name: there is nothing to delete.
+		return nil
+	}
 	cur, err := c.secrets.Get(ctx, key, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
