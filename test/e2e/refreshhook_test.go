@@ -44,9 +44,9 @@ func TestRefreshHookThroughItsServiceReachesTheLeader(t *testing.T) {
 	// Exactly one pod carries the label: the lease holder's.
 	holder := leader(t, s)
 	eventually(t, time.Minute, func() (bool, string) {
-		pods, err := s.kube.CoreV1().Pods(releaseNS).List(ctx, metav1.ListOptions{LabelSelector: "watchword.io/leader=true"})
-		if err != nil {
-			return false, err.Error()
+		pods, listErr := s.kube.CoreV1().Pods(releaseNS).List(ctx, metav1.ListOptions{LabelSelector: "watchword.io/leader=true"})
+		if listErr != nil {
+			return false, listErr.Error()
 		}
 		return len(pods.Items) == 1 && pods.Items[0].Name == holder, fmt.Sprintf("%d pods labelled leader, the lease holder is %s", len(pods.Items), holder)
 	})
