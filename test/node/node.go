@@ -25,7 +25,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -782,12 +781,4 @@ func LookupBinaries(assets string) Binaries {
 		}
 	}
 	return b
-}
-
-// ServiceIP is the address of the `kubernetes` Service, the first of
-// ServiceCIDR.
-func ServiceIP() net.IP {
-	ip, _, _ := net.ParseCIDR(ServiceCIDR)
-	ip = ip.To4()
-	return net.IPv4(ip[0], ip[1], ip[2], ip[3]+1)
 }

@@ -1,14 +1,9 @@
 package awsps_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -432,28 +427,6 @@ func TestPinnedBatchReadsWithAndWithoutSelector(t *testing.T) {
 	}
 }
 
-// dropper is an HTTP client that removes the parameter named drop from
-// every GetParameters answer, as a store that answers without it.
-type dropper struct{ drop string }
-
-func (d dropper) Do(req *http.Request) (*http.Response, error) {
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || req.Header.Get("X-Amz-Target") != "AmazonSSM.GetParameters" || resp.StatusCode != http.StatusOK {
-		return resp, err
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	if err = json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, err
-	}
-	params, _ := out["Parameters"].([]any)
-	out["Parameters"] = slices.DeleteFunc(params, func(p any) bool { return p.(map[string]any)["Name"] == d.drop })
-	b, _ := json.Marshal(out)
-	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
-	resp.Header.Del("Content-Length")
-	return resp, nil
-}
-
 // TestBatchAnswerWithoutAParameterIsAProviderError: a parameter that a
 // GetParameters answer does not mention at all, as found or as invalid,
 // is a provider error of its own, not an outage of the store (which did
@@ -463,7 +436,7 @@ func TestBatchAnswerWithoutAParameterIsAProviderError(t *testing.T) {
 	fake := awsfake.New(region)
 	defer fake.Close()
 	store, deps := keyStore(t, fake, "dropped")
-	ops, err := awsps.Factory{HTTPClient: dropper{drop: "/dropped"}}.New(context.Background(), store, deps)
+	ops, err := awsps.Factory{HTTPClient: awsfake.Dropper{Target: "AmazonSSM.GetParameters", List: "Parameters", Drop: "/dropped"}}.New(context.Background(), store, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

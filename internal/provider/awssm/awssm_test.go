@@ -1,14 +1,9 @@
 package awssm_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -440,28 +435,6 @@ func TestDueTogetherAtLatencyAreBatched(t *testing.T) {
 	}
 }
 
-// dropper is an HTTP client that removes the secret named drop from every
-// BatchGetSecretValue answer, as a store that answers without it.
-type dropper struct{ drop string }
-
-func (d dropper) Do(req *http.Request) (*http.Response, error) {
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || req.Header.Get("X-Amz-Target") != "secretsmanager.BatchGetSecretValue" || resp.StatusCode != http.StatusOK {
-		return resp, err
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	if err = json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, err
-	}
-	values, _ := out["SecretValues"].([]any)
-	out["SecretValues"] = slices.DeleteFunc(values, func(v any) bool { return v.(map[string]any)["Name"] == d.drop })
-	b, _ := json.Marshal(out)
-	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
-	resp.Header.Del("Content-Length")
-	return resp, nil
-}
-
 // TestBatchAnswerWithoutASecretIsAProviderError: a secret that a
 // BatchGetSecretValue answer does not mention, as a value or as an error,
 // is a provider error of its own, not an outage of the store (which did
@@ -470,7 +443,7 @@ func TestBatchAnswerWithoutASecretIsAProviderError(t *testing.T) {
 	fake := awsfake.New(region)
 	defer fake.Close()
 	store, deps := keyStore(t, fake, "dropped")
-	ops, err := awssm.Factory{HTTPClient: dropper{drop: "dropped"}}.New(context.Background(), store, deps)
+	ops, err := awssm.Factory{HTTPClient: awsfake.Dropper{Target: "secretsmanager.BatchGetSecretValue", List: "SecretValues", Drop: "dropped"}}.New(context.Background(), store, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
