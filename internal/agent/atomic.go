@@ -23,11 +23,18 @@ import (
 // An update writes a new timestamped directory (files written, mode and
 // owner applied, everything fsynced), then swaps ..data by a rename of a
 // new link over it, which is atomic, then adds or removes visible links,
-// then removes the old directory. A reader that opens dir/NAME gets a whole
-// file of one version, never a half-written one. A reader that wants a
-// whole set of one version resolves ..data once and reads every file under
-// that directory, checking that ..data still names it afterwards (the old
-// directory is removed after a swap).
+// then removes the versions older than the one it replaced. A reader that
+// opens dir/NAME gets a whole file of one version, never a half-written
+// one. A reader that wants a whole set of one version resolves ..data once
+// and reads every file under that directory, checking that ..data still
+// names it afterwards.
+//
+// The version just replaced is kept until the next write, unlike the
+// kubelet's writer, which removes it at once: a reader that resolved
+// dir/NAME through the old ..data a moment before the swap would
+// otherwise find the file gone (ENOENT) between the swap and its open.
+// Keeping one previous version costs one more copy of the files on disk
+// and closes that window for every reader slower than one rotation.
 //
 // It is written here rather than imported: the kubelet's AtomicWriter lives
 // in k8s.io/kubernetes, which is not meant to be imported as a library (it
@@ -127,12 +134,7 @@ func (w *AtomicWriter) Write(t Target) (bool, error) {
 	if err = w.links(t); err != nil {
 		return true, err
 	}
-	if oldTS != "" && oldTS != ts && strings.HasPrefix(oldTS, tsPrefix) && !strings.Contains(oldTS, "/") {
-		if err = os.RemoveAll(filepath.Join(w.Dir, oldTS)); err != nil {
-			return true, fmt.Errorf("removing the previous version: %w", pathless(err))
-		}
-	}
-	w.removeStale(ts)
+	w.removeOlder(ts, oldTS)
 	return true, syncDir(w.Dir)
 }
 
@@ -235,16 +237,17 @@ func (w *AtomicWriter) links(t Target) error {
 	return nil
 }
 
-// removeStale removes timestamped directories left by an interrupted
-// write, other than the current one.
-func (w *AtomicWriter) removeStale(current string) {
+// removeOlder removes the timestamped directories other than the current
+// one and the one it replaced: older versions, and those left by an
+// interrupted write.
+func (w *AtomicWriter) removeOlder(current, previous string) {
 	entries, err := os.ReadDir(w.Dir)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
 		n := e.Name()
-		if e.IsDir() && n != current && strings.HasPrefix(n, tsPrefix) && len(n) > len(tsPrefix)+len(tsLayout) {
+		if e.IsDir() && n != current && n != previous && strings.HasPrefix(n, tsPrefix) && len(n) > len(tsPrefix)+len(tsLayout) {
 			if _, err := time.Parse(tsLayout, n[len(tsPrefix):len(tsPrefix)+len(tsLayout)]); err == nil {
 				_ = os.RemoveAll(filepath.Join(w.Dir, n))
 			}

@@ -72,7 +72,8 @@ func TestAtomicWriterLaysOutLikeAProjectedVolume(t *testing.T) {
 		t.Errorf("an unchanged write swapped ..data: %s -> %s", ts, ts2)
 	}
 
-	// A new set: b goes, c comes, the old directory is removed.
+	// A new set: b goes, c comes, the version replaced stays until the
+	// next write, for readers that resolved the old ..data a moment ago.
 	changed, err = w.Write(Target{Files: map[string][]byte{"a": []byte("10"), "c": []byte("30")}, Mode: 0o440, UID: -1, GID: -1})
 	if err != nil || !changed {
 		t.Fatalf("second write: changed=%v err=%v", changed, err)
@@ -83,21 +84,35 @@ func TestAtomicWriterLaysOutLikeAProjectedVolume(t *testing.T) {
 	if _, serr := os.Lstat(filepath.Join(dir, "b")); !os.IsNotExist(serr) {
 		t.Errorf("the link of a file no longer delivered stays: %v", serr)
 	}
-	if _, serr := os.Stat(filepath.Join(dir, ts)); !os.IsNotExist(serr) {
-		t.Errorf("the previous version directory %s stays: %v", ts, serr)
+	if b, serr := os.ReadFile(filepath.Join(dir, ts, "a")); serr != nil || string(b) != "1" {
+		t.Errorf("the version just replaced (%s) went at once: %q %v", ts, b, serr)
 	}
-	entries, _ := os.ReadDir(dir)
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
+	names := func() []string {
+		entries, _ := os.ReadDir(dir)
+		var n []string
+		for _, e := range entries {
+			n = append(n, e.Name())
+		}
+		return n
 	}
-	if len(names) != 4 { // ..TS, ..data, a, c
-		t.Errorf("directory holds %v, want one version directory, ..data, a and c", names)
+	if n := names(); len(n) != 5 { // ..TS1, ..TS2, ..data, a, c
+		t.Errorf("directory holds %v, want two version directories, ..data, a and c", n)
 	}
+	second, _ := os.Readlink(filepath.Join(dir, "..data"))
 
-	// A mode change alone is a change.
+	// A mode change alone is a change; the first version goes now, the
+	// second stays as the one replaced.
 	if changed, err = w.Write(Target{Files: map[string][]byte{"a": []byte("10"), "c": []byte("30")}, Mode: 0o400, UID: -1, GID: -1}); err != nil || !changed {
 		t.Errorf("a new mode was not written: changed=%v err=%v", changed, err)
+	}
+	if _, serr := os.Stat(filepath.Join(dir, ts)); !os.IsNotExist(serr) {
+		t.Errorf("the version before the one replaced (%s) stays: %v", ts, serr)
+	}
+	if _, serr := os.Stat(filepath.Join(dir, second)); serr != nil {
+		t.Errorf("the version just replaced (%s) went: %v", second, serr)
+	}
+	if n := names(); len(n) != 5 {
+		t.Errorf("directory holds %v, want two version directories, ..data, a and c", n)
 	}
 }
 
