@@ -136,11 +136,21 @@ func New(b Binaries) (n *Node, err error) {
 	if err = Check(b); err != nil {
 		return nil, err
 	}
+	if err = reclaim(b); err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "wwnode-")
 	if err != nil {
 		return nil, err
 	}
 	n = &Node{bin: b, dir: dir, exited: make(chan string, 8), netnsBefore: netnsNames()}
+	forward, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
+	if err == nil {
+		err = n.writeOwner(forward)
+	}
+	if err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
 	if err := n.network(); err != nil {
 		return nil, errors.Join(err, n.stop(true))
 	}
@@ -280,7 +290,7 @@ func (n *Node) network() error {
 		}
 	}
 	if out, err := exec.Command("ip", "addr", "add", Address+"/32", "dev", "lo").CombinedOutput(); err != nil {
-		return fmt.Errorf("adding %s to lo (is another node running?): %w: %s", Address, err, bytes.TrimSpace(out))
+		return fmt.Errorf("adding %s to lo (is it in use by something other than a node?): %w: %s", Address, err, bytes.TrimSpace(out))
 	}
 	n.undo = append(n.undo, func() error { return exec.Command("ip", "addr", "del", Address+"/32", "dev", "lo").Run() })
 	const fwd = "/proc/sys/net/ipv4/ip_forward"
