@@ -19,9 +19,9 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/watchword-dev/watchword/internal/dev"
+	"github.com/watchword-dev/watchword/internal/logging"
 	"github.com/watchword-dev/watchword/internal/operator"
 	"github.com/watchword-dev/watchword/internal/provider/builtin"
 )
@@ -37,9 +37,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "error: %v\nRun \"watchword-dev -h\" for the flags.\n", err)
 		os.Exit(2)
 	}
-	ctrl.SetLogger(zap.New(zap.UseDevMode(console), zap.Level(level), func(zo *zap.Options) {
-		zo.TimeEncoder = zapcore.RFC3339NanoTimeEncoder
-	}))
+	ctrl.SetLogger(logging.New(logging.Options{Level: level, Console: console}))
 	if err := dev.Run(ctx, o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)

@@ -17,9 +17,9 @@ import (
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/watchword-dev/watchword/internal/controller/restart"
+	"github.com/watchword-dev/watchword/internal/logging"
 	"github.com/watchword-dev/watchword/internal/operator"
 	"github.com/watchword-dev/watchword/internal/refreshhook"
 	"github.com/watchword-dev/watchword/internal/webhook"
@@ -43,13 +43,10 @@ type logConfig struct {
 // logLevels are the values --log-level accepts.
 var logLevels = map[string]zapcore.Level{"debug": zapcore.DebugLevel, "info": zapcore.InfoLevel, "error": zapcore.ErrorLevel}
 
-// logger builds the logger; the level was checked by the parser. Times
-// are RFC 3339 with their fraction of a second: the order of what happens
-// in the second after a start is worth seeing.
+// logger builds the logger (internal/logging says what it writes at which
+// level); the level was checked by the parser.
 func (l logConfig) logger() logr.Logger {
-	return zap.New(zap.UseDevMode(l.Console), zap.Level(logLevels[l.Level]), func(o *zap.Options) {
-		o.TimeEncoder = zapcore.RFC3339NanoTimeEncoder
-	})
+	return logging.New(logging.Options{Level: logLevels[l.Level], Console: l.Console})
 }
 
 // reportedError is an error of the flag syntax, which the flag package has

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -113,6 +114,10 @@ type Options struct {
 	// SkipNameValidation lets several operators run in one process (tests):
 	// controller-runtime otherwise refuses a second controller of one name.
 	SkipNameValidation bool
+	// Logger is the manager's and the controllers' logger; the zero value
+	// means controller-runtime's global one (ctrl.SetLogger). Tests that
+	// run several operators in one process give each its own.
+	Logger logr.Logger
 	// RestartRate caps the restarts of workloads for rotations across the
 	// cluster (docs/rotation.md); a zero rate means no cap.
 	RestartRate restart.Rate
@@ -291,6 +296,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		ctrl.LoggerFrom(ctx).Info("Serving only the listed namespaces; ClusterSecretStores are not served", "namespaces", opts.Namespaces)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Logger:                        opts.Logger,
 		NewCache:                      newCache,
 		Scheme:                        Scheme(),
 		Metrics:                       metricsOptions(opts),
