@@ -137,6 +137,9 @@ type Gate struct {
 	authStrikes        int
 	throttleStrikes    int
 	unreachableStrikes int
+	// tickets are the calls reserved by callers in line, by their
+	// Turn's key (turns.go).
+	tickets map[string]ticket
 }
 
 // NewGate returns a gate with limits. A nil clock is the wall clock, a nil
@@ -261,9 +264,17 @@ func (e *HeldError) Unwrap() error { return e.Cause }
 // RetryAfter is the time left of the hold.
 func (e *HeldError) RetryAfter() time.Duration { return e.wait }
 
-// do runs one call, about keys, through the gate.
+// do runs one call, about keys, through the gate: the hold, then the
+// budget, then a call slot. The budget comes before the slot so that a
+// call waiting for the budget (up to MaxBudgetWait) holds no slot: were
+// it the other way round, calls sleeping for the budget would fill the
+// slots, and the callers refused as busy would retry at random, past the
+// line of the budget's turns (turns.go).
 func (g *Gate) do(ctx context.Context, keys []string, call func(context.Context) error) error {
 	if err := g.held(); err != nil {
+		return err
+	}
+	if err := g.spend(ctx); err != nil {
 		return err
 	}
 	slots := g.slotsNow()
@@ -280,12 +291,9 @@ func (g *Gate) do(ctx context.Context, keys []string, call func(context.Context)
 			return fmt.Errorf("waiting for a free call slot of the store: %w: %v", failure.ErrUnavailable, ctx.Err())
 		}
 		defer func() { <-slots }()
-		// The hold may have started while this call waited.
-		if err := g.held(); err != nil {
-			return err
-		}
 	}
-	if err := g.spend(ctx); err != nil {
+	// The hold may have started while this call waited.
+	if err := g.held(); err != nil {
 		return err
 	}
 	g.obs.CallSent()
@@ -316,15 +324,27 @@ func (g *Gate) held() error {
 }
 
 // spend takes one call from the budget, waiting for it up to
-// MaxBudgetWait (and ctx's deadline).
+// MaxBudgetWait (and ctx's deadline). A call with a Turn keeps the call
+// it reserved when it is refused, and uses it when it comes back
+// (turns.go).
 func (g *Gate) spend(ctx context.Context) error {
 	g.mu.Lock()
 	budget, perMinute := g.budget, g.limits.CallsPerMinute
-	g.mu.Unlock()
 	if budget == nil {
+		g.tickets = nil
+		g.mu.Unlock()
 		return nil
 	}
 	now := g.clock.Now()
+	g.expireTickets(now)
+	t, hasTurn := turnFrom(ctx)
+	if hasTurn {
+		if ok, err := g.useTicket(ctx, t, now, perMinute); ok {
+			return err
+		}
+	} else {
+		g.mu.Unlock()
+	}
 	r := budget.ReserveN(now, 1)
 	wait := r.DelayFrom(now)
 	if wait == 0 {
@@ -332,10 +352,15 @@ func (g *Gate) spend(ctx context.Context) error {
 	}
 	deadline, hasDeadline := ctx.Deadline()
 	if !r.OK() || wait > MaxBudgetWait || (hasDeadline && deadline.Sub(now) < wait) {
-		r.CancelAt(now)
 		g.obs.CallRefused(RefusedBudget)
-		if wait == rate.InfDuration {
+		switch {
+		case !r.OK() || wait == rate.InfDuration:
+			r.CancelAt(now)
 			wait = time.Minute
+		case hasTurn:
+			g.keepTicket(t, r, now, wait)
+		default:
+			r.CancelAt(now)
 		}
 		return &budgetError{perMinute: perMinute, wait: wait}
 	}

@@ -2,7 +2,9 @@ package integration
 
 import (
 	"context"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/provider"
@@ -13,7 +15,29 @@ import (
 var reads = struct {
 	sync.Mutex
 	n map[string]int
-}{n: map[string]int{}}
+	// at are the times of the reads of each key, for stores whose reads
+	// are timed (timeReads).
+	at map[string]map[string][]time.Time
+}{n: map[string]int{}, at: map[string]map[string][]time.Time{}}
+
+// timeReads starts keeping the time of every read of store's keys.
+func timeReads(store string) {
+	reads.Lock()
+	defer reads.Unlock()
+	reads.at[store] = map[string][]time.Time{}
+}
+
+// readTimes are the times of the reads of each key of store since
+// timeReads.
+func readTimes(store string) map[string][]time.Time {
+	reads.Lock()
+	defer reads.Unlock()
+	out := map[string][]time.Time{}
+	for k, v := range reads.at[store] {
+		out[k] = slices.Clone(v)
+	}
+	return out
+}
 
 func readCount(store string) int {
 	reads.Lock()
@@ -49,6 +73,9 @@ type countingReader struct {
 func (c *countingReader) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, error) {
 	reads.Lock()
 	reads.n[c.key]++
+	if at, ok := reads.at[c.key]; ok {
+		at[ref.Key] = append(at[ref.Key], time.Now())
+	}
 	reads.Unlock()
 	return c.inner.GetSecret(ctx, ref)
 }

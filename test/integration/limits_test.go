@@ -255,3 +255,65 @@ func TestStarvedRefreshesTurnStaleAndRecover(t *testing.T) {
 	consistently(t, 10*time.Second, allFresh)
 	assertNoLeak(t, ns)
 }
+
+// TestStarvedRefreshesAreServedInTurn: 200 ExternalSecrets refreshed every
+// 10 s (1,200 calls a minute wanted) from a store whose budget gives a
+// quarter of that (300 a minute, 5 a second: the operator's 16 workers
+// want more than MaxBudgetWait of it, so callers are turned away and
+// take turns). Over 100 s every key is read again within a round of the
+// line (200 calls at 5 a second: 40 s, four intervals) and the jitter of
+// the callers' returns (up to half of it; the test allows a whole round
+// more, for a loaded machine), none starved; and the budget is spent on
+// reads, not lost to callers that missed their turn. Without turns, 2 of
+// the 200 had not been read even once two minutes after they were made.
+func TestStarvedRefreshesAreServedInTurn(t *testing.T) {
+	ns := newNamespace(t, nil)
+	const n, interval, perMinute = 200, 10 * time.Second, 300
+	store := ns + "/store"
+	timeReads(store)
+	limitedStore(t, ns, "store", n, &v1alpha1.StoreLimits{CallsPerMinute: ptr.To[int32](perMinute), Burst: ptr.To[int32](5)}, nil)
+	readersOf(t, ns, "store", n, interval)
+	t.Cleanup(func() {
+		_ = k8s.DeleteAllOf(context.Background(), &v1alpha1.ExternalSecret{}, client.InNamespace(ns))
+	})
+	eventually(t, 2*time.Minute, func() (bool, string) {
+		got := len(readTimes(store))
+		return got == n, fmt.Sprintf("%d of %d keys read once", got, n)
+	})
+	start := time.Now()
+	const watch = 100 * time.Second
+	time.Sleep(watch)
+	end := time.Now()
+
+	var longest time.Duration
+	var worst string
+	var inWindow int
+	for key, times := range readTimes(store) {
+		last := times[0]
+		for _, at := range times[1:] {
+			if at.After(start) {
+				if at.After(end) {
+					break
+				}
+				inWindow++
+				if gap := at.Sub(last); gap > longest {
+					longest, worst = gap, key
+				}
+			}
+			last = at
+		}
+		if gap := end.Sub(last); gap > longest {
+			longest, worst = gap, key
+		}
+	}
+	round := time.Duration(n) * time.Minute / perMinute
+	budget := int(watch.Minutes() * perMinute)
+	t.Logf("over %s: %d reads (the budget allows %d); the longest a key went unread: %s (%s; one round of the line is %s, %.1f intervals)",
+		watch, inWindow, budget, longest.Round(100*time.Millisecond), worst, round, float64(longest)/float64(interval))
+	if longest > 2*round {
+		t.Errorf("key %s went %s without a read, more than two rounds of the line (%s): refreshes are starved", worst, longest.Round(100*time.Millisecond), 2*round)
+	}
+	if inWindow < budget*7/10 {
+		t.Errorf("%d reads in %s where the budget allows %d: the budget is lost to missed turns", inWindow, watch, budget)
+	}
+}

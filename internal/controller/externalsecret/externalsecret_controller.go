@@ -270,8 +270,11 @@ func (r *Reconciler) storeClient(ctx context.Context, s *scope) (bool, error) {
 }
 
 // fetch asks the engine for the target's content, through the shared read
-// cache.
+// cache. Its calls take their turn in line when the store's call budget
+// is short (engine.Turn): every ExternalSecret of the store is read once
+// per round of the line, none starved.
 func (r *Reconciler) fetch(ctx context.Context, s *scope) (bool, error) {
+	ctx = engine.WithTurn(ctx, engine.Turn{Key: s.es.Namespace + "/" + s.es.Name})
 	res, err := r.Fetcher.Sync(ctx, engine.Input{Spec: &s.es.Spec, Store: s.store.ID(), Reader: s.client,
 		TemplateSources: s.sources, MaxAge: s.plan.maxAge(), ReadAfter: s.plan.readAfter()})
 	if err != nil {

@@ -127,7 +127,14 @@ func (r *Reconciler) fail(ctx context.Context, s *scope, err error) (ctrl.Result
 		// intervals shows, as Fresh False: the limits starve it.
 		_, msg := failure.Describe(err)
 		markStale(s, "the store's call limits (spec.limits, or the controller's defaults) hold its refreshes back: "+msg)
-		return ctrl.Result{RequeueAfter: wait + time.Duration(rand.Int64N(int64(wait/2)+1))}, nil
+		retry := wait + time.Duration(rand.Int64N(int64(wait/2)+1))
+		// A read that waits its turn in line (engine.Turn) may wait
+		// several intervals: it comes back when it turns stale too, to
+		// say so (its reserved call is kept meanwhile).
+		if d, ok := s.schedule().untilStale(); ok && d+time.Second < retry {
+			retry = d + time.Second
+		}
+		return ctrl.Result{RequeueAfter: retry}, nil
 	}
 	class, msg := failure.Describe(err)
 	st := &s.es.Status

@@ -380,6 +380,16 @@ func lastPoint(now time.Time, period, offset time.Duration) time.Time {
 
 // age is how long ago the data was last read successfully (0 before the
 // first sync).
+// untilStale is how long until the ExternalSecret turns stale; false when
+// it never does or already is.
+func (s schedule) untilStale() (time.Duration, bool) {
+	if s.interval <= 0 || s.lastRead == nil {
+		return 0, false
+	}
+	d := staleIntervals*s.interval - s.age()
+	return d, d > 0
+}
+
 func (s schedule) age() time.Duration {
 	if s.lastRead == nil {
 		return 0
