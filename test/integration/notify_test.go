@@ -7,11 +7,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -178,6 +182,54 @@ func TestNotifyRestartAndHold(t *testing.T) {
 	for name, rc := range map[string]*notifyReceiver{"webhook": hook, "Slack": slack, "Teams": teams} {
 		if all := rc.all(); strings.Contains(all, first) || strings.Contains(all, second) {
 			t.Errorf("the %s receiver was sent a value: %s", name, all)
+		}
+	}
+}
+
+// TestHelmChartNotificationsRole: a namespaced install that does not
+// serve its own namespace may get the notifications' Secret there, by
+// name, and no other Secret of it; one that serves it needs no Role of
+// its own for it.
+func TestHelmChartNotificationsRole(t *testing.T) {
+	helm := needHelm(t)
+	ctx := context.Background()
+	ns, served := newNamespace(t, nil), newNamespace(t, nil)
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	must(t, os.WriteFile(values, []byte("namespaced:\n  enabled: true\n  namespaces: ["+served+"]\nnotifications:\n  secretName: receivers\n"), 0o600))
+	r := helmTemplate(t, helm, "wwn", ns, values)
+	d := r.deployment(t)
+	assertArgsParse(t, d)
+	if a := args(t, d); !slices.Contains(a, "--notify-secret=receivers") || !slices.Contains(a, "--notify-secret-namespace="+ns) {
+		t.Errorf("args %v lack --notify-secret=receivers and --notify-secret-namespace=%s", a, ns)
+	}
+	var sa string
+	for _, u := range r.objs {
+		switch u.GetKind() {
+		case "ServiceAccount":
+			sa = u.GetName()
+		case "Role", "RoleBinding":
+		default:
+			continue
+		}
+		must(t, ssa(ctx, u, false))
+	}
+	user := "system:serviceaccount:" + ns + ":" + sa
+	if !allowed(t, user, authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "secrets", Name: "receivers"}) {
+		t.Errorf("%s may not get the notifications' Secret %s/receivers", user, ns)
+	}
+	for _, ra := range []authorizationv1.ResourceAttributes{
+		{Namespace: ns, Verb: "get", Resource: "secrets", Name: "other"},
+		{Namespace: ns, Verb: "list", Resource: "secrets"},
+	} {
+		if allowed(t, user, ra) {
+			t.Errorf("%s may %s secrets %q in %s: want the notifications' Secret only", user, ra.Verb, ra.Name, ns)
+		}
+	}
+	// Serving its own namespace, the install's Role there covers it.
+	must(t, os.WriteFile(values, []byte("namespaced:\n  enabled: true\nnotifications:\n  secretName: receivers\n"), 0o600))
+	for _, u := range helmTemplate(t, helm, "wwn", ns, values).find("Role") {
+		if strings.HasSuffix(u.GetName(), "-notifications") {
+			t.Errorf("Role %s rendered for an install that serves its own namespace", u.GetName())
 		}
 	}
 }
