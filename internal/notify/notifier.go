@@ -55,10 +55,10 @@ const (
 	DefaultReloadPeriod  = time.Minute
 )
 
-// DefaultBackoff waits 1s, 2s, 4s, 8s and 16s (each ±10%) between the
-// six attempts: about half a minute in all, so that a receiver that
-// restarts is waited for, and one that is down is given up on before
-// much queues behind it.
+// DefaultBackoff waits 1s, 2s, 4s, 8s and 16s (each up to 10% more)
+// between the six attempts: about half a minute in all, so that a
+// receiver that restarts is waited for, and one that is down is given up
+// on before much queues behind it.
 var DefaultBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: DefaultAttempts, Cap: time.Minute}
 
 // DefaultOptions are the options without flags.
