@@ -271,3 +271,15 @@ func TestSignature(t *testing.T) {
 		}
 	}
 }
+
+// TestSignKnownAnswer: the signature is the HMAC-SHA256 of the timestamp,
+// a dot and the body, as docs/notifications.md tells receivers to check
+// it with openssl:
+// printf '%s.' 1700000000 | cat - body.json | openssl dgst -sha256 -hmac Jefe
+func TestSignKnownAnswer(t *testing.T) {
+	body := `{"id":"fe4d0a52dc655ff10daa8c327c5e2ace","type":"Restarted"}`
+	ts, sig := Sign([]byte(body), []byte("Jefe"), time.Unix(1_700_000_000, 0))
+	if want := "sha256=0b52df18430095e2b7bd2f8ec57039cef70bcbee755e21e1a36b97fa9f6bdf6d"; ts != "1700000000" || sig != want {
+		t.Fatalf("Sign = %s, %s; want 1700000000, %s", ts, sig, want)
+	}
+}
