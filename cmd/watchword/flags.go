@@ -20,6 +20,7 @@ import (
 
 	"github.com/watchword-dev/watchword/internal/controller/restart"
 	"github.com/watchword-dev/watchword/internal/logging"
+	"github.com/watchword-dev/watchword/internal/notify"
 	"github.com/watchword-dev/watchword/internal/operator"
 	"github.com/watchword-dev/watchword/internal/refreshhook"
 	"github.com/watchword-dev/watchword/internal/webhook"
@@ -153,6 +154,8 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "how often replicas try to take or renew the lease")
 	var wh webhookFlags
 	wh.add(fs)
+	var nf notifyFlags
+	nf.add(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return c, err
 	}
@@ -160,6 +163,9 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 		return c, err
 	}
 	if err := wh.apply(o); err != nil {
+		return c, err
+	}
+	if err := nf.apply(o); err != nil {
 		return c, err
 	}
 	if o.Workers < 1 {
@@ -340,5 +346,63 @@ func (w *webhookFlags) apply(o *operator.Options) error {
 			DNSNames: []string{svc, svc + ".cluster.local"}, Validity: w.validity}
 	}
 	o.Webhook = opts
+	return nil
+}
+
+// notifyFlags are the flags of the notifications of restarts
+// (docs/notifications.md).
+type notifyFlags struct {
+	secret, namespace, cluster, events string
+	opts                               notify.Options
+}
+
+func (n *notifyFlags) add(fs *flag.FlagSet) {
+	n.opts = notify.DefaultOptions()
+	fs.StringVar(&n.secret, "notify-secret", "", "Secret holding the URLs of the receivers of notifications of restarts (keys webhook-url and webhook-signing-key, slack-webhook-url, teams-webhook-url); read again every minute; empty: no notifications")
+	fs.StringVar(&n.namespace, "notify-secret-namespace", os.Getenv("POD_NAMESPACE"), "namespace of --notify-secret (default: $POD_NAMESPACE)")
+	fs.StringVar(&n.events, "notify-events", strings.Join(notify.Types, ","), "the notifications sent, separated by commas: Restarted, RestartHeld")
+	fs.StringVar(&n.cluster, "notify-cluster-name", "", "name of this cluster in every notification (empty: none)")
+	fs.IntVar(&n.opts.QueueSize, "notify-queue-size", n.opts.QueueSize, "notifications waiting for one receiver at most; when full, the oldest is dropped (and counted)")
+	fs.IntVar(&n.opts.Workers, "notify-workers", n.opts.Workers, "notifications sent to one receiver at once (at least 1)")
+	fs.DurationVar(&n.opts.Timeout, "notify-timeout", n.opts.Timeout, "time one attempt at a notification may take, the answer included")
+	fs.IntVar(&n.opts.Attempts, "notify-attempts", n.opts.Attempts, "attempts at one notification, the first included, 1s apart and doubling; a 429's Retry-After is honoured up to 5m")
+}
+
+// apply sets o.NotifySecret and o.Notify from the flags.
+func (n *notifyFlags) apply(o *operator.Options) error {
+	if n.secret == "" {
+		return nil
+	}
+	if errs := validation.IsDNS1123Subdomain(n.secret); len(errs) > 0 {
+		return fmt.Errorf("--notify-secret %q is not a Secret name: %s", n.secret, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Label(n.namespace); len(errs) > 0 {
+		return fmt.Errorf("--notify-secret-namespace %q: name the namespace of --notify-secret (or set $POD_NAMESPACE): %s", n.namespace, strings.Join(errs, "; "))
+	}
+	for t := range strings.SplitSeq(n.events, ",") {
+		t = strings.TrimSpace(t)
+		if !slices.Contains(notify.Types, t) {
+			return fmt.Errorf("--notify-events names %q: use %s, separated by commas", t, strings.Join(notify.Types, ", "))
+		}
+		n.opts.Types = append(n.opts.Types, t)
+	}
+	if n.opts.QueueSize < 1 {
+		return fmt.Errorf("--notify-queue-size %d: use a whole number of at least 1", n.opts.QueueSize)
+	}
+	if n.opts.Workers < 1 {
+		return fmt.Errorf("--notify-workers %d: use a whole number of at least 1", n.opts.Workers)
+	}
+	if n.opts.Timeout <= 0 {
+		return fmt.Errorf("--notify-timeout %s: use a duration above 0, such as 10s", n.opts.Timeout)
+	}
+	if n.opts.Attempts < 1 {
+		return fmt.Errorf("--notify-attempts %d: use a whole number of at least 1", n.opts.Attempts)
+	}
+	if len(n.cluster) > 253 {
+		return fmt.Errorf("--notify-cluster-name: use at most 253 characters")
+	}
+	n.opts.Cluster = n.cluster
+	o.NotifySecret = types.NamespacedName{Namespace: n.namespace, Name: n.secret}
+	o.Notify = n.opts
 	return nil
 }

@@ -246,3 +246,46 @@ func TestParseControllerWebhook(t *testing.T) {
 		}
 	}
 }
+
+// TestParseControllerNotify: notifications are off unless --notify-secret;
+// then they read it in --notify-secret-namespace (or $POD_NAMESPACE) with
+// the events, cluster name and delivery asked for; bad values are refused
+// with what to use.
+func TestParseControllerNotify(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "")
+	c, err := parseController(nil, io.Discard)
+	if err != nil || c.Operator.NotifySecret.Name != "" {
+		t.Fatalf("no flags: notify secret %v, err %v; want none", c.Operator.NotifySecret, err)
+	}
+	c, err = parseController([]string{"--notify-secret", "receivers", "--notify-secret-namespace", "ops", "--notify-events", "RestartHeld",
+		"--notify-cluster-name", "prod-eu", "--notify-queue-size", "50", "--notify-workers", "3", "--notify-timeout", "4s", "--notify-attempts", "2"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := c.Operator.Notify
+	if c.Operator.NotifySecret != (types.NamespacedName{Namespace: "ops", Name: "receivers"}) || !slices.Equal(n.Types, []string{"RestartHeld"}) ||
+		n.Cluster != "prod-eu" || n.QueueSize != 50 || n.Workers != 3 || n.Timeout != 4*time.Second || n.Attempts != 2 {
+		t.Errorf("notify %v %+v", c.Operator.NotifySecret, n)
+	}
+	t.Setenv("POD_NAMESPACE", "from-env")
+	c, err = parseController([]string{"--notify-secret", "receivers"}, io.Discard)
+	if err != nil || c.Operator.NotifySecret.Namespace != "from-env" || !slices.Equal(c.Operator.Notify.Types, []string{"Restarted", "RestartHeld"}) ||
+		c.Operator.Notify.QueueSize != 1000 || c.Operator.Notify.Attempts != 6 {
+		t.Errorf("defaults: %v %+v, %v", c.Operator.NotifySecret, c.Operator.Notify, err)
+	}
+	t.Setenv("POD_NAMESPACE", "")
+	for args, want := range map[string]string{
+		"--notify-secret=receivers":                                                  "--notify-secret-namespace",
+		"--notify-secret=Bad_Name --notify-secret-namespace=ops":                     `--notify-secret "Bad_Name" is not a Secret name`,
+		"--notify-secret=r --notify-secret-namespace=ops --notify-events=Restart":    `--notify-events names "Restart": use Restarted, RestartHeld`,
+		"--notify-secret=r --notify-secret-namespace=ops --notify-queue-size=0":      "--notify-queue-size 0",
+		"--notify-secret=r --notify-secret-namespace=ops --notify-workers=0":         "--notify-workers 0",
+		"--notify-secret=r --notify-secret-namespace=ops --notify-timeout=0s":        "--notify-timeout 0s",
+		"--notify-secret=r --notify-secret-namespace=ops --notify-attempts=0":        "--notify-attempts 0",
+		"--notify-secret=r --notify-secret-namespace=ops --notify-events=Restarted,": `--notify-events names ""`,
+	} {
+		if _, err := parseController(strings.Fields(args), io.Discard); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one with %s", args, err, want)
+		}
+	}
+}

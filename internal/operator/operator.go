@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -54,6 +55,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/controller/storewatch"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/metrics"
+	"github.com/watchword-dev/watchword/internal/notify"
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/refreshhook"
 	"github.com/watchword-dev/watchword/internal/webhook"
@@ -139,6 +141,13 @@ type Options struct {
 	// namespaces, so that Roles in them are enough (`--namespace`,
 	// namespaced.go). ClusterSecretStores are then not served.
 	Namespaces []string
+
+	// NotifySecret, when named, is the Secret that holds the URLs of the
+	// receivers of notifications of restarts and held restarts
+	// (docs/notifications.md); Notify tunes their delivery. No name: no
+	// notifications.
+	NotifySecret types.NamespacedName
+	Notify       notify.Options
 
 	// Webhook, when set, serves the admission webhook that refuses a
 	// second writer of a target (docs/operations.md); nil: not served.
@@ -397,8 +406,12 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 			return nil, fmt.Errorf("setting up the store controller: %w", err)
 		}
 	}
+	notifier, nerr := addNotifier(mgr, opts)
+	if nerr != nil {
+		return nil, nerr
+	}
 	if err := restart.Setup(ctx, mgr, recorder, opts.ControllerClass, clock, restart.Options{RestartRate: opts.RestartRate, Namespaces: opts.Namespaces,
-		HeldWarningAfter: opts.RestartHeldWarningAfter}); err != nil {
+		HeldWarningAfter: opts.RestartHeldWarningAfter, Notifier: notifier}); err != nil {
 		return nil, fmt.Errorf("setting up the restart controllers: %w", err)
 	}
 	if err := addPushSecrets(ctx, mgr, metaClient, clients, recorder, clock, opts); err != nil {
@@ -452,6 +465,19 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		return nil, err
 	}
 	return &Operator{Manager: mgr, Fetcher: fetcher}, nil
+}
+
+// addNotifier runs the delivery of notifications of restarts, when a
+// receivers' Secret is named; none otherwise.
+func addNotifier(mgr ctrl.Manager, opts Options) (restart.Notifier, error) {
+	if opts.NotifySecret.Name == "" {
+		return nil, nil
+	}
+	n := notify.New(opts.Notify, notify.SecretLoader{Reader: mgr.GetAPIReader(), Secret: opts.NotifySecret}, ctrl.Log.WithName("notifications"))
+	if err := mgr.Add(n); err != nil {
+		return nil, err
+	}
+	return n, nil
 }
 
 // hookNotifier hands the refresh endpoint's notifications to the

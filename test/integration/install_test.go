@@ -391,6 +391,8 @@ func TestHelmChartEveryOption(t *testing.T) {
 		"--refresh-hook-bearer-token-file=/etc/watchword/refresh-hook-token/token",
 		"--refresh-hook-store-notifications-per-second=0.5", "--refresh-hook-notifications-per-second=20",
 		"--kube-api-qps=100",
+		"--notify-secret=watchword-receivers", "--notify-secret-namespace=" + ns, "--notify-events=RestartHeld",
+		"--notify-cluster-name=prod eu", "--notify-queue-size=100", "--notify-workers=3", "--notify-timeout=5s", "--notify-attempts=4",
 	} {
 		if !slices.Contains(a, want) {
 			t.Errorf("args %v lack %s", a, want)

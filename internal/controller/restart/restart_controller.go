@@ -81,6 +81,8 @@ type Reconciler struct {
 	// HeldWarningAfter is how long a restart is held for a rollout before
 	// the hold is told (held.go).
 	HeldWarningAfter time.Duration
+	// Notifier, when set, is told of restarts and told holds (notify.go).
+	Notifier Notifier
 
 	kind kind
 	// recorded holds, per workload (Ref), the generation that Watchword's
@@ -116,6 +118,8 @@ type Options struct {
 	// HeldWarningAfter is how long a restart is held for a rollout before
 	// the hold is told (held.go); zero tells it at once.
 	HeldWarningAfter time.Duration
+	// Notifier, when set, is told of restarts and told holds.
+	Notifier Notifier
 }
 
 // Setup registers one controller per workload kind, sharing one gate.
@@ -137,7 +141,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, recorder record.EventRecorder,
 		arrived: func(ref Ref) { wake(wakes, []Ref{ref}) }}
 	newReconciler := func(k kind) *Reconciler {
 		return &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Class: class, Clock: clock, Gate: gate,
-			HeldWarningAfter: opts.HeldWarningAfter, kind: k,
+			HeldWarningAfter: opts.HeldWarningAfter, Notifier: opts.Notifier, kind: k,
 			warned: warned, recorded: recorded, held: held, readers: readers, wakes: wakes, arrivals: awaited}
 	}
 	for _, k := range kinds {
@@ -338,6 +342,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	metrics.Restarts.WithLabelValues(ref.Namespace, ref.Kind).Inc()
 	ctrl.LoggerFrom(ctx).Info("restarted for a rotation", "kind", ref.Kind, "secrets", slices.Sorted(maps.Keys(plan.Next.Pending)))
 	r.Recorder.Event(obj, corev1.EventTypeNormal, ReasonRestarted, "restarted for "+owedText(plan.Next.Pending))
+	r.notifyRestarted(ref, now, plan.Next.Pending, sources)
 	for name, owed := range plan.Next.Pending {
 		for _, es := range sources[name] {
 			r.Recorder.Eventf(es, corev1.EventTypeNormal, ReasonRestarted, "%s restarted for Secret %q, keys: %s", ref, name, keyText(owed.Keys))
@@ -391,6 +396,7 @@ func (r *Reconciler) hold(ctx context.Context, now time.Time, ref Ref, obj clien
 			r.held.Store(ref, mem)
 		}
 		r.Recorder.Event(obj, heldEventType(v.Reason), ReasonHeld, v.Message+"; "+owedText(next.Pending))
+		r.notifyHeld(ctx, ref, now, v, next.Pending)
 		metrics.RestartsHeld.WithLabelValues(ref.Namespace, ref.Kind, v.Reason).Inc()
 	}
 	return ctrl.Result{RequeueAfter: retry}, nil
