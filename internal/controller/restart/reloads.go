@@ -26,30 +26,31 @@ const reloadKey = "watchword.io/reload"
 // writes goes with that ExternalSecret's rotations, as restart-on's do
 // (so a first sync or a repair restarts nothing); the other Secrets and
 // the ConfigMaps are watched objects, whose digests tell their changes.
-// Nothing used means there is nothing to do (an annotation that does not
-// parse is warned about).
+// ok is false when nothing asks for restarts: every annotation that
+// does, fails to parse (it is warned about), and no ExternalSecret lists
+// the workload.
 func (r *Reconciler) consumed(ctx context.Context, ref Ref, obj client.Object, optedIn bool, listers []*v1alpha1.ExternalSecret) (
-	used map[string]Usage, watched map[Object]Usage, err error) {
+	used map[string]Usage, watched map[Object]Usage, ok bool, err error) {
 	ann, spec := obj.GetAnnotations(), &podTemplate(obj).Spec
-	used, watched = map[string]Usage{}, map[Object]Usage{}
+	used, watched, ok = map[string]Usage{}, map[Object]Usage{}, len(listers) > 0
 	if optedIn {
 		reload := HasReload(ann)
 		if _, named := ann[OnAnnotation]; named || !reload {
 			// A restart-on that does not parse restarts nothing for it;
 			// the reloads and the ExternalSecrets that list it still do.
 			u, uerr := Consumed(ann[OnAnnotation], spec)
-			r.warn(obj, ref, OnAnnotation, uerr)
+			ok = !r.warn(obj, ref, OnAnnotation, uerr) || ok
 			maps.Copy(used, u)
 		}
 		if reload {
 			rl, rerr := Reloads(ann, spec)
-			r.warn(obj, ref, reloadKey, rerr)
+			ok = !r.warn(obj, ref, reloadKey, rerr) || ok
 			for o, u := range rl.Objects {
 				written := false
 				if o.Kind == KindSecret {
 					writers, werr := targetindex.Writers(ctx, r.Client, externalsecret.IndexTarget, ref.Namespace, o.Name)
 					if werr != nil {
-						return nil, nil, fmt.Errorf("listing the ExternalSecrets of Secret %q: %w", o.Name, werr)
+						return nil, nil, false, fmt.Errorf("listing the ExternalSecrets of Secret %q: %w", o.Name, werr)
 					}
 					written = len(writers) > 0
 				}
@@ -63,7 +64,7 @@ func (r *Reconciler) consumed(ctx context.Context, ref Ref, obj client.Object, o
 		}
 	}
 	addListed(used, listers, spec)
-	return used, watched, nil
+	return used, watched, ok, nil
 }
 
 // addUsage adds a use of a Secret to what a workload consumes.

@@ -300,12 +300,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.objects.track(ref, nil)
 		return ctrl.Result{}, nil
 	}
-	used, watched, err := r.consumed(ctx, ref, obj, optedIn, listers)
+	used, watched, ok, err := r.consumed(ctx, ref, obj, optedIn, listers)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	r.objects.track(ref, slices.Collect(maps.Keys(watched)))
-	if len(used) == 0 {
+	if !ok {
 		return ctrl.Result{}, nil
 	}
 	debounce, err := Debounce(ann[DebounceAnnotation])
