@@ -174,13 +174,13 @@ func TestReloadEnvStrategyUnderAReapply(t *testing.T) {
 
 	// The re-apply from Git.
 	eventually(t, 30*time.Second, func() (bool, string) {
-		cur, err := s.kube.AppsV1().Deployments(ns).Get(t.Context(), "app", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
+		cur, gerr := s.kube.AppsV1().Deployments(ns).Get(t.Context(), "app", metav1.GetOptions{})
+		if gerr != nil {
+			return false, gerr.Error()
 		}
 		cur.Spec.Template = *inGit.DeepCopy()
-		if _, err = s.kube.AppsV1().Deployments(ns).Update(t.Context(), cur, metav1.UpdateOptions{}); err != nil {
-			return false, err.Error()
+		if _, gerr = s.kube.AppsV1().Deployments(ns).Update(t.Context(), cur, metav1.UpdateOptions{}); gerr != nil {
+			return false, gerr.Error()
 		}
 		return true, ""
 	})

@@ -48,10 +48,10 @@ const (
 // Reloader's annotations, honoured on a workload that carries the label
 // when Watchword's own for the same is absent.
 const (
-	reloaderAuto           = "reloader.stakater.com/auto"
-	reloaderSecretAuto     = "secret.reloader.stakater.com/auto"
-	reloaderConfigMapAuto  = "configmap.reloader.stakater.com/auto"
-	reloaderSecretReload   = "secret.reloader.stakater.com/reload"
+	reloaderAuto            = "reloader.stakater.com/auto"
+	reloaderSecretAuto      = "secret.reloader.stakater.com/auto"
+	reloaderConfigMapAuto   = "configmap.reloader.stakater.com/auto"
+	reloaderSecretReload    = "secret.reloader.stakater.com/reload"
 	reloaderConfigMapReload = "configmap.reloader.stakater.com/reload"
 )
 
@@ -291,15 +291,27 @@ func decodeDigests(v string) map[string]string {
 // Changes compares the digests of the watched objects now (cur, by record
 // key) with the recorded ones: an object whose recorded digest differs is
 // a change at now, as a rotation of any key it uses (the digest covers
-// only those); one without a record is the baseline.
-func Changes(now time.Time, cur, recorded map[string]string) []Rotation {
-	var out []Rotation
+// only those); one without a record is the baseline. An object deleted
+// since is no change (the pods running have read it, and new ones could
+// not start): its recorded digest is kept, so that it is a change when it
+// comes back different. next are the digests to record.
+func Changes(now time.Time, cur, recorded map[string]string) (changes []Rotation, next map[string]string) {
+	if len(cur) == 0 {
+		return nil, nil
+	}
+	next = make(map[string]string, len(cur))
 	for _, key := range slices.Sorted(maps.Keys(cur)) {
-		if prev, ok := recorded[key]; ok && prev != cur[key] {
-			out = append(out, Rotation{Secret: key, At: now})
+		prev, ok := recorded[key]
+		next[key] = cur[key]
+		switch {
+		case !ok:
+		case cur[key] == absent:
+			next[key] = prev
+		case prev != cur[key]:
+			changes = append(changes, Rotation{Secret: key, At: now})
 		}
 	}
-	return out
+	return changes, next
 }
 
 // recordName names a record key for a person: a Secret rotations name, or a

@@ -321,19 +321,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	now, st := r.Clock.Now(), DecodeState(ann)
-	plan := Decide(now, used, st, append(rots, Changes(now, digests, st.Digests)...), debounce).withDigests(digests)
+	changes, digests := Changes(now, digests, st.Digests)
+	plan := Decide(now, used, st, append(rots, changes...), debounce).withDigests(digests)
 	if !plan.Restart {
-		r.Gate.Settled(ref)
-		r.unheld(ref, len(plan.Next.Pending) > 0)
-		if plan.Changed {
-			if err := r.record(ctx, ref, obj, plan.Next); err != nil {
-				return conflictOr(err)
-			}
-		}
-		if len(plan.Next.Pending) > 0 {
-			return ctrl.Result{RequeueAfter: plan.DueAt.Sub(now)}, nil
-		}
-		return ctrl.Result{}, nil
+		return r.settle(ctx, now, ref, obj, plan)
 	}
 	if v := r.admit(ctx, now, ref, obj, window, badWindow); !v.Go {
 		return r.hold(ctx, now, ref, obj, plan, v)
@@ -356,6 +347,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		for _, es := range sources[name] {
 			r.Recorder.Eventf(es, corev1.EventTypeNormal, ReasonRestarted, "%s restarted for Secret %q, keys: %s", ref, name, keyText(owed.Keys))
 		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// settle records a plan that restarts nothing now, and asks again when
+// the restart it owes is due.
+func (r *Reconciler) settle(ctx context.Context, now time.Time, ref Ref, obj client.Object, plan Plan) (ctrl.Result, error) {
+	r.Gate.Settled(ref)
+	r.unheld(ref, len(plan.Next.Pending) > 0)
+	if plan.Changed {
+		if err := r.record(ctx, ref, obj, plan.Next); err != nil {
+			return conflictOr(err)
+		}
+	}
+	if len(plan.Next.Pending) > 0 {
+		return ctrl.Result{RequeueAfter: plan.DueAt.Sub(now)}, nil
 	}
 	return ctrl.Result{}, nil
 }
