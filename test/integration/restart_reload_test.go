@@ -196,3 +196,27 @@ func TestReloadStampsTheCronJobsNextJob(t *testing.T) {
 		return s != "", "the CronJob's Job template is not stamped"
 	})
 }
+
+// TestReloadHeldByTheWindow: the rules of rotations hold for a change: a
+// change due while the workload's maintenance window is closed is held,
+// told once in a RestartHeld event naming the ConfigMap, and recorded as
+// owed; nothing restarts meanwhile.
+func TestReloadHeldByTheWindow(t *testing.T) {
+	ns := newNamespace(t, nil)
+	deps := watchDeployments(t, ns)
+	createConfigMap(t, ns, "settings", map[string]string{"mode": "blue"})
+	newIdleWorkload(t, ns, "web", map[string]string{restart.ReloadConfigMapsAnnotation: "settings", restart.DebounceAnnotation: "1s",
+		// 03:00 on the first of January: closed during the test.
+		restart.WindowAnnotation: "0 3 1 1 *", restart.WindowDurationAnnotation: "1m"}, configMapKey("settings", "mode"))
+	waitDigests(t, ns, "web", 1)
+	setConfigMap(t, ns, "settings", "mode", "green")
+	waitEvent(t, ns, "web", restart.ReasonHeld, `maintenance window`)
+	if n := countEvents(t, ns, "web", restart.ReasonHeld, `change of ConfigMap "settings"`); n != 1 {
+		t.Fatalf("%d RestartHeld events naming the ConfigMap, want 1", n)
+	}
+	consistently(t, 3*time.Second, func() (bool, string) {
+		pending := getDeployment(t, ns, "web").Annotations[restart.PendingAnnotation]
+		return deps.count("web") == 0 && strings.HasPrefix(pending, "configmap/settings="),
+			fmt.Sprintf("restarted %d times, owes %q", deps.count("web"), pending)
+	})
+}

@@ -314,11 +314,13 @@ func Changes(now time.Time, cur, recorded map[string]string) (changes []Rotation
 	return changes, next
 }
 
-// recordName names a record key for a person: a Secret rotations name, or a
-// watched object.
-func recordName(key string) string {
+// owedName names what a restart is owed for, by record key, for a
+// person: the rotation of a Secret and its keys, or the change of a
+// watched object (whose keys are not told apart: its digest covers the
+// keys in use).
+func owedName(key string, owed Owed) string {
 	if o, ok := objectOf(key); ok {
-		return fmt.Sprintf("change of %s %q", o.Kind, o.Name)
+		return fmt.Sprintf("change of %s %q (keys in use)", o.Kind, o.Name)
 	}
-	return fmt.Sprintf("rotation of Secret %q", key)
+	return fmt.Sprintf("rotation of Secret %q (keys: %s)", key, keyText(owed.Keys))
 }

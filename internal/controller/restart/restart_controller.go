@@ -586,7 +586,7 @@ func (r *Reconciler) warn(obj client.Object, ref Ref, annotation string, err err
 func owedText(pending map[string]Owed) string {
 	var parts []string
 	for _, name := range slices.Sorted(maps.Keys(pending)) {
-		parts = append(parts, fmt.Sprintf("%s (keys: %s)", recordName(name), keyText(pending[name].Keys)))
+		parts = append(parts, owedName(name, pending[name]))
 	}
 	return strings.Join(parts, ", ")
 }
