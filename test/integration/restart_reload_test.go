@@ -220,3 +220,28 @@ func TestReloadHeldByTheWindow(t *testing.T) {
 			fmt.Sprintf("restarted %d times, owes %q", deps.count("web"), pending)
 	})
 }
+
+// TestReloadChangeWhileDownIsNotLost: a change made while Watchword is
+// stopped is seen when it starts again, as a digest that differs from the
+// one recorded on the workload, and restarts the workload once; a start
+// with nothing changed restarts nothing.
+func TestReloadChangeWhileDownIsNotLost(t *testing.T) {
+	const class = "reload-down"
+	stop := startRestarter(t, class, restart.Rate{})
+	ns := newNamespace(t, nil)
+	deps := watchDeployments(t, ns)
+	createConfigMap(t, ns, "settings", map[string]string{"mode": "blue"})
+	newIdleWorkload(t, ns, "web", map[string]string{restart.ReloadAutoAnnotation: "true", restart.DebounceAnnotation: "1s",
+		restart.ClassAnnotation: class}, configMapKey("settings", "mode"))
+	waitDigests(t, ns, "web", 1)
+	stop()
+
+	stop = startRestarter(t, class, restart.Rate{})
+	deps.keepRestarts(t, ns, "web", 0)
+	stop()
+
+	setConfigMap(t, ns, "settings", "mode", "green")
+	startRestarter(t, class, restart.Rate{})
+	deps.waitRestarts(t, "web", 1, wait)
+	deps.keepRestarts(t, ns, "web", 1)
+}
