@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -339,6 +340,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 			&appsv1.Deployment{}:  {Label: restart.Selector()},
 			&appsv1.StatefulSet{}: {Label: restart.Selector()},
 			&appsv1.DaemonSet{}:   {Label: restart.Selector()},
+			&batchv1.CronJob{}:    {Label: restart.Selector()},
 		}},
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secret and ConfigMap contents are read from the API server

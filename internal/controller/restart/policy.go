@@ -216,6 +216,9 @@ type State struct {
 	// Held are the reasons of the owed restart's hold already announced,
 	// sorted; none once nothing is owed.
 	Held []string
+	// Digests are the digests of the watched objects (reload.go), by
+	// record key.
+	Digests map[string]string
 }
 
 // Plan is what to do with a workload now.
@@ -244,7 +247,7 @@ func Decide(now time.Time, used map[string]Usage, st State, rots []Rotation, deb
 			latest[r.Secret] = r.At
 		}
 	}
-	next := State{Seen: map[string]time.Time{}, Pending: map[string]Owed{}}
+	next := State{Seen: map[string]time.Time{}, Pending: map[string]Owed{}, Digests: st.Digests}
 	for name, u := range used {
 		cur := latest[name]
 		prev, known := st.Seen[name]
@@ -322,7 +325,7 @@ func merge(owed Owed, at time.Time, keys []string) Owed {
 // Restarted is the state after the owed restart: nothing pending, nor
 // held.
 func (s State) Restarted() State {
-	return State{Seen: s.Seen, Pending: map[string]Owed{}}
+	return State{Seen: s.Seen, Pending: map[string]Owed{}, Digests: s.Digests}
 }
 
 func equalState(a, b State) bool {
@@ -331,7 +334,7 @@ func equalState(a, b State) bool {
 	}
 	return maps.EqualFunc(a.Seen, b.Seen, time.Time.Equal) &&
 		maps.EqualFunc(a.Pending, b.Pending, func(x, y Owed) bool { return x.At.Equal(y.At) && slices.Equal(x.Keys, y.Keys) }) &&
-		slices.Equal(a.Held, b.Held)
+		slices.Equal(a.Held, b.Held) && maps.Equal(a.Digests, b.Digests)
 }
 
 // stamp is the form of a rotation time in the annotations: RFC 3339 in
@@ -407,6 +410,9 @@ func DecodeState(annotations map[string]string) State {
 			sort.Strings(owed.Keys)
 		}
 		st.Pending[name] = owed
+	}
+	if d := decodeDigests(annotations[DigestsAnnotation]); len(d) > 0 {
+		st.Digests = d
 	}
 	if len(st.Pending) > 0 {
 		for reason := range strings.SplitSeq(annotations[HeldAnnotation], ",") {

@@ -105,6 +105,9 @@ type Reconciler struct {
 	wakes map[string]chan event.GenericEvent
 	// arrivals watches for the listed workloads that do not exist yet.
 	arrivals *arrivals
+	// objects watches the ConfigMaps and Secrets that workloads reload
+	// for (objwatch.go).
+	objects *watchedObjects
 }
 
 // Options tune the restart controllers.
@@ -139,10 +142,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, recorder record.EventRecorder,
 	}
 	awaited := &arrivals{ctx: ctx, meta: meta, waiting: map[Ref]context.CancelFunc{},
 		arrived: func(ref Ref) { wake(wakes, []Ref{ref}) }}
+	objects := newWatchedObjects(ctx, meta, mgr.GetAPIReader(), func(refs []Ref) { wake(wakes, refs) })
 	newReconciler := func(k kind) *Reconciler {
 		return &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Class: class, Clock: clock, Gate: gate,
 			HeldWarningAfter: opts.HeldWarningAfter, Notifier: opts.Notifier, kind: k,
-			warned: warned, recorded: recorded, held: held, readers: readers, wakes: wakes, arrivals: awaited}
+			warned: warned, recorded: recorded, held: held, readers: readers, wakes: wakes, arrivals: awaited, objects: objects}
 	}
 	for _, k := range kinds {
 		readers.Store(k.name, mgr.GetClient())
@@ -253,7 +257,9 @@ func (r *Reconciler) consumers(ctx context.Context, o client.Object) []reconcile
 	var out []reconcile.Request
 	for _, w := range r.kind.items(list) {
 		used, err := Consumed(w.GetAnnotations()[OnAnnotation], &podTemplate(w).Spec)
-		if _, ok := used[target]; ok || err != nil {
+		rl, _ := Reloads(w.GetAnnotations(), &podTemplate(w).Spec)
+		_, reloads := rl.Objects[Object{KindSecret, target}]
+		if _, ok := used[target]; ok || reloads || err != nil {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)})
 		}
 	}
@@ -273,6 +279,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		r.wake(r.Gate.Forget(ref))
+		r.objects.track(ref, nil)
 		r.recorded.Delete(ref)
 		r.held.Delete(ref)
 		if len(listers) > 0 {
@@ -294,19 +301,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ann := obj.GetAnnotations()
 	optedIn := obj.GetLabels()[Label] == LabelValue
 	if (!optedIn && len(listers) == 0) || ann[ClassAnnotation] != r.Class || !obj.GetDeletionTimestamp().IsZero() {
+		r.objects.track(ref, nil)
 		return ctrl.Result{}, nil
 	}
-	used := map[string]Usage{}
-	if optedIn {
-		// A restart-on that does not parse restarts nothing for the
-		// workload's own opt-in; the ExternalSecrets that list it still do.
-		u, uerr := Consumed(ann[OnAnnotation], &podTemplate(obj).Spec)
-		if r.warn(obj, ref, OnAnnotation, uerr) && len(listers) == 0 {
-			return ctrl.Result{}, nil
-		}
-		maps.Copy(used, u)
+	used, watched, ok, err := r.consumed(ctx, ref, obj, optedIn, listers)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	addListed(used, listers, &podTemplate(obj).Spec)
+	r.objects.track(ref, slices.Collect(maps.Keys(watched)))
+	if !ok {
+		return ctrl.Result{}, nil
+	}
 	debounce, err := Debounce(ann[DebounceAnnotation])
 	r.warn(obj, ref, DebounceAnnotation, err)
 	window, err := ParseWindow(ann[WindowAnnotation], ann[WindowDurationAnnotation])
@@ -315,25 +320,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	now := r.Clock.Now()
-	plan := Decide(now, used, DecodeState(ann), rots, debounce)
+	digests, err := r.digests(ctx, req.Namespace, watched)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	now, st := r.Clock.Now(), DecodeState(ann)
+	changes, digests := Changes(now, digests, st.Digests)
+	plan := Decide(now, used, st, append(rots, changes...), debounce).withDigests(digests)
 	if !plan.Restart {
-		r.Gate.Settled(ref)
-		r.unheld(ref, len(plan.Next.Pending) > 0)
-		if plan.Changed {
-			if err := r.record(ctx, ref, obj, plan.Next); err != nil {
-				return conflictOr(err)
-			}
-		}
-		if len(plan.Next.Pending) > 0 {
-			return ctrl.Result{RequeueAfter: plan.DueAt.Sub(now)}, nil
-		}
-		return ctrl.Result{}, nil
+		return r.settle(ctx, now, ref, obj, plan)
 	}
 	if v := r.admit(ctx, now, ref, obj, window, badWindow); !v.Go {
 		return r.hold(ctx, now, ref, obj, plan, v)
 	}
-	if err := r.patch(ctx, obj, plan.Next.Restarted(), &now); err != nil {
+	envDigest, err := r.envDigest(ctx, ref, obj, used)
+	if err != nil {
+		r.Gate.Restarted(ref, 0)
+		return ctrl.Result{}, err
+	}
+	if err := r.patch(ctx, obj, plan.Next.Restarted(), &now, envDigest); err != nil {
 		r.Gate.Restarted(ref, 0)
 		return conflictOr(err)
 	}
@@ -347,6 +352,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		for _, es := range sources[name] {
 			r.Recorder.Eventf(es, corev1.EventTypeNormal, ReasonRestarted, "%s restarted for Secret %q, keys: %s", ref, name, keyText(owed.Keys))
 		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// settle records a plan that restarts nothing now, and asks again when
+// the restart it owes is due.
+func (r *Reconciler) settle(ctx context.Context, now time.Time, ref Ref, obj client.Object, plan Plan) (ctrl.Result, error) {
+	r.Gate.Settled(ref)
+	r.unheld(ref, len(plan.Next.Pending) > 0)
+	if plan.Changed {
+		if err := r.record(ctx, ref, obj, plan.Next); err != nil {
+			return conflictOr(err)
+		}
+	}
+	if len(plan.Next.Pending) > 0 {
+		return ctrl.Result{RequeueAfter: plan.DueAt.Sub(now)}, nil
 	}
 	return ctrl.Result{}, nil
 }
@@ -430,6 +451,9 @@ func (r *Reconciler) rotations(ctx context.Context, ns string, used map[string]U
 	var rots []Rotation
 	sources := map[string][]*v1alpha1.ExternalSecret{}
 	for name := range used {
+		if _, watched := objectOf(name); watched {
+			continue
+		}
 		writers, err := targetindex.Writers(ctx, r.Client, externalsecret.IndexTarget, ns, name)
 		if err != nil {
 			return nil, nil, fmt.Errorf("listing the ExternalSecrets of Secret %q: %w", name, err)
@@ -483,7 +507,7 @@ func (r *Reconciler) inProgress(ref Ref, obj client.Object) bool {
 // generation the record alone gave a workload whose rollout had finished.
 func (r *Reconciler) record(ctx context.Context, ref Ref, obj client.Object, st State) error {
 	before, finished := obj.GetGeneration(), !rollingOut(obj)
-	if err := r.patch(ctx, obj, st, nil); err != nil {
+	if err := r.patch(ctx, obj, st, nil, ""); err != nil {
 		return err
 	}
 	if after := obj.GetGeneration(); finished && after == before+1 {
@@ -493,33 +517,48 @@ func (r *Reconciler) record(ctx context.Context, ref Ref, obj client.Object, st 
 }
 
 // patch records st in the workload's annotations and, with restartAt,
-// restarts it as `kubectl rollout restart` does, in one patch that
-// carries the resourceVersion read: a patch made from a stale read fails
-// instead of restarting twice.
-func (r *Reconciler) patch(ctx context.Context, obj client.Object, st State, restartAt *time.Time) error {
+// restarts it as `kubectl rollout restart` does, or, with envDigest (the
+// env strategy), by setting DigestEnv in every container of its pod
+// template; in one patch that carries the resourceVersion read: a patch
+// made from a stale read fails instead of restarting twice.
+func (r *Reconciler) patch(ctx context.Context, obj client.Object, st State, restartAt *time.Time, envDigest string) error {
 	seen, pending, held := st.Encode()
-	ann := map[string]any{ForAnnotation: seen, PendingAnnotation: nil, HeldAnnotation: nil}
+	ann := map[string]any{ForAnnotation: seen, PendingAnnotation: nil, HeldAnnotation: nil, DigestsAnnotation: nil}
 	if pending != "" {
 		ann[PendingAnnotation] = pending
 	}
 	if held != "" {
 		ann[HeldAnnotation] = held
 	}
+	if len(st.Digests) > 0 {
+		ann[DigestsAnnotation] = encodeDigests(st.Digests)
+	}
 	p := map[string]any{"metadata": map[string]any{"resourceVersion": obj.GetResourceVersion(), "annotations": ann}}
+	patchType := types.MergePatchType
 	switch {
 	case restartAt == nil:
 	case r.kind.name == rolloutKind.name:
 		// As Argo Rollouts restarts a Rollout (rollout.go).
 		p["spec"] = map[string]any{"restartAt": restartAt.UTC().Format(time.RFC3339)}
+	case envDigest != "":
+		// A strategic merge patch merges containers and their env by
+		// name: the one variable is set, nothing else of the template is
+		// touched.
+		containers := []any{}
+		for _, c := range podTemplate(obj).Spec.Containers {
+			containers = append(containers, map[string]any{"name": c.Name, "env": []any{map[string]any{"name": DigestEnv, "value": envDigest}}})
+		}
+		p["spec"] = r.kind.templatePatch(map[string]any{"spec": map[string]any{"containers": containers}})
+		patchType = types.StrategicMergePatchType
 	default:
-		p["spec"] = map[string]any{"template": map[string]any{"metadata": map[string]any{
-			"annotations": map[string]any{RestartedAtAnnotation: restartAt.UTC().Format(time.RFC3339Nano)}}}}
+		p["spec"] = r.kind.templatePatch(map[string]any{"metadata": map[string]any{
+			"annotations": map[string]any{RestartedAtAnnotation: restartAt.UTC().Format(time.RFC3339Nano)}}})
 	}
 	data, err := json.Marshal(p)
 	if err != nil {
 		return err
 	}
-	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, data)); err != nil {
+	if err := r.Client.Patch(ctx, obj, client.RawPatch(patchType, data)); err != nil {
 		return fmt.Errorf("patching %s %s/%s: %w", r.kind.name, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
@@ -553,7 +592,7 @@ func (r *Reconciler) warn(obj client.Object, ref Ref, annotation string, err err
 func owedText(pending map[string]Owed) string {
 	var parts []string
 	for _, name := range slices.Sorted(maps.Keys(pending)) {
-		parts = append(parts, fmt.Sprintf("rotation of Secret %q (keys: %s)", name, keyText(pending[name].Keys)))
+		parts = append(parts, owedName(name, pending[name]))
 	}
 	return strings.Join(parts, ", ")
 }

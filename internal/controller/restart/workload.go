@@ -2,6 +2,7 @@ package restart
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -24,6 +25,20 @@ var kinds = []kind{
 		func(l client.ObjectList) []client.Object { return ptrs(l.(*appsv1.StatefulSetList).Items) }},
 	{"DaemonSet", func() client.Object { return &appsv1.DaemonSet{} }, func() client.ObjectList { return &appsv1.DaemonSetList{} },
 		func(l client.ObjectList) []client.Object { return ptrs(l.(*appsv1.DaemonSetList).Items) }},
+	// A CronJob is "restarted" by stamping the template of the Jobs it
+	// will create: the next Job runs with the new stamp, and the Jobs
+	// running already are left alone. It has no rollout to wait for.
+	{"CronJob", func() client.Object { return &batchv1.CronJob{} }, func() client.ObjectList { return &batchv1.CronJobList{} },
+		func(l client.ObjectList) []client.Object { return ptrs(l.(*batchv1.CronJobList).Items) }},
+}
+
+// templatePatch is the part of a patch of the workload's spec that
+// patches its pod template with tmpl.
+func (k kind) templatePatch(tmpl map[string]any) map[string]any {
+	if k.name == "CronJob" {
+		return map[string]any{"jobTemplate": map[string]any{"spec": map[string]any{"template": tmpl}}}
+	}
+	return map[string]any{"template": tmpl}
 }
 
 func ptrs[T any, P interface {
@@ -46,6 +61,8 @@ func podTemplate(obj client.Object) *corev1.PodTemplateSpec {
 		return &w.Spec.Template
 	case *appsv1.DaemonSet:
 		return &w.Spec.Template
+	case *batchv1.CronJob:
+		return &w.Spec.JobTemplate.Spec.Template
 	case *unstructured.Unstructured:
 		return rolloutTemplate(w)
 	}

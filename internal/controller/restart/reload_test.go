@@ -1,0 +1,156 @@
+package restart
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func podWith(opts ...func(*corev1.PodSpec)) *corev1.PodSpec {
+	p := &corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func cmKey(name, key string) func(*corev1.PodSpec) {
+	return func(p *corev1.PodSpec) {
+		p.Containers[0].Env = append(p.Containers[0].Env, corev1.EnvVar{Name: "X", ValueFrom: &corev1.EnvVarSource{
+			ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}}})
+	}
+}
+
+func secretWhole(name string) func(*corev1.PodSpec) {
+	return func(p *corev1.PodSpec) {
+		p.Volumes = append(p.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: name}}})
+	}
+}
+
+func TestReloads(t *testing.T) {
+	pod := podWith(cmKey("settings", "mode"), secretWhole("token"))
+	cases := []struct {
+		name    string
+		ann     map[string]string
+		want    map[Object]Usage
+		wantErr bool
+	}{
+		{"reloader auto", map[string]string{reloaderAuto: "true"},
+			map[Object]Usage{{KindConfigMap, "settings"}: {Keys: map[string]bool{"mode": true}}, {KindSecret, "token"}: {Whole: true}}, false},
+		{"watchword auto secrets only", map[string]string{ReloadAutoAnnotation: "secrets"},
+			map[Object]Usage{{KindSecret, "token"}: {Whole: true}}, false},
+		{"watchword's name wins over reloader's", map[string]string{ReloadAutoAnnotation: "false", reloaderAuto: "true"}, map[Object]Usage{}, false},
+		{"reloader's typed auto", map[string]string{reloaderConfigMapAuto: "true"},
+			map[Object]Usage{{KindConfigMap, "settings"}: {Keys: map[string]bool{"mode": true}}}, false},
+		{"named, one not referenced", map[string]string{reloaderConfigMapReload: "settings, other"},
+			map[Object]Usage{{KindConfigMap, "settings"}: {Keys: map[string]bool{"mode": true}}, {KindConfigMap, "other"}: {Whole: true}}, false},
+		{"named secrets", map[string]string{ReloadSecretsAnnotation: "token"}, map[Object]Usage{{KindSecret, "token"}: {Whole: true}}, false},
+		{"bad auto", map[string]string{ReloadAutoAnnotation: "yes"}, nil, true},
+		{"bad name", map[string]string{ReloadConfigMapsAnnotation: "Not_A_Name"}, nil, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := Reloads(c.ann, pod)
+			if (err != nil) != c.wantErr {
+				t.Fatalf("error %v, want error %v", err, c.wantErr)
+			}
+			if c.wantErr {
+				return
+			}
+			if len(got.Objects) != len(c.want) {
+				t.Fatalf("got %v, want %v", got.Objects, c.want)
+			}
+			for o, u := range c.want {
+				g, ok := got.Objects[o]
+				if !ok || g.Whole != u.Whole || len(g.Keys) != len(u.Keys) {
+					t.Fatalf("%v: got %+v, want %+v", o, g, u)
+				}
+				for k := range u.Keys {
+					if !g.Keys[k] {
+						t.Fatalf("%v: key %s missing", o, k)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestDigestCoversOnlyTheKeysInUse(t *testing.T) {
+	used := Usage{Keys: map[string]bool{"mode": true}}
+	a := Digest(map[string][]byte{"mode": []byte("blue"), "other": []byte("1")}, used)
+	if b := Digest(map[string][]byte{"mode": []byte("blue"), "other": []byte("2")}, used); a != b {
+		t.Error("a change of a key not in use changed the digest")
+	}
+	if b := Digest(map[string][]byte{"mode": []byte("green"), "other": []byte("1")}, used); a == b {
+		t.Error("a change of the key in use left the digest")
+	}
+	if b := Digest(map[string][]byte{"other": []byte("1")}, used); a == b {
+		t.Error("the key in use removed left the digest")
+	}
+	whole := Usage{Whole: true}
+	if Digest(map[string][]byte{"a": []byte("1")}, whole) == Digest(map[string][]byte{"a": []byte("1"), "b": nil}, whole) {
+		t.Error("a key added to a whole use left the digest")
+	}
+	// Framing: moving bytes between key and value is a change.
+	if Digest(map[string][]byte{"ab": []byte("c")}, whole) == Digest(map[string][]byte{"a": []byte("bc")}, whole) {
+		t.Error("key and value are not framed")
+	}
+}
+
+func TestChanges(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	recorded := map[string]string{"configmap/a": "1", "secret/b": "2", "configmap/gone": "3"}
+	cur := map[string]string{"configmap/a": "1", "secret/b": "9", "configmap/gone": absent, "configmap/new": "4"}
+	changes, next := Changes(now, cur, recorded)
+	if len(changes) != 1 || changes[0].Secret != "secret/b" || !changes[0].At.Equal(now) || changes[0].Keys != nil {
+		t.Fatalf("changes %+v, want one of secret/b at now, any key", changes)
+	}
+	want := map[string]string{"configmap/a": "1", "secret/b": "9", "configmap/gone": "3", "configmap/new": "4"}
+	for k, v := range want {
+		if next[k] != v {
+			t.Errorf("next[%s] = %q, want %q", k, next[k], v)
+		}
+	}
+	// An object absent at the first sight, then created, is a change.
+	changes, _ = Changes(now, map[string]string{"configmap/late": "5"}, map[string]string{"configmap/late": absent})
+	if len(changes) != 1 {
+		t.Errorf("a creation after an absent baseline made %d changes, want 1", len(changes))
+	}
+}
+
+// A change of a watched object goes through Decide as a rotation does:
+// the first sight is the baseline; a change is owed a restart after the
+// debounce.
+func TestDecideWithAChange(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	used := map[string]Usage{"configmap/a": {Whole: true}}
+	changes, digests := Changes(t0, map[string]string{"configmap/a": "1"}, nil)
+	plan := Decide(t0, used, State{}, changes, time.Second).withDigests(digests)
+	if plan.Restart || len(plan.Next.Pending) != 0 || !plan.Changed {
+		t.Fatalf("the baseline: %+v", plan)
+	}
+	st := plan.Next
+	t1 := t0.Add(time.Minute)
+	changes, digests = Changes(t1, map[string]string{"configmap/a": "2"}, st.Digests)
+	plan = Decide(t1, used, st, changes, time.Second).withDigests(digests)
+	if plan.Restart || len(plan.Next.Pending) != 1 || plan.Next.Digests["configmap/a"] != "2" {
+		t.Fatalf("the change: %+v", plan)
+	}
+	st = plan.Next
+	t2 := t1.Add(2 * time.Second)
+	changes, digests = Changes(t2, map[string]string{"configmap/a": "2"}, st.Digests)
+	plan = Decide(t2, used, st, changes, time.Second).withDigests(digests)
+	if !plan.Restart {
+		t.Fatalf("after the debounce: %+v", plan)
+	}
+	seen, pending, _ := plan.Next.Restarted().Encode()
+	if pending != "" || seen == "" || plan.Next.Restarted().Digests["configmap/a"] != "2" {
+		t.Fatalf("after the restart: seen %q pending %q", seen, pending)
+	}
+	// Encoded and decoded, the digests survive.
+	ann := map[string]string{ForAnnotation: seen, DigestsAnnotation: encodeDigests(plan.Next.Digests)}
+	if got := DecodeState(ann).Digests["configmap/a"]; got != "2" {
+		t.Fatalf("decoded digest %q", got)
+	}
+}
