@@ -65,6 +65,9 @@ func (w Workload) String() string { return w.Kind + " " + w.Namespace + "/" + w.
 
 // Secret is one rotated Secret of the workload's namespace.
 type Secret struct {
+	// Kind is Secret, or ConfigMap for a change of a ConfigMap that a
+	// workload's reload annotations name (docs/rotation.md).
+	Kind string `json:"kind"`
 	Name string `json:"name"`
 	// RotatedAt is the time of the latest rotation the restart is for.
 	RotatedAt time.Time `json:"rotatedAt"`

@@ -46,6 +46,12 @@ func title(ev Event) string {
 	if ev.Type == TypeHeld {
 		return "Restart of " + ev.Workload.String() + " held (" + ev.Reason + ")"
 	}
+	for _, s := range ev.Secrets {
+		if len(s.ExternalSecrets) == 0 {
+			// A reload: an object no ExternalSecret writes changed.
+			return ev.Workload.String() + " restarted for a change"
+		}
+	}
 	return ev.Workload.String() + " restarted for a rotation"
 }
 
@@ -58,7 +64,11 @@ func secretLines(ev Event) []string {
 		if !s.AnyKey {
 			keys = "keys " + list(s.Keys)
 		}
-		line := fmt.Sprintf("Secret %s: %s, rotated at %s", s.Name, keys, s.RotatedAt.UTC().Format(time.RFC3339))
+		kind := s.Kind
+		if kind == "" {
+			kind = "Secret"
+		}
+		line := fmt.Sprintf("%s %s: %s, changed at %s", kind, s.Name, keys, s.RotatedAt.UTC().Format(time.RFC3339))
 		var versions []string
 		for _, src := range s.ExternalSecrets {
 			for _, v := range src.Versions {

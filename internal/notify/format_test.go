@@ -19,7 +19,7 @@ var at = time.Date(2026, 11, 27, 17, 0, 0, 0, time.UTC)
 func restarted() Event {
 	return Event{ID: "0123456789abcdef0123456789abcdef", Type: TypeRestarted, Time: at, Cluster: "prod-eu",
 		Workload: Workload{Kind: "Deployment", Namespace: "demo", Name: "web"},
-		Secrets: []Secret{{Name: "app-credentials", RotatedAt: at.Add(-time.Minute), Keys: []string{"password"},
+		Secrets: []Secret{{Kind: "Secret", Name: "app-credentials", RotatedAt: at.Add(-time.Minute), Keys: []string{"password"},
 			ExternalSecrets: []Source{{Name: "creds", TargetResourceVersion: "4711", Versions: []Version{{Key: "db/app", Version: "7"}}}}}}}
 }
 
@@ -55,7 +55,7 @@ func TestWebhookBody(t *testing.T) {
 	want := `{"id":"0123456789abcdef0123456789abcdef","type":"RestartHeld","time":"2026-11-27T17:00:00Z","cluster":"prod-eu",` +
 		`"workload":{"kind":"Deployment","namespace":"demo","name":"web"},"reason":"MaintenanceWindow",` +
 		`"message":"the restart waits for the maintenance window 0 2 * * *, which opens at 2026-11-28T02:00:00Z",` +
-		`"secrets":[{"name":"app-credentials","rotatedAt":"2026-11-27T16:59:00Z","anyKey":true,` +
+		`"secrets":[{"kind":"Secret","name":"app-credentials","rotatedAt":"2026-11-27T16:59:00Z","anyKey":true,` +
 		`"externalSecrets":[{"name":"creds","targetResourceVersion":"4711","versions":[{"key":"db/app","version":"7"}]}]}]}`
 	if string(data) != want {
 		t.Errorf("body\n%s\nwant\n%s", data, want)

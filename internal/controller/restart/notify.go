@@ -63,7 +63,12 @@ func rotated(owed map[string]Owed, sources map[string][]*v1alpha1.ExternalSecret
 	var out []notify.Secret
 	for _, name := range slices.Sorted(maps.Keys(owed)) {
 		o := owed[name]
-		s := notify.Secret{Name: name, RotatedAt: o.At, Keys: slices.Clone(o.Keys), AnyKey: len(o.Keys) == 0}
+		s := notify.Secret{Kind: KindSecret, Name: name, RotatedAt: o.At, Keys: slices.Clone(o.Keys), AnyKey: len(o.Keys) == 0}
+		// A change of an object Watchword does not write (a reload): its
+		// kind and name, and no ExternalSecret writes it.
+		if obj, ok := objectOf(name); ok {
+			s.Kind, s.Name = obj.Kind, obj.Name
+		}
 		for _, es := range sources[name] {
 			src := notify.Source{Name: es.Name, TargetResourceVersion: es.Status.TargetResourceVersion}
 			for _, v := range es.Status.Versions {
