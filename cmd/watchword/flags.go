@@ -156,6 +156,7 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	wh.add(fs)
 	var nf notifyFlags
 	nf.add(fs)
+	digestKey := fs.String("digest-key-secret", "watchword-digest-key", "Secret in $POD_NAMESPACE holding the key of the digests recorded in status (a PushSecret's dataHash); made with a random key when it does not exist; read again every minute, for a rotation (docs/operations.md); empty, or no $POD_NAMESPACE: plain SHA-256 digests")
 	if err := parseFlags(fs, args); err != nil {
 		return c, err
 	}
@@ -167,6 +168,12 @@ func parseController(args []string, out io.Writer) (controllerConfig, error) {
 	}
 	if err := nf.apply(o); err != nil {
 		return c, err
+	}
+	if ns := os.Getenv("POD_NAMESPACE"); *digestKey != "" && ns != "" {
+		if errs := validation.IsDNS1123Subdomain(*digestKey); len(errs) > 0 {
+			return c, fmt.Errorf("--digest-key-secret %q: name a Secret: %s", *digestKey, strings.Join(errs, "; "))
+		}
+		o.DigestKeySecret = types.NamespacedName{Namespace: ns, Name: *digestKey}
 	}
 	if o.Workers < 1 {
 		return c, fmt.Errorf("--workers %d: use a whole number of at least 1", o.Workers)

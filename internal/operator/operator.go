@@ -149,6 +149,13 @@ type Options struct {
 	// notifications.
 	NotifySecret types.NamespacedName
 	Notify       notify.Options
+	// DigestKeySecret is the Secret that holds the installation's digest
+	// key, made by the operator when it does not exist (digestkey.go). No
+	// name: digests recorded in status are plain SHA-256.
+	DigestKeySecret types.NamespacedName
+	// DigestKeyReload is how often that Secret is read again, for a
+	// rotation to take effect; zero means a minute.
+	DigestKeyReload time.Duration
 
 	// Webhook, when set, serves the admission webhook that refuses a
 	// second writer of a target (docs/operations.md); nil: not served.
@@ -375,10 +382,14 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if err := mgr.Add(manager.RunnableFunc(events.Start(recorder))); err != nil {
 		return nil, err
 	}
+	digestKeys, keyErr := addDigestKeys(ctx, mgr, opts.DigestKeySecret, opts.DigestKeyReload)
+	if keyErr != nil {
+		return nil, keyErr
+	}
 	es := &externalsecret.Reconciler{
 		Client: mgr.GetClient(), Meta: mgr.GetCache(), Named: named, Clients: clients, Fetcher: fetcher,
 		Recorder: recorder, Class: opts.ControllerClass, Clock: clock, Metrics: metrics.SyncObserver{},
-		StatusPeriod: opts.StatusRefreshPeriod,
+		StatusPeriod: opts.StatusRefreshPeriod, DigestKeys: digestKeys,
 	}
 	if err := es.SetupWithManager(ctx, mgr, externalsecret.Options{Workers: opts.Workers, RateLimiter: rateLimiter(), SecretChanges: esChanges}); err != nil {
 		return nil, fmt.Errorf("setting up the ExternalSecret controller: %w", err)
@@ -416,7 +427,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		HeldWarningAfter: opts.RestartHeldWarningAfter, Notifier: notifier}); err != nil {
 		return nil, fmt.Errorf("setting up the restart controllers: %w", err)
 	}
-	if err := addPushSecrets(ctx, mgr, metaClient, clients, recorder, clock, opts); err != nil {
+	if err := addPushSecrets(ctx, mgr, metaClient, clients, recorder, clock, digestKeys, opts); err != nil {
 		return nil, err
 	}
 	if err := warmCaches(ctx, mgr); err != nil {
@@ -497,7 +508,7 @@ func (n hookNotifier) Notify(ctx context.Context, kind, namespace, name string, 
 // addPushSecrets registers the PushSecret controller. The Secrets that
 // PushSecrets publish are watched by name (their metadata only), by a
 // watch of their own, so that a change is published at once.
-func addPushSecrets(ctx context.Context, mgr ctrl.Manager, metaClient metadata.Interface, clients *storeaccess.Clients, recorder record.EventRecorder, clock engine.Clock, opts Options) error {
+func addPushSecrets(ctx context.Context, mgr ctrl.Manager, metaClient metadata.Interface, clients *storeaccess.Clients, recorder record.EventRecorder, clock engine.Clock, keys *engine.DigestKeys, opts Options) error {
 	sources := secretwatch.New(metaClient, pushsecret.SourceSecrets(mgr.GetCache()))
 	changes := sources.Subscribe()
 	if err := mgr.Add(sources); err != nil {
@@ -507,7 +518,7 @@ func addPushSecrets(ctx context.Context, mgr ctrl.Manager, metaClient metadata.I
 		return err
 	}
 	ps := &pushsecret.Reconciler{Client: mgr.GetClient(), Sources: sources, Clients: clients,
-		Recorder: recorder, Class: opts.ControllerClass, Clock: clock}
+		Recorder: recorder, Class: opts.ControllerClass, Clock: clock, DigestKeys: keys}
 	if err := ps.SetupWithManager(ctx, mgr, pushsecret.Options{Workers: opts.Workers, RateLimiter: rateLimiter(), SourceChanges: changes}); err != nil {
 		return fmt.Errorf("setting up the PushSecret controller: %w", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -93,6 +94,10 @@ func TestMain(m *testing.M) {
 	// so that the tests of stuck rollouts see it.
 	opts.RestartHeldWarningAfter = heldWarningAfter
 	opts.MetricsAddr, opts.HealthAddr = "0", "0"
+	// The installation's digest key, made by the operator, and read
+	// again often, for the test of its rotation.
+	opts.DigestKeySecret = types.NamespacedName{Namespace: "default", Name: digestKeySecret}
+	opts.DigestKeyReload = time.Second
 	opts.RefreshHookAddr, err = freeLoopbackAddr()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "choosing the refresh hook's port:", err)

@@ -184,7 +184,7 @@ func TestPushPublishesAndFollowsTheSource(t *testing.T) {
 	}
 	d := ps.Status.Destinations[0]
 	if d.State != v1alpha1.PushPublished || d.StoreKind != "SecretStore" || d.StoreName != "default" || d.Version != got.ResourceVersion ||
-		!strings.HasPrefix(d.DataHash, "sha256:") || d.PublishedTime == nil {
+		!strings.HasPrefix(d.DataHash, "hmac-sha256:") || d.PublishedTime == nil {
 		t.Errorf("destination status %+v (remote resourceVersion %s)", d, got.ResourceVersion)
 	}
 	waitEvent(t, ns, "db", "Published", `published keys password, username to remote secret "app-db" of SecretStore`)

@@ -36,6 +36,9 @@ type Reconciler struct {
 	// Client reads ExternalSecrets and stores from the cache, and Secrets
 	// and ConfigMaps from the API server.
 	Client client.Client
+	// DigestKeys make the status.dataHash of publishConnectionDetailsTo's
+	// destinations; nil: plain SHA-256.
+	DigestKeys *engine.DigestKeys
 	// Meta reads object metadata from the cache: of Secrets only those
 	// that carry Watchword's label (the targets it owns), and every
 	// ConfigMap (the templates).

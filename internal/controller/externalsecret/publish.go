@@ -25,7 +25,7 @@ const publisherKind = "ExternalSecret"
 
 // publisher publishes through the stores of this instance's class.
 func (r *Reconciler) publisher() *publishing.Publisher {
-	return &publishing.Publisher{Client: r.Client, Clients: r.Clients, Recorder: r.Recorder, Class: r.Class}
+	return &publishing.Publisher{Client: r.Client, Clients: r.Clients, Recorder: r.Recorder, Class: r.Class, Keys: r.DigestKeys}
 }
 
 // destinations is publishConnectionDetailsTo as a list: none or one.

@@ -1,7 +1,6 @@
 package publishing
 
 import (
-	"encoding/hex"
 	"maps"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
@@ -16,19 +15,25 @@ func PublicationFor(base engine.Publication, d v1alpha1.PushSecretDestination) e
 	return p
 }
 
-// HashOf identifies what a destination gets: the publication, the owner's
-// UID (so that the same value yields unrelated hashes in two publishers)
-// and the store's generation (so that a changed store is written again).
-// It is a fingerprint, never the data.
-func HashOf(uid, store string, p engine.Publication) string {
-	d := engine.NewDigest()
-	d.Add("watchword-publication-v1", uid, store, p.Type)
-	engine.AddMap(d, "f", p.Fields)
-	engine.AddMap(d, "l", p.Labels)
-	engine.AddMap(d, "a", p.Annotations)
-	engine.AddMap(d, "t", p.Tags)
-	sum := d.Sum()
-	return "sha256:" + hex.EncodeToString(sum[:])
+// publicationDigest writes what identifies what a destination gets: the
+// publication, the owner's UID (so that the same value yields unrelated
+// digests in two publishers) and the store's generation (so that a
+// changed store is written again). The digest, made with the
+// installation's key (engine.DigestKeys), is a fingerprint, never the
+// data, and cannot be tested against guesses of the data without the key.
+func publicationDigest(uid, store string, p engine.Publication) func(*engine.Digest) {
+	return func(d *engine.Digest) {
+		d.Add("watchword-publication-v1", uid, store, p.Type)
+		engine.AddMap(d, "f", p.Fields)
+		engine.AddMap(d, "l", p.Labels)
+		engine.AddMap(d, "a", p.Annotations)
+		engine.AddMap(d, "t", p.Tags)
+	}
+}
+
+// HashOf is the destination's digest with keys (nil: plain SHA-256).
+func HashOf(keys *engine.DigestKeys, uid, store string, p engine.Publication) string {
+	return keys.Seal(publicationDigest(uid, store, p))
 }
 
 // SameFields tells whether a remote object holds exactly the fields.

@@ -35,6 +35,8 @@ type Publisher struct {
 	Recorder record.EventRecorder
 	// Class is the controller class whose stores may be written.
 	Class string
+	// Keys make status.dataHash (engine.DigestKeys); nil: plain SHA-256.
+	Keys *engine.DigestKeys
 }
 
 // Request is one destination to bring up to date.
@@ -186,8 +188,17 @@ func (p *Publisher) Publish(ctx context.Context, req Request) (v1alpha1.PushSecr
 		return entry, err
 	}
 	pub := PublicationFor(req.Publication, d)
-	hash := HashOf(string(req.Object.GetUID()), store.ID(), pub)
-	unchanged := prev != nil && prev.State == v1alpha1.PushPublished && prev.DataHash == hash
+	fill := publicationDigest(string(req.Object.GetUID()), store.ID(), pub)
+	hash := p.Keys.Seal(fill)
+	var unchanged, sealedNow bool
+	if prev != nil && prev.State == v1alpha1.PushPublished {
+		unchanged, sealedNow = p.Keys.Match(prev.DataHash, fill)
+	}
+	if unchanged && !sealedNow {
+		// Made with the previous key, or none: the same data, recorded
+		// again in the current key's form, with no write to the store.
+		entry.DataHash = hash
+	}
 	due := req.ReadBack > 0 && (prev == nil || prev.CheckedTime == nil || !req.Now.Time.Before(prev.CheckedTime.Add(req.ReadBack)))
 	if unchanged && !due {
 		return entry, nil

@@ -13,12 +13,12 @@ import (
 
 func TestHashTellsPublicationsApart(t *testing.T) {
 	base := engine.Publication{Fields: map[string][]byte{"a": []byte("1"), "b": []byte("2")}}
-	h := HashOf("uid", "store/1", base)
+	h := HashOf(nil, "uid", "store/1", base)
 	if !strings.HasPrefix(h, "sha256:") || len(h) != len("sha256:")+64 {
 		t.Fatalf("hash %q", h)
 	}
 	same := engine.Publication{Fields: map[string][]byte{"b": []byte("2"), "a": []byte("1")}}
-	if HashOf("uid", "store/1", same) != h {
+	if HashOf(nil, "uid", "store/1", same) != h {
 		t.Error("the same publication hashes differently")
 	}
 	labelled := base
@@ -27,11 +27,11 @@ func TestHashTellsPublicationsApart(t *testing.T) {
 	// collide.
 	shifted := engine.Publication{Fields: map[string][]byte{"a1": []byte(""), "b": []byte("2")}}
 	for name, other := range map[string]string{
-		"another owner":      HashOf("uid2", "store/1", base),
-		"another store":      HashOf("uid", "store/2", base),
-		"a changed value":    HashOf("uid", "store/1", engine.Publication{Fields: map[string][]byte{"a": []byte("1"), "b": []byte("3")}}),
-		"labels":             HashOf("uid", "store/1", labelled),
-		"a shifted boundary": HashOf("uid", "store/1", shifted),
+		"another owner":      HashOf(nil, "uid2", "store/1", base),
+		"another store":      HashOf(nil, "uid", "store/2", base),
+		"a changed value":    HashOf(nil, "uid", "store/1", engine.Publication{Fields: map[string][]byte{"a": []byte("1"), "b": []byte("3")}}),
+		"labels":             HashOf(nil, "uid", "store/1", labelled),
+		"a shifted boundary": HashOf(nil, "uid", "store/1", shifted),
 	} {
 		if other == h {
 			t.Errorf("%s does not change the hash", name)

@@ -13,7 +13,7 @@ const kind = "PushSecret"
 
 // publisher publishes through the stores of this instance's class.
 func (r *Reconciler) publisher() *publishing.Publisher {
-	return &publishing.Publisher{Client: r.Client, Clients: r.Clients, Recorder: r.Recorder, Class: r.Class}
+	return &publishing.Publisher{Client: r.Client, Clients: r.Clients, Recorder: r.Recorder, Class: r.Class, Keys: r.DigestKeys}
 }
 
 // publishAll publishes to every destination. A destination that fails is

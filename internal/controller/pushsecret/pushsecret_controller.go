@@ -49,6 +49,9 @@ type Reconciler struct {
 	Sources  storeaccess.SecretVersions
 	Clients  *storeaccess.Clients
 	Recorder record.EventRecorder
+	// DigestKeys make each destination's status.dataHash; nil: plain
+	// SHA-256.
+	DigestKeys *engine.DigestKeys
 	// Class is this instance's --controller-class. A PushSecret is served
 	// by the instance of the class of its first destination's store (the
 	// default instance when that store does not exist); every destination
