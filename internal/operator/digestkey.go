@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/watchword-dev/watchword/internal/controller/conditions"
 	"github.com/watchword-dev/watchword/internal/engine"
 )
 
@@ -81,7 +82,9 @@ func loadDigestKeys(ctx context.Context, c client.Reader, w client.Writer, name 
 			return err
 		}
 		s = corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: name.Namespace, Name: name.Name,
-			Labels: map[string]string{"app.kubernetes.io/name": "watchword", "app.kubernetes.io/component": "digest-key"}},
+			// The label the admission policy requires of a Secret the
+			// operator creates (config/policy).
+			Labels: map[string]string{conditions.ManagedByLabel: conditions.ManagedByValue, "app.kubernetes.io/component": "digest-key"}},
 			Type: corev1.SecretTypeOpaque, Data: map[string][]byte{digestKeyField: secret}}
 		err = w.Create(ctx, &s)
 		if apierrors.IsAlreadyExists(err) {
