@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/provider"
 	kubeprovider "github.com/watchword-dev/watchword/internal/provider/kubernetes"
+	"github.com/watchword-dev/watchword/internal/provider/vault"
 )
 
 // kubeOps builds the kubernetes provider's operations for namespace ns,
@@ -69,5 +71,65 @@ func TestKubernetesListsByPrefixAndLabelsAsItsIdentityMay(t *testing.T) {
 	}
 	if msg := err.Error(); !strings.Contains(msg, "serviceaccount:"+ns+":getter") || !strings.Contains(msg, `verb "list"`) {
 		t.Errorf("the refusal %q does not name the identity and the verb", msg)
+	}
+}
+
+// vaultOps builds the vault provider's operations for the KV v2 mount
+// "secret" of the test server, acting with token.
+func vaultOps(t *testing.T, token string) engine.Ops {
+	t.Helper()
+	store := provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "list", Name: "vault",
+		Spec: &v1alpha1.SecretStoreProvider{Vault: &v1alpha1.VaultProvider{
+			Server: vaultSrv.Addr(), Path: "secret", Version: "v2", Auth: v1alpha1.VaultAuth{TokenSecretRef: &credRef}}}}
+	ops, err := vault.Factory{}.New(context.Background(), store, tokenDeps{token: token})
+	must(t, err)
+	t.Cleanup(func() { _ = ops.Closer.Close() })
+	return ops
+}
+
+// TestVaultListsRecursivelyWithMetadata: a KV v2 store lists the secrets
+// under a prefix through its folders, in path order, a page at a time,
+// with each one's current version and custom metadata (its tags, which a
+// listing filters by); a secret whose current version is deleted is not
+// listed, since it cannot be read; a token without the list capability is
+// told so.
+func TestVaultListsRecursivelyWithMetadata(t *testing.T) {
+	needVault(t)
+	ctx := context.Background()
+	base := "list-" + randomHex(t) + "/"
+	for _, k := range []string{"a/x", "a/y/z", "b", "c-d", "a-b", "a/x"} {
+		must(t, vaultSrv.PutKV2("secret", base+k, map[string]any{"password": "pw-" + k}))
+	}
+	must(t, vaultSrv.Do(http.MethodPost, "secret/metadata/"+base+"b", map[string]any{"custom_metadata": map[string]string{"team": "a"}}, nil))
+	must(t, vaultSrv.Do(http.MethodDelete, "secret/data/"+base+"c-d", nil, nil))
+
+	lister := vaultOps(t, vaultSrv.RootToken).Lister
+	items, err := engine.ListAll(ctx, lister, engine.ListRequest{Prefix: base, Limit: 1}, nil, 0)
+	must(t, err)
+	var got []string
+	for _, it := range items {
+		got = append(got, strings.TrimPrefix(it.Key, base)+"@"+it.Version)
+	}
+	if want := []string{"a-b@1", "a/x@2", "a/y/z@1", "b@1"}; !slices.Equal(got, want) {
+		t.Fatalf("listing %s one at a time = %v, want %v (path order, current versions, without the deleted c-d)", base, got, want)
+	}
+	items, err = engine.ListAll(ctx, lister, engine.ListRequest{Prefix: base, Tags: map[string]string{"team": "a"}}, nil, 0)
+	must(t, err)
+	if len(items) != 1 || items[0].Key != base+"b" || items[0].Tags["team"] != "a" {
+		t.Fatalf("listing %s by tag team=a = %+v, want only b with its tag", base, items)
+	}
+	// A prefix inside a folder's name lists that folder's matching keys.
+	items, err = engine.ListAll(ctx, lister, engine.ListRequest{Prefix: base + "a/y"}, nil, 0)
+	must(t, err)
+	if len(items) != 1 || items[0].Key != base+"a/y/z" {
+		t.Fatalf("listing %sa/y = %+v, want only a/y/z", base, items)
+	}
+
+	must(t, vaultSrv.Policy("list-read-only", `path "secret/data/*" { capabilities = ["read"] }`))
+	tok, err := vaultSrv.Token("list-read-only")
+	must(t, err)
+	_, err = vaultOps(t, tok).Lister.List(ctx, engine.ListRequest{Prefix: base})
+	if !errors.Is(err, engine.ErrPermissionDenied) || !strings.Contains(err.Error(), "list") {
+		t.Fatalf("listing with a token that may only read: %v, want ErrPermissionDenied naming list", err)
 	}
 }
