@@ -3,8 +3,8 @@ package alibaba
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
