@@ -1,0 +1,64 @@
+package integration
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+)
+
+func withFind(find v1alpha1.ExternalSecretFind, rewrites ...v1alpha1.ExternalSecretRewrite) esOpt {
+	return func(es *v1alpha1.ExternalSecret) {
+		es.Spec.DataFrom = append(es.Spec.DataFrom, v1alpha1.ExternalSecretDataFrom{Find: &find, Rewrite: rewrites})
+	}
+}
+
+func rewriteRule(source, target string) v1alpha1.ExternalSecretRewrite {
+	return v1alpha1.ExternalSecretRewrite{RegExp: v1alpha1.RewriteRegExp{Source: source, Target: target}}
+}
+
+// TestFindCopiesWhatMatchesAndCountsIt: a dataFrom find lists the store,
+// copies each object it matches into the Secret key of its name as the
+// rewrites rename it, and the status counts the matches of every find;
+// one that matches nothing is told in Ready's message.
+func TestFindCopiesWhatMatchesAndCountsIt(t *testing.T) {
+	ns := newNamespace(t, nil)
+	fakeStore(t, ns, "store",
+		fakeEntry{key: "app/db-user", value: "app-user"},
+		fakeEntry{key: "app/db-password", value: "first-password"},
+		fakeEntry{key: "app/db-password", value: "second-password"},
+		fakeEntry{key: "app/web-token", value: "web-token-value"},
+		fakeEntry{key: "other/db-user", value: "other-user"})
+	newES(t, ns, "found", "store",
+		withFind(v1alpha1.ExternalSecretFind{Path: "app/", Name: &v1alpha1.FindName{RegExp: "/db-"}}, rewriteRule("^app_db-", "")),
+		withFind(v1alpha1.ExternalSecretFind{Path: "missing/"}))
+	waitSecretData(t, ns, "found", map[string]string{"user": "app-user", "password": "second-password"})
+	es := waitReady(t, ns, "found")
+	want := []v1alpha1.FoundCount{{DataFrom: 0, Matched: 2}, {DataFrom: 1, Matched: 0}}
+	if !slices.Equal(es.Status.Found, want) {
+		t.Errorf("status.found = %v, want %v", es.Status.Found, want)
+	}
+	if msg := readyCond(es).Message; !strings.Contains(msg, "dataFrom[1].find matched no remote object") {
+		t.Errorf("Ready's message %q does not tell that dataFrom[1] matched nothing", msg)
+	}
+	versions := map[string]string{}
+	for _, v := range es.Status.Versions {
+		versions[v.Key] = v.Version
+	}
+	if len(versions) != 2 || versions["app/db-password"] != "2" || versions["app/db-user"] != "1" {
+		t.Errorf("status.versions = %v, want the two matched objects at their current versions", es.Status.Versions)
+	}
+}
+
+// TestFindRefusesACollisionByName: two matched objects that end at one
+// Secret key fail the sync with both names, never a value.
+func TestFindRefusesACollisionByName(t *testing.T) {
+	ns := newNamespace(t, nil)
+	fakeStore(t, ns, "store", fakeEntry{key: "a/b", value: "value-one"}, fakeEntry{key: "a_b", value: "value-two"})
+	newES(t, ns, "clash", "store", withFind(v1alpha1.ExternalSecretFind{Path: "a"}))
+	es := waitCondition(t, ns, "clash", "PropertyError", `remote key "a/b"`, `remote key "a_b"`, `Secret key "a_b"`)
+	if msg := readyCond(es).Message; strings.Contains(msg, "value-one") || strings.Contains(msg, "value-two") {
+		t.Errorf("Ready's message %q holds a value", msg)
+	}
+}
