@@ -4,8 +4,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/controller/conditions"
 )
 
 func withFind(find v1alpha1.ExternalSecretFind, rewrites ...v1alpha1.ExternalSecretRewrite) esOpt {
@@ -60,5 +64,28 @@ func TestFindRefusesACollisionByName(t *testing.T) {
 	es := waitCondition(t, ns, "clash", "PropertyError", `remote key "a/b"`, `remote key "a_b"`, `Secret key "a_b"`)
 	if msg := readyCond(es).Message; strings.Contains(msg, "value-one") || strings.Contains(msg, "value-two") {
 		t.Errorf("Ready's message %q holds a value", msg)
+	}
+}
+
+// TestFindOfAWatchedStoreFollowsNewMatches: a find of a kubernetes store
+// that watches its namespace refreshes at once when a Secret it would
+// match appears, or one it matched changes, long before its hourly
+// refresh; a Secret outside the find changes nothing.
+func TestFindOfAWatchedStoreFollowsNewMatches(t *testing.T) {
+	ns, src := newNamespace(t, nil), newNamespace(t, nil)
+	createSecret(t, ns, "watcher-token", map[string]string{"token": watcherToken(t, src)})
+	createSecret(t, src, "app-db", map[string]string{"password": "one"})
+	kubeStore(t, ns, "watched", src, "watcher-token")
+	newES(t, ns, "found", "watched", withRefresh(time.Hour),
+		withFind(v1alpha1.ExternalSecretFind{Path: "app-"}, rewriteRule("^app-", "")))
+	waitSecretData(t, ns, "found", map[string]string{"db": `{"password":"one"}`})
+	waitWatchState(t, ns, "watched", conditions.WatchActive)
+
+	createSecret(t, src, "app-cache", map[string]string{"password": "two"})
+	waitSecretData(t, ns, "found", map[string]string{"db": `{"password":"one"}`, "cache": `{"password":"two"}`})
+	updateSecret(t, src, "app-db", func(s *corev1.Secret) { s.Data["password"] = []byte("three") })
+	waitSecretData(t, ns, "found", map[string]string{"db": `{"password":"three"}`, "cache": `{"password":"two"}`})
+	if es := waitReady(t, ns, "found"); len(es.Status.Found) != 1 || es.Status.Found[0].Matched != 2 {
+		t.Errorf("status.found = %v, want one find that matched 2", es.Status.Found)
 	}
 }
