@@ -70,7 +70,7 @@ func TestFindRefusesACollisionByName(t *testing.T) {
 // TestFindOfAWatchedStoreFollowsNewMatches: a find of a kubernetes store
 // that watches its namespace refreshes at once when a Secret it would
 // match appears, or one it matched changes, long before its hourly
-// refresh; a Secret outside the find changes nothing.
+// refresh, and an event tells the new count (never the names).
 func TestFindOfAWatchedStoreFollowsNewMatches(t *testing.T) {
 	ns, src := newNamespace(t, nil), newNamespace(t, nil)
 	createSecret(t, ns, "watcher-token", map[string]string{"token": watcherToken(t, src)})
@@ -83,6 +83,7 @@ func TestFindOfAWatchedStoreFollowsNewMatches(t *testing.T) {
 
 	createSecret(t, src, "app-cache", map[string]string{"password": "two"})
 	waitSecretData(t, ns, "found", map[string]string{"db": `{"password":"one"}`, "cache": `{"password":"two"}`})
+	waitEvent(t, ns, "found", "FindMatchesChanged", "dataFrom[0].find matched 2 remote objects (was 1)")
 	updateSecret(t, src, "app-db", func(s *corev1.Secret) { s.Data["password"] = []byte("three") })
 	waitSecretData(t, ns, "found", map[string]string{"db": `{"password":"three"}`, "cache": `{"password":"two"}`})
 	if es := waitReady(t, ns, "found"); len(es.Status.Found) != 1 || es.Status.Found[0].Matched != 2 {

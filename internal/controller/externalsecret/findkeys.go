@@ -1,6 +1,7 @@
 package externalsecret
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -55,4 +56,32 @@ func hasFind(es *v1alpha1.ExternalSecret) bool {
 func matches(expr, key string) bool {
 	re, err := regexp.Compile(expr)
 	return err == nil && re.MatchString(key)
+}
+
+// changeFindMatches is the reason of the Normal event that tells how many
+// objects each find whose count changed now matches (never which).
+const changeFindMatches = "FindMatchesChanged"
+
+// findChanges describes the finds whose match counts differ from the last
+// sync's, such as "dataFrom[0].find matched 3 remote objects (was 2)"; ""
+// when none did, or on a first sync (before is nil).
+func findChanges(before, after []v1alpha1.FoundCount) string {
+	if before == nil {
+		return ""
+	}
+	was := map[int32]int32{}
+	for _, f := range before {
+		was[f.DataFrom] = f.Matched
+	}
+	var out []string
+	for _, f := range after {
+		if n, ok := was[f.DataFrom]; !ok || n != f.Matched {
+			msg := fmt.Sprintf("dataFrom[%d].find matched %d remote objects", f.DataFrom, f.Matched)
+			if ok {
+				msg += fmt.Sprintf(" (was %d)", n)
+			}
+			out = append(out, msg)
+		}
+	}
+	return strings.Join(out, "; ")
 }

@@ -56,3 +56,18 @@ func TestWithoutAFindTheStatusVersionsDoNotCount(t *testing.T) {
 		t.Fatal("a key of the status, which the spec no longer names, counted as read")
 	}
 }
+
+func TestFindChangesCountsNeverNames(t *testing.T) {
+	before := []v1alpha1.FoundCount{{DataFrom: 0, Matched: 2}, {DataFrom: 2, Matched: 1}}
+	after := []v1alpha1.FoundCount{{DataFrom: 0, Matched: 3}, {DataFrom: 2, Matched: 1}, {DataFrom: 3, Matched: 0}}
+	want := "dataFrom[0].find matched 3 remote objects (was 2); dataFrom[3].find matched 0 remote objects"
+	if got := findChanges(before, after); got != want {
+		t.Fatalf("findChanges = %q, want %q", got, want)
+	}
+	if got := findChanges(nil, after); got != "" {
+		t.Fatalf("a first sync: %q, want no event", got)
+	}
+	if got := findChanges(after, after); got != "" {
+		t.Fatalf("unchanged counts: %q, want no event", got)
+	}
+}
