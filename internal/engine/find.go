@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -68,6 +69,10 @@ func find(ctx context.Context, spec *v1alpha1.ExternalSecretSpec, c *Client) (Fo
 			}
 		}
 		items, err := ListAll(ctx, l, ListRequest{Prefix: d.Find.Path, Tags: d.Find.Tags}, name, MaxFound)
+		var many *TooManyError
+		if errors.As(err, &many) {
+			return nil, &FindError{Entry: i, Problem: fmt.Sprintf("find matched more than %d remote objects; narrow its path, name or tags", MaxFound)}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("dataFrom[%d].find: %w", i, err)
 		}

@@ -172,8 +172,9 @@ func TestFindBoundsTheObjectsItReads(t *testing.T) {
 		s.values[strings.Repeat("k", 1)+string(rune('a'+i%26))+strings.Repeat("x", i/26)] = "v"
 	}
 	_, err := syncWith(t, s, findSpec(v1alpha1.ExternalSecretDataFrom{Find: &v1alpha1.ExternalSecretFind{Path: "k"}}))
-	if !errors.Is(err, ErrInvalidConfig) {
-		t.Fatalf("a find over %d objects: %v, want ErrInvalidConfig", MaxFound, err)
+	var fe *FindError
+	if !errors.As(err, &fe) || failure.Classify(err).Reason != failure.PropertyError || !strings.Contains(err.Error(), "narrow") {
+		t.Fatalf("a find over %d objects: %v, want a FindError asking to narrow it", MaxFound, err)
 	}
 	if s.reads != 0 {
 		t.Errorf("%d reads after a find over its bound, want none", s.reads)

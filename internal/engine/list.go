@@ -62,6 +62,21 @@ type ListItem struct {
 	Tags map[string]string
 }
 
+// TooManyError is a listing that matched more keys than its caller can
+// use. It wraps ErrInvalidConfig: what asked for the listing must ask for
+// less.
+type TooManyError struct {
+	Prefix string
+	Max    int
+}
+
+func (e *TooManyError) Error() string {
+	return fmt.Sprintf("listing keys under %q matched more than %d; narrow the path or the name", e.Prefix, e.Max)
+}
+
+// Unwrap is the error's class.
+func (e *TooManyError) Unwrap() error { return ErrInvalidConfig }
+
 // MaxListPages bounds the pages ListAll reads in one listing, so that a
 // store whose tokens never end cannot hold a caller forever.
 const MaxListPages = 1000
@@ -93,7 +108,7 @@ func ListAll(ctx context.Context, l Lister, req ListRequest, name *regexp.Regexp
 			seen[it.Key] = true
 			out = append(out, it)
 			if maxItems > 0 && len(out) > maxItems {
-				return nil, fmt.Errorf("listing keys under %q matched more than %d; narrow the path or the name: %w", req.Prefix, maxItems, ErrInvalidConfig)
+				return nil, &TooManyError{Prefix: req.Prefix, Max: maxItems}
 			}
 		}
 		if page.NextPageToken == "" {
