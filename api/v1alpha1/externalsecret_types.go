@@ -264,12 +264,103 @@ type ExternalSecretData struct {
 	RemoteRef RemoteReference `json:"remoteRef"`
 }
 
-// ExternalSecretDataFrom copies every field of a remote object.
+// FoundCount is how many remote objects one find matched.
+type FoundCount struct {
+	// dataFrom is the index of the dataFrom entry.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	DataFrom int32 `json:"dataFrom"`
+
+	// matched is how many remote objects it matched.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Matched int32 `json:"matched"`
+}
+
+// ExternalSecretDataFrom copies every field of one remote object
+// (remoteRef), or every remote object a find matches, one Secret key each
+// (find); rewrite then renames the Secret keys of the entry.
+// +kubebuilder:validation:XValidation:rule="has(self.remoteRef) != has(self.find)",message="set exactly one of remoteRef or find in a dataFrom entry"
 type ExternalSecretDataFrom struct {
 	// remoteRef is the object whose fields are copied; with property, the
 	// fields of that nested object.
+	// +optional
+	RemoteRef *RemoteReference `json:"remoteRef,omitempty"`
+
+	// find lists the store's objects (the store needs the list
+	// capability) and copies each one it matches whole into the Secret
+	// key of its name, with '/' replaced by '_': /app/db/password becomes
+	// _app_db_password, which a rewrite can shorten. The status tells how
+	// many matched, never their values.
+	// +optional
+	Find *ExternalSecretFind `json:"find,omitempty"`
+
+	// rewrite renames the Secret keys this entry produces, each rule in
+	// order on the result of the one before. Two remote objects or fields
+	// that end at the same Secret key are refused by name.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	Rewrite []ExternalSecretRewrite `json:"rewrite,omitempty"`
+}
+
+// ExternalSecretFind selects remote objects by path, name and tags. At
+// least one of them is set.
+// +kubebuilder:validation:XValidation:rule="has(self.path) || has(self.name) || has(self.tags)",message="a find needs a path, a name or tags; to copy the whole store, set path to its root"
+type ExternalSecretFind struct {
+	// path keeps the keys that begin with it, such as app/ or /prod/app/.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Path string `json:"path,omitempty"`
+
+	// name keeps the keys that a regular expression (RE2 syntax, as Go
+	// and CEL take it) matches anywhere in the key; anchor it with ^ and
+	// $ to match the whole key.
+	// +optional
+	Name *FindName `json:"name,omitempty"`
+
+	// tags keeps the objects that carry every one of these tags with these
+	// values (labels of a Kubernetes Secret, tags of AWS, Azure and
+	// Alibaba secrets, labels of Google secrets, custom metadata of a
+	// Vault KV v2 secret). A store without tags refuses a find by tags.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	Tags map[string]string `json:"tags,omitempty"`
+}
+
+// FindName is a regular expression over remote keys.
+type FindName struct {
+	// regexp is the regular expression, in RE2 syntax.
 	// +required
-	RemoteRef RemoteReference `json:"remoteRef"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="[''.matches(self)].size() == 1",message="name.regexp must be a valid regular expression (RE2 syntax)"
+	RegExp string `json:"regexp"`
+}
+
+// ExternalSecretRewrite is one renaming of Secret keys.
+type ExternalSecretRewrite struct {
+	// regexp replaces, in every Secret key of the entry, each match of
+	// source with target.
+	// +required
+	RegExp RewriteRegExp `json:"regexp"`
+}
+
+// RewriteRegExp replaces the matches of a regular expression.
+type RewriteRegExp struct {
+	// source is the regular expression, in RE2 syntax.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="[''.matches(self)].size() == 1",message="rewrite.regexp.source must be a valid regular expression (RE2 syntax)"
+	Source string `json:"source"`
+
+	// target replaces each match; $1 or ${name} is a group of source.
+	// It may be empty, to remove what source matches.
+	// +required
+	// +kubebuilder:validation:MaxLength=256
+	Target string `json:"target"`
 }
 
 // ExternalSecretSpec declares what to fetch, from where, and where to write
@@ -481,6 +572,14 @@ type ExternalSecretStatus struct {
 	// +kubebuilder:validation:items:MaxLength=253
 	// +listType=atomic
 	LastRotatedKeys []string `json:"lastRotatedKeys,omitempty"`
+
+	// found tells, for each dataFrom entry with a find, how many remote
+	// objects it matched in the last sync that listed the store (names
+	// and values are never in status).
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	Found []FoundCount `json:"found,omitempty"`
 
 	// target is the name of the Secret written.
 	// +optional

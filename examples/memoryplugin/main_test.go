@@ -43,7 +43,7 @@ func TestConformanceOverASocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ops.Closer.Close() })
-	if got, want := ops.Capabilities(), engine.CanRead|engine.CanBatchRead|engine.CanCheckVersion|engine.CanWrite|engine.CanDelete|engine.CanWatch; got != want {
+	if got, want := ops.Capabilities(), engine.CanRead|engine.CanBatchRead|engine.CanCheckVersion|engine.CanList|engine.CanWrite|engine.CanDelete|engine.CanWatch; got != want {
 		t.Fatalf("capabilities %s, want %s", got, want)
 	}
 	conformance.Run(t, conformance.Harness{

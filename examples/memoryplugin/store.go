@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/watchword-dev/watchword/pkg/plugin"
@@ -31,9 +33,9 @@ func newMemory() *memory {
 }
 
 // store is the plugin: it reads (one by one or in batches), tells
-// versions, writes, deletes and announces changes.
+// versions, lists, writes, deletes and announces changes.
 func (m *memory) store() plugin.Store {
-	return plugin.Store{Name: "memory", Version: "v0.1.0", Reader: m, Versions: m, Writer: m, Batch: m, Watcher: m,
+	return plugin.Store{Name: "memory", Version: "v0.2.0", Reader: m, Versions: m, Writer: m, Batch: m, Watcher: m, Lister: m,
 		ValidateConfig: validateConfig}
 }
 
@@ -122,6 +124,42 @@ func (m *memory) Delete(_ context.Context, cfg plugin.Config, key string, owner 
 	delete(part, key)
 	m.changed(cfg["partition"], key)
 	return nil
+}
+
+// listPage is the page size of a listing that asks for none.
+const listPage = 100
+
+// List lists the keys of cfg's partition that begin with the prefix, in
+// order, with their current versions, a page after the last key of the
+// previous page. The memory store has no tags: a listing by tags is
+// refused.
+func (m *memory) List(_ context.Context, cfg plugin.Config, req plugin.ListRequest) (plugin.ListPage, error) {
+	if len(req.Tags) > 0 {
+		return plugin.ListPage{}, fmt.Errorf("the memory store has no tags to list by: %w", plugin.ErrNotSupported)
+	}
+	limit := req.Limit
+	if limit <= 0 {
+		limit = listPage
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	part := m.partition(cfg)
+	var keys []string
+	for k := range part {
+		if strings.HasPrefix(k, req.Prefix) && k > req.PageToken {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var page plugin.ListPage
+	if len(keys) > limit {
+		keys = keys[:limit]
+		page.NextPageToken = keys[limit-1]
+	}
+	for _, k := range keys {
+		page.Items = append(page.Items, plugin.ListItem{Key: k, Version: strconv.Itoa(len(part[k].versions))})
+	}
+	return page, nil
 }
 
 // seed writes a secret without an ownership marker, as someone other than

@@ -55,7 +55,7 @@ type Finding struct {
 	// "ExternalSecret payments/db".
 	Object string
 	// Path is the field path in the ESO object, such as
-	// "spec.dataFrom[0].find"; empty for the whole object.
+	// "spec.dataFrom[0].rewrite[0].transform"; empty for the whole object.
 	Path   string
 	Reason string
 }

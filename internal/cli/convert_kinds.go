@@ -293,23 +293,83 @@ func (c *converter) dataFromEntry(e any, path string) map[string]any {
 		c.drop(path, "sourceRef (another store or a generator) is not supported: the entry is not carried")
 		return nil
 	}
-	if _, ok := take(d, "find"); ok {
-		c.drop(path+".find", "find (every remote secret that matches a path, a name or tags) is not supported: list the keys with dataFrom remoteRef entries")
-		return nil
-	}
-	if _, ok := take(d, "rewrite"); ok {
-		c.drop(path+".rewrite", "rewrite is not supported: the keys are written as the store names them; rename them with a template")
-	}
+	find := takeMap(d, "find")
+	rewrite := c.rewrites(takeList(d, "rewrite"), path+".rewrite")
 	ext := takeMap(d, "extract")
 	c.leftovers(d, path)
-	if ext == nil {
+	out := map[string]any{}
+	switch {
+	case find != nil:
+		f := c.find(find, path+".find")
+		if f == nil {
+			return nil
+		}
+		out["find"] = f
+	case ext != nil:
+		ref := c.remoteRef(ext, path+".extract")
+		if ref == nil {
+			return nil
+		}
+		out["remoteRef"] = ref
+	default:
 		return nil
 	}
-	ref := c.remoteRef(ext, path+".extract")
-	if ref == nil {
+	if len(rewrite) > 0 {
+		out["rewrite"] = rewrite
+	}
+	return out
+}
+
+// find converts an ESO find: its path, name regexp and tags carry over;
+// ESO names each matched secret's key as Watchword does ('/' as '_').
+func (c *converter) find(f map[string]any, path string) map[string]any {
+	out := map[string]any{}
+	set(out, "path", takeString(f, "path"))
+	if name := takeMap(f, "name"); name != nil {
+		if re := takeString(name, "regexp"); re != "" {
+			out["name"] = map[string]any{"regexp": re}
+			if strings.HasPrefix(re, "^") && out["path"] != nil {
+				c.note(path+".name.regexp", "Watchword matches name.regexp against the whole remote key, path included: check that an anchored expression still matches")
+			}
+		}
+		c.leftovers(name, path+".name")
+	}
+	if tags := takeMap(f, "tags"); len(tags) > 0 {
+		out["tags"] = tags
+	}
+	for _, k := range []string{"conversionStrategy", "decodingStrategy"} {
+		if v := takeString(f, k); v != "" && v != "Default" && v != "None" {
+			c.drop(path+"."+k, fmt.Sprintf("%s %s is not supported: values are written as the store holds them", k, v))
+		}
+	}
+	c.leftovers(f, path)
+	if len(out) == 0 {
+		c.drop(path, "a find without a path, a name or tags is not carried: it would copy the whole store")
 		return nil
 	}
-	return map[string]any{"remoteRef": ref}
+	return out
+}
+
+// rewrites converts ESO rewrite rules: a regexp rule carries over; a
+// template transform is not supported, and is left out.
+func (c *converter) rewrites(rules []any, path string) []any {
+	var out []any
+	for i, r := range rules {
+		m, _ := r.(map[string]any)
+		p := pathIndex(path, i)
+		if m == nil {
+			continue
+		}
+		if _, ok := take(m, "transform"); ok {
+			c.drop(p+".transform", "rewrite by template is not supported: rename the keys with a regexp rule, or a template")
+		}
+		if re := takeMap(m, "regexp"); re != nil {
+			out = append(out, map[string]any{"regexp": map[string]any{"source": takeString(re, "source"), "target": takeString(re, "target")}})
+			c.leftovers(re, p+".regexp")
+		}
+		c.leftovers(m, p)
+	}
+	return out
 }
 
 // store converts a SecretStore or a ClusterSecretStore.

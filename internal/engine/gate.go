@@ -482,6 +482,9 @@ func (g *Gate) Wrap(ops Ops) Ops {
 	if ops.Versions != nil {
 		out.Versions = gatedVersions{ops.Versions, g}
 	}
+	if ops.Lister != nil {
+		out.Lister = gatedLister{ops.Lister, g}
+	}
 	if ops.Writer != nil {
 		out.Writer = gatedWriter{ops.Writer, g}
 	}
@@ -489,6 +492,21 @@ func (g *Gate) Wrap(ops Ops) Ops {
 		out.Checker = gatedChecker{ops.Checker, g}
 	}
 	return out
+}
+
+// gatedLister spends one call of the budget per page: a listing of many
+// pages is as many calls to the store.
+type gatedLister struct {
+	inner Lister
+	g     *Gate
+}
+
+func (l gatedLister) List(ctx context.Context, req ListRequest) (page ListPage, err error) {
+	err = l.g.do(ctx, nil, func(ctx context.Context) error {
+		page, err = l.inner.List(ctx, req)
+		return err
+	})
+	return page, err
 }
 
 type gatedReader struct {

@@ -253,7 +253,7 @@ func TestGateHonoursRetryAfter(t *testing.T) {
 func TestGateKeepsTheCapabilitiesOfTheClient(t *testing.T) {
 	s := stubOps{}
 	g := NewGate(GateLimits{CallsPerMinute: 60, Burst: 1}, nil, nil)
-	for _, ops := range []Ops{{Reader: s}, {Reader: s, Versions: s, Writer: s}, {Reader: s, Batch: s, Watcher: s}} {
+	for _, ops := range []Ops{{Reader: s}, {Reader: s, Versions: s, Writer: s}, {Reader: s, Batch: s, Watcher: s}, {Reader: s, Lister: s}} {
 		c, err := NewClient("stub", ops)
 		if err != nil {
 			t.Fatal(err)
@@ -261,6 +261,22 @@ func TestGateKeepsTheCapabilitiesOfTheClient(t *testing.T) {
 		if got := c.Wrap(g.Wrap).Capabilities(); got != c.Capabilities() {
 			t.Fatalf("gated client has %s, the client has %s", got, c.Capabilities())
 		}
+	}
+}
+
+// TestGateSpendsTheBudgetOnListPages: every page of a listing is a call
+// of the store's budget, so that a listing refreshed often cannot spend
+// more than the store allows.
+func TestGateSpendsTheBudgetOnListPages(t *testing.T) {
+	g, _, obs := newTestGate(GateLimits{CallsPerMinute: 1, Burst: 2})
+	l := &sliceLister{keys: []string{"a", "b", "c", "d", "e", "f"}}
+	gated := g.Wrap(Ops{Reader: stubOps{}, Lister: l}).Lister
+	_, err := ListAll(context.Background(), gated, ListRequest{Limit: 2}, nil, 0)
+	if !errors.Is(err, ErrHeldBack) {
+		t.Fatalf("a listing of three pages within a budget of two calls: got %v, want ErrHeldBack", err)
+	}
+	if l.calls != 2 || obs.sent.Load() != 2 {
+		t.Fatalf("%d pages reached the store (%d sent), want the 2 the budget allows", l.calls, obs.sent.Load())
 	}
 }
 

@@ -17,7 +17,7 @@ func renderMetadataOf(t *testing.T, labels, annotations, fetched map[string]stri
 		fields[k] = []byte(v)
 	}
 	spec := &v1alpha1.ExternalSecretSpec{
-		DataFrom: []v1alpha1.ExternalSecretDataFrom{{RemoteRef: v1alpha1.RemoteReference{Key: "src"}}},
+		DataFrom: []v1alpha1.ExternalSecretDataFrom{{RemoteRef: &v1alpha1.RemoteReference{Key: "src"}}},
 		Target: v1alpha1.ExternalSecretTarget{Template: &v1alpha1.ExternalSecretTemplate{
 			Metadata: v1alpha1.ExternalSecretTemplateMetadata{Labels: labels, Annotations: annotations},
 		}},

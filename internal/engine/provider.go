@@ -125,10 +125,7 @@ type Closer interface {
 	Close() error
 }
 
-// Capabilities is a set of the things a store can do. It names the
-// capabilities that no provider has yet (list) so that status and
-// documentation can speak of them; an interface for one is added when its
-// first provider and its first caller are.
+// Capabilities is a set of the things a store can do.
 type Capabilities uint16
 
 // The capabilities.
@@ -140,7 +137,8 @@ const (
 	// CanCheckVersion: tell an object's current version without reading
 	// its data (VersionReader).
 	CanCheckVersion
-	// CanList: list the keys of the store. No provider yet.
+	// CanList: list the keys of the store, with their versions where
+	// the store tells them (Lister).
 	CanList
 	// CanWrite: write an object it owns (Writer).
 	CanWrite
@@ -191,6 +189,8 @@ type Ops struct {
 	BatchLimit int
 	// Versions tells current versions (CanCheckVersion).
 	Versions VersionReader
+	// Lister lists keys (CanList).
+	Lister Lister
 	// Writer writes and deletes owned objects (CanWrite, CanDelete).
 	Writer Writer
 	// Watcher tells of changed objects (CanWatch).
@@ -218,6 +218,9 @@ func (o Ops) Capabilities() Capabilities {
 	}
 	if o.Versions != nil {
 		c |= CanCheckVersion
+	}
+	if o.Lister != nil {
+		c |= CanList
 	}
 	if o.Writer != nil {
 		c |= CanWrite | CanDelete
@@ -259,6 +262,9 @@ func NewClient(provider string, ops Ops) (*Client, error) {
 	}
 	if ops.Versions != nil {
 		bounded.Versions = timedVersions{ops.Versions}
+	}
+	if ops.Lister != nil {
+		bounded.Lister = timedLister{ops.Lister}
 	}
 	if ops.Writer != nil {
 		bounded.Writer = timedWriter{ops.Writer}
@@ -302,6 +308,15 @@ func (c *Client) AsBatchReader() (BatchReader, error) {
 // BatchLimit is the most refs the store accepts in one batch read; zero
 // when it sets no limit of its own.
 func (c *Client) BatchLimit() int { return c.ops.BatchLimit }
+
+// AsLister returns the client's listing, or an error wrapping
+// ErrNotSupported.
+func (c *Client) AsLister() (Lister, error) {
+	if c.ops.Lister == nil {
+		return nil, c.notSupported(CanList)
+	}
+	return c.ops.Lister, nil
+}
 
 // AsWatcher returns the client's change feed, or an error wrapping
 // ErrNotSupported.
@@ -348,6 +363,7 @@ func (c *Client) Wrap(wrap func(Ops) Ops) *Client {
 		Reader:   pick(c.ops.Reader, w.Reader),
 		Batch:    pick(c.ops.Batch, w.Batch),
 		Versions: pick(c.ops.Versions, w.Versions),
+		Lister:   pick(c.ops.Lister, w.Lister),
 		Watcher:  pick(c.ops.Watcher, w.Watcher),
 		Writer:   pick(c.ops.Writer, w.Writer),
 		Checker:  pick(c.ops.Checker, w.Checker),

@@ -24,6 +24,9 @@ func (s stubOps) Close() error                                      { return nil
 func (s stubOps) GetSecrets(_ context.Context, refs []Ref) ([]BatchItem, error) {
 	return make([]BatchItem, len(refs)), nil
 }
+func (s stubOps) List(context.Context, ListRequest) (ListPage, error) {
+	return ListPage{Items: []ListItem{{Key: s.name}}}, nil
+}
 func (s stubOps) Watch(ctx context.Context, _ func([]string)) error { <-ctx.Done(); return ctx.Err() }
 
 func TestCapabilitiesString(t *testing.T) {
@@ -55,7 +58,8 @@ func TestClientDeclaresWhatItsOpsHave(t *testing.T) {
 		{"check and close add no capability", Ops{Reader: s, Checker: s, Closer: s}, CanRead},
 		{"batch", Ops{Reader: s, Batch: s}, CanRead | CanBatchRead},
 		{"watch", Ops{Reader: s, Watcher: s}, CanRead | CanWatch},
-		{"everything", Ops{Reader: s, Batch: s, Versions: s, Writer: s, Watcher: s}, CanRead | CanBatchRead | CanCheckVersion | CanWrite | CanDelete | CanWatch},
+		{"list", Ops{Reader: s, Lister: s}, CanRead | CanList},
+		{"everything", Ops{Reader: s, Batch: s, Versions: s, Lister: s, Writer: s, Watcher: s}, CanRead | CanBatchRead | CanCheckVersion | CanList | CanWrite | CanDelete | CanWatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := NewClient("p", tc.ops)
@@ -79,6 +83,10 @@ func TestClientDeclaresWhatItsOpsHave(t *testing.T) {
 			_, berr := c.AsBatchReader()
 			if (berr == nil) != c.Capabilities().Has(CanBatchRead) || (berr != nil && !errors.Is(berr, ErrNotSupported)) {
 				t.Fatalf("AsBatchReader error %v disagrees with capabilities %s", berr, c.Capabilities())
+			}
+			_, lerr := c.AsLister()
+			if (lerr == nil) != c.Capabilities().Has(CanList) || (lerr != nil && !errors.Is(lerr, ErrNotSupported)) {
+				t.Fatalf("AsLister error %v disagrees with capabilities %s", lerr, c.Capabilities())
 			}
 			_, wcerr := c.AsWatcher()
 			if (wcerr == nil) != c.Capabilities().Has(CanWatch) || (wcerr != nil && !errors.Is(wcerr, ErrNotSupported)) {
@@ -118,14 +126,15 @@ func TestClientNeedsAReader(t *testing.T) {
 
 func TestWrapNeverClaimsMoreNorLess(t *testing.T) {
 	inner, wrapper := stubOps{name: "inner"}, stubOps{name: "wrapper"}
-	all := Ops{Reader: wrapper, Versions: wrapper, Writer: wrapper, Checker: wrapper, Closer: wrapper}
+	all := Ops{Reader: wrapper, Versions: wrapper, Lister: wrapper, Writer: wrapper, Checker: wrapper, Closer: wrapper}
 	for _, tc := range []struct {
 		name string
 		ops  Ops
 	}{
 		{"read only", Ops{Reader: inner}},
 		{"versions", Ops{Reader: inner, Versions: inner}},
-		{"everything", Ops{Reader: inner, Versions: inner, Writer: inner, Checker: inner, Closer: inner}},
+		{"list", Ops{Reader: inner, Lister: inner}},
+		{"everything", Ops{Reader: inner, Versions: inner, Lister: inner, Writer: inner, Checker: inner, Closer: inner}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, _ := NewClient("p", tc.ops)
@@ -176,11 +185,15 @@ func (d deadlines) DeleteSecret(ctx context.Context, _ string, _ Owner) error {
 	return nil
 }
 func (d deadlines) Check(ctx context.Context) error { d.note(ctx); return nil }
+func (d deadlines) List(ctx context.Context, _ ListRequest) (ListPage, error) {
+	d.note(ctx)
+	return ListPage{}, nil
+}
 
 func TestEveryCallHasADeadline(t *testing.T) {
 	var seen []bool
 	d := deadlines{seen: &seen}
-	c, _ := NewClient("p", Ops{Reader: d, Versions: d, Writer: d, Checker: d})
+	c, _ := NewClient("p", Ops{Reader: d, Versions: d, Lister: d, Writer: d, Checker: d})
 	ctx := context.Background()
 	_, _ = c.GetSecret(ctx, Ref{})
 	vr, _ := c.AsVersionReader()
@@ -189,8 +202,10 @@ func TestEveryCallHasADeadline(t *testing.T) {
 	_, _ = w.PutSecret(ctx, "k", Publication{}, Owner{})
 	_ = w.DeleteSecret(ctx, "k", Owner{})
 	_ = c.Check(ctx)
-	if len(seen) != 5 {
-		t.Fatalf("%d calls reached the provider, want 5", len(seen))
+	l, _ := c.AsLister()
+	_, _ = l.List(ctx, ListRequest{})
+	if len(seen) != 6 {
+		t.Fatalf("%d calls reached the provider, want 6", len(seen))
 	}
 	for i, ok := range seen {
 		if !ok {

@@ -30,7 +30,7 @@ func TestRenderMergeOrder(t *testing.T) {
 		{Key: "c"}: {Version: "1", Value: []byte(`explicit`)},
 	}
 	spec := &v1alpha1.ExternalSecretSpec{
-		DataFrom: []v1alpha1.ExternalSecretDataFrom{{RemoteRef: v1alpha1.RemoteReference{Key: "a"}}, {RemoteRef: v1alpha1.RemoteReference{Key: "b"}}},
+		DataFrom: []v1alpha1.ExternalSecretDataFrom{{RemoteRef: &v1alpha1.RemoteReference{Key: "a"}}, {RemoteRef: &v1alpha1.RemoteReference{Key: "b"}}},
 		Data:     []v1alpha1.ExternalSecretData{data("c", "", "z")},
 	}
 	res, err := Render(spec, objs, nil, time.Time{})
@@ -55,7 +55,7 @@ func render(t *testing.T, tmpl map[string]string, fetched map[string]string) (ma
 		fields[k] = []byte(v)
 	}
 	spec := &v1alpha1.ExternalSecretSpec{
-		DataFrom: []v1alpha1.ExternalSecretDataFrom{{RemoteRef: v1alpha1.RemoteReference{Key: "src"}}},
+		DataFrom: []v1alpha1.ExternalSecretDataFrom{{RemoteRef: &v1alpha1.RemoteReference{Key: "src"}}},
 		Target:   v1alpha1.ExternalSecretTarget{Template: &v1alpha1.ExternalSecretTemplate{Data: tmpl}},
 	}
 	res, err := Render(spec, map[Ref]Object{{Key: "src"}: {Fields: fields}}, nil, time.Time{})

@@ -58,6 +58,9 @@ func PrefixKeys(ops Ops, prefix string) Ops {
 	if ops.Versions != nil {
 		out.Versions = prefixVersions{ops.Versions, prefix}
 	}
+	if ops.Lister != nil {
+		out.Lister = prefixLister{ops.Lister, prefix}
+	}
 	if ops.Writer != nil {
 		out.Writer = prefixWriter{ops.Writer, prefix}
 	}

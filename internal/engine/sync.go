@@ -44,12 +44,15 @@ type Result struct {
 	Versions []v1alpha1.RemoteVersion
 	// OldestRead is when the oldest of the reads was made.
 	OldestRead time.Time
+	// Found counts the matches of each find, by dataFrom entry.
+	Found []v1alpha1.FoundCount
 }
 
 // fetchParallelism bounds concurrent reads for one ExternalSecret.
 const fetchParallelism = 4
 
-// Refs lists the unique remote objects a spec reads, in first-use order.
+// Refs lists the unique remote objects a spec names, in first-use order:
+// not those its finds match, which only a listing of the store tells.
 func Refs(spec *v1alpha1.ExternalSecretSpec) []Ref {
 	seen := map[Ref]bool{}
 	var out []Ref
@@ -61,7 +64,9 @@ func Refs(spec *v1alpha1.ExternalSecretSpec) []Ref {
 		}
 	}
 	for _, d := range spec.DataFrom {
-		add(d.RemoteRef)
+		if d.RemoteRef != nil {
+			add(*d.RemoteRef)
+		}
 	}
 	for _, d := range spec.Data {
 		add(d.RemoteRef)
@@ -69,17 +74,37 @@ func Refs(spec *v1alpha1.ExternalSecretSpec) []Ref {
 	return out
 }
 
-// Sync reads what the spec asks for and renders the target's content.
+// Sync lists the store for the spec's finds, reads what the spec names
+// and its finds matched, and renders the target's content.
 func (f *Fetcher) Sync(ctx context.Context, in Input) (*Result, error) {
-	objs, oldest, err := f.fetchAll(ctx, in)
+	found, err := find(ctx, in.Spec, in.Reader)
 	if err != nil {
 		return nil, err
 	}
-	return Render(in.Spec, objs, in.TemplateSources, oldest)
+	objs, oldest, err := f.fetchAll(ctx, in, found)
+	if err != nil {
+		return nil, err
+	}
+	return RenderFound(in.Spec, objs, found, in.TemplateSources, oldest)
 }
 
-func (f *Fetcher) fetchAll(ctx context.Context, in Input) (map[Ref]Object, time.Time, error) {
+func (f *Fetcher) fetchAll(ctx context.Context, in Input, found Found) (map[Ref]Object, time.Time, error) {
 	refs := Refs(in.Spec)
+	seen := map[Ref]bool{}
+	for _, r := range refs {
+		seen[r] = true
+	}
+	for _, i := range slices.Sorted(maps.Keys(found)) {
+		for _, k := range found[i] {
+			if r := (Ref{Key: k}); !seen[r] {
+				seen[r] = true
+				refs = append(refs, r)
+			}
+		}
+	}
+	if len(refs) > MaxObjects {
+		return nil, time.Time{}, &FindError{Entry: -1, Problem: fmt.Sprintf("the finds and references name %d remote objects; an ExternalSecret reads at most %d: narrow the finds", len(refs), MaxObjects)}
+	}
 	results := make([]Fetched, len(refs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(fetchParallelism)
@@ -125,11 +150,17 @@ func versionSuffix(v string) string {
 }
 
 // Render maps fetched objects to Secret keys and applies the template.
+// Finds match nothing: a spec with finds is rendered by RenderFound.
 func Render(spec *v1alpha1.ExternalSecretSpec, objs map[Ref]Object, sources map[string]map[string]string, oldest time.Time) (*Result, error) {
+	return RenderFound(spec, objs, nil, sources, oldest)
+}
+
+// RenderFound maps fetched objects to Secret keys, with the keys each find
+// matched, and applies the template.
+func RenderFound(spec *v1alpha1.ExternalSecretSpec, objs map[Ref]Object, found Found, sources map[string]map[string]string, oldest time.Time) (*Result, error) {
 	data := map[string][]byte{}
-	for _, d := range spec.DataFrom {
-		ref := Ref{Key: d.RemoteRef.Key, Version: d.RemoteRef.Version}
-		fields, err := ExtractAll(ref.Key, objs[ref], d.RemoteRef.Property)
+	for i, d := range spec.DataFrom {
+		fields, err := dataFromEntry(i, d, objs, found[i])
 		if err != nil {
 			return nil, err
 		}
@@ -143,13 +174,49 @@ func Render(spec *v1alpha1.ExternalSecretSpec, objs map[Ref]Object, sources map[
 		}
 		data[d.SecretKey] = b
 	}
-	res := &Result{Data: data, Versions: versionsOf(objs), OldestRead: oldest}
+	res := &Result{Data: data, Versions: versionsOf(objs), OldestRead: oldest, Found: foundCounts(found)}
 	if t := spec.Target.Template; t != nil {
 		if err := applyTemplate(t, res, sources); err != nil {
 			return nil, err
 		}
 	}
 	return res, nil
+}
+
+// dataFromEntry is the Secret keys of dataFrom entry i: the fields of its
+// remote object, or each object its find matched whole under the key of
+// its name; renamed by its rewrite rules.
+func dataFromEntry(i int, d v1alpha1.ExternalSecretDataFrom, objs map[Ref]Object, matched []string) (map[string][]byte, error) {
+	from := map[string]string{}
+	var data map[string][]byte
+	if r := d.RemoteRef; r != nil {
+		ref := Ref{Key: r.Key, Version: r.Version}
+		fields, err := ExtractAll(ref.Key, objs[ref], r.Property)
+		if err != nil {
+			return nil, err
+		}
+		if len(d.Rewrite) == 0 {
+			return fields, nil
+		}
+		data = fields
+		for k := range fields {
+			from[k] = fmt.Sprintf("field %q of remote key %q", k, ref.Key)
+		}
+	} else {
+		data = make(map[string][]byte, len(matched))
+		for _, k := range matched {
+			b, err := Extract(k, objs[Ref{Key: k}], "")
+			if err != nil {
+				return nil, err
+			}
+			sk := findKey(k)
+			if prev, dup := from[sk]; dup {
+				return nil, &FindError{Entry: i, Problem: fmt.Sprintf("%s and remote key %q both become Secret key %q; add a rewrite that tells them apart", prev, k, sk)}
+			}
+			data[sk], from[sk] = b, fmt.Sprintf("remote key %q", k)
+		}
+	}
+	return rewriteKeys(i, d.Rewrite, data, from)
 }
 
 func versionsOf(objs map[Ref]Object) []v1alpha1.RemoteVersion {

@@ -133,6 +133,9 @@ func Instrument(c *engine.Client, storeKind string) *engine.Client {
 		if ops.Batch != nil {
 			out.Batch = batch{ops.Batch, obs}
 		}
+		if ops.Lister != nil {
+			out.Lister = lister{ops.Lister, obs}
+		}
 		if ops.Writer != nil {
 			out.Writer = writer{ops.Writer, obs}
 		}
@@ -176,6 +179,18 @@ func (v versions) CurrentVersion(ctx context.Context, key string) (string, error
 	ver, err := v.inner.CurrentVersion(ctx, key)
 	v.observe("version", start, err)
 	return ver, err
+}
+
+type lister struct {
+	inner engine.Lister
+	observer
+}
+
+func (l lister) List(ctx context.Context, req engine.ListRequest) (engine.ListPage, error) {
+	start := time.Now()
+	page, err := l.inner.List(ctx, req)
+	l.observe("list", start, err)
+	return page, err
 }
 
 type writer struct {

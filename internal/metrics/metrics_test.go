@@ -23,6 +23,9 @@ func (full) PutSecret(context.Context, string, engine.Publication, engine.Owner)
 }
 func (full) DeleteSecret(context.Context, string, engine.Owner) error { return nil }
 func (full) Check(context.Context) error                              { return nil }
+func (full) List(context.Context, engine.ListRequest) (engine.ListPage, error) {
+	return engine.ListPage{}, nil
+}
 
 func TestInstrumentClaimsExactlyTheProvidersCapabilities(t *testing.T) {
 	f := full{}
@@ -32,7 +35,8 @@ func TestInstrumentClaimsExactlyTheProvidersCapabilities(t *testing.T) {
 	}{
 		{"read only", engine.Ops{Reader: readOnly{}}},
 		{"versions", engine.Ops{Reader: f, Versions: f}},
-		{"everything", engine.Ops{Reader: f, Versions: f, Writer: f, Checker: f}},
+		{"list", engine.Ops{Reader: f, Lister: f}},
+		{"everything", engine.Ops{Reader: f, Versions: f, Lister: f, Writer: f, Checker: f}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := engine.NewClient("p-"+tc.name, tc.ops)
@@ -52,7 +56,7 @@ func TestInstrumentClaimsExactlyTheProvidersCapabilities(t *testing.T) {
 
 func TestInstrumentCountsCalls(t *testing.T) {
 	f := full{}
-	c, _ := engine.NewClient("counted", engine.Ops{Reader: f, Versions: f, Writer: f})
+	c, _ := engine.NewClient("counted", engine.Ops{Reader: f, Versions: f, Lister: f, Writer: f})
 	w := Instrument(c, "ClusterSecretStore")
 	ctx := context.Background()
 	_, _ = w.GetSecret(ctx, engine.Ref{Key: "k"})
@@ -60,7 +64,9 @@ func TestInstrumentCountsCalls(t *testing.T) {
 	_, _ = vr.CurrentVersion(ctx, "k")
 	wr, _ := w.AsWriter()
 	_, _ = wr.PutSecret(ctx, "k", engine.Publication{}, engine.Owner{})
-	for _, op := range []string{"get", "version", "put"} {
+	l, _ := w.AsLister()
+	_, _ = l.List(ctx, engine.ListRequest{})
+	for _, op := range []string{"get", "version", "put", "list"} {
 		var m dto.Metric
 		if err := ProviderCalls.WithLabelValues("counted", "ClusterSecretStore", op, "ok").Write(&m); err != nil {
 			t.Fatal(err)

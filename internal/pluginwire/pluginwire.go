@@ -20,8 +20,48 @@ import (
 	"github.com/watchword-dev/watchword/internal/engine"
 )
 
-// ProtocolVersion is the version of api/plugin this build speaks.
-const ProtocolVersion = "v1"
+// The versions of api/plugin this build speaks. v1.1 is v1 with the List
+// call: a plugin that chose v1 cannot list, whatever it announced, so that
+// a plugin built before List keeps working and says it cannot list.
+const (
+	ProtocolVersion     = "v1"
+	ProtocolVersionList = "v1.1"
+)
+
+// ProtocolVersions are the versions this build speaks, newest first: what
+// Watchword offers at a handshake.
+var ProtocolVersions = []string{ProtocolVersionList, ProtocolVersion}
+
+// ChooseVersion is the newest version of this build that offered holds,
+// or "" when it holds none: what a plugin answers a handshake with.
+func ChooseVersion(offered []string) string {
+	for _, v := range ProtocolVersions {
+		for _, o := range offered {
+			if o == v {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// Speaks tells whether this build speaks version v.
+func Speaks(v string) bool {
+	return v == ProtocolVersion || v == ProtocolVersionList
+}
+
+// ForVersion is the part of capabilities c that protocol version v can
+// carry: v1 has no List call.
+func ForVersion(v string, c engine.Capabilities) engine.Capabilities {
+	if v != ProtocolVersionList {
+		return c &^ engine.CanList
+	}
+	return c
+}
+
+// MaxListLimit is the largest page a listing asks a plugin for, and the
+// largest a plugin built with the SDK accepts to be asked for.
+const MaxListLimit = 1000
 
 // MaxMessageSize bounds every message either end sends or receives.
 const MaxMessageSize = 4 << 20

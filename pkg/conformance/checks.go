@@ -156,6 +156,10 @@ func (s *suite) readOnlyRefusesWrites() {
 		_, err = c.AsWatcher()
 		s.expectClass(err, engine.ErrNotSupported, "asking a store without watch for it")
 	}
+	if s.h.Ops.Lister == nil {
+		_, err = c.AsLister()
+		s.expectClass(err, engine.ErrNotSupported, "asking a store without list for it")
+	}
 }
 
 // writeReadBack: what is written is what a read returns, with the version

@@ -12,8 +12,11 @@
 //     only when asked, and concurrent writers leave one consistent value;
 //   - batch reads (batchRead): equal to single reads, ref by ref;
 //   - watches (watch): a write is announced by its key within a bound;
+//   - listings (list): the keys listed under a prefix are those seeded
+//     there, read back by their listed keys with the listed versions,
+//     across pages of a small limit, with odd characters in names;
 //   - honesty: a store without a writer refuses writes with ErrNotSupported,
-//     and one without batchRead or watch has no batch read or watch.
+//     and one without batchRead, watch or list has none of them.
 //
 // A store's tests call Run with a Harness:
 //
@@ -122,6 +125,10 @@ var checks = unseeding([]check{
 	{name: "ConcurrentWriters", needs: engine.CanWrite, fn: (*suite).concurrentWriters},
 	{name: "BatchReadsEqualSingleReads", needs: engine.CanBatchRead, seeds: true, fn: (*suite).batchReadsEqualSingleReads},
 	{name: "WatchAnnouncesWrites", needs: engine.CanWatch, fn: (*suite).watchAnnouncesWrites},
+	{name: "ListAgreesWithReads", needs: engine.CanList, seeds: true, fn: (*suite).listAgreesWithReads},
+	{name: "ListPages", needs: engine.CanList, seeds: true, fn: (*suite).listPages},
+	{name: "ListOddNames", needs: engine.CanList, seeds: true, fn: (*suite).listOddNames},
+	{name: "ListEmptyPrefix", needs: engine.CanList, fn: (*suite).listEmptyPrefix},
 })
 
 // unseeding makes each check delete what it seeded when it ends, however

@@ -29,6 +29,9 @@ type flaws struct {
 	deletesForeign      bool // DeleteSecret ignores the ownership marker
 	pinIgnored          bool // a pinned read returns the current version
 	staleWriteVersion   bool // PutSecret returns the version it replaced
+	listIgnoresLimit    bool // List returns every key in one page
+	listSkipsPageEdge   bool // List loses the first key of every page after the first
+	listStaleVersion    bool // List gives each key's first version
 }
 
 type memSecret struct {
@@ -105,6 +108,35 @@ func (m *memStore) DeleteSecret(_ context.Context, key string, owner engine.Owne
 	return nil
 }
 
+// List lists the sorted keys under a prefix, a page at a time.
+func (m *memStore) List(_ context.Context, req engine.ListRequest) (engine.ListPage, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var keys []string
+	for _, k := range slices.Sorted(maps.Keys(m.secrets)) {
+		if strings.HasPrefix(k, req.Prefix) {
+			keys = append(keys, k)
+		}
+	}
+	limit := req.Limit
+	if m.flaws.listIgnoresLimit {
+		limit = 0
+	}
+	page, next := engine.PageAfter(keys, req.PageToken, limit)
+	if m.flaws.listSkipsPageEdge && req.PageToken != "" && len(page) > 0 {
+		page = page[1:]
+	}
+	out := engine.ListPage{NextPageToken: next}
+	for _, k := range page {
+		v := len(m.secrets[k].versions)
+		if m.flaws.listStaleVersion {
+			v = 1
+		}
+		out.Items = append(out.Items, engine.ListItem{Key: k, Version: strconv.Itoa(v)})
+	}
+	return out, nil
+}
+
 // seed writes without a marker, as someone else would.
 func (m *memStore) seed(_ context.Context, key string, fields map[string][]byte) error {
 	m.mu.Lock()
@@ -120,7 +152,7 @@ func (m *memStore) seed(_ context.Context, key string, fields map[string][]byte)
 }
 
 func (m *memStore) harness() Harness {
-	return Harness{Name: "memory", Ops: engine.Ops{Reader: m, Versions: m, Writer: m}, Seed: m.seed, KeepsVersions: true}
+	return Harness{Name: "memory", Ops: engine.Ops{Reader: m, Versions: m, Writer: m, Lister: m}, Seed: m.seed, KeepsVersions: true}
 }
 
 func TestAConformingStorePasses(t *testing.T) {
@@ -133,7 +165,7 @@ func TestAReadOnlyStorePassesTheReadChecks(t *testing.T) {
 	h.Ops = engine.Ops{Reader: m}
 	Run(t, h)
 	rec := runRecorded(t, h)
-	for _, name := range []string{"WriteReadBack", "ConcurrentWriters", "CurrentVersionFollowsSeed"} {
+	for _, name := range []string{"WriteReadBack", "ConcurrentWriters", "CurrentVersionFollowsSeed", "ListAgreesWithReads", "ListPages"} {
 		if !rec.skipped[name] {
 			t.Errorf("check %s ran against a store that does not declare its capability", name)
 		}
@@ -243,6 +275,27 @@ func TestFlawedStoresFail(t *testing.T) {
 			flaws: flaws{staleWriteVersion: true},
 			want: []string{
 				`WriteReadBack: store "memory": key "write-read" after the first write: expected a read to return the version PutSecret returned ("0"), it returned "1"`,
+			},
+		},
+		{
+			name:  "ignores the page limit",
+			flaws: flaws{listIgnoresLimit: true},
+			want: []string{
+				`ListPages: store "memory": listing the keys under "list-page-" two at a time (page 1): expected at most 2 items (the limit), the store returned 5`,
+			},
+		},
+		{
+			name:  "loses a key between pages",
+			flaws: flaws{listSkipsPageEdge: true},
+			want: []string{
+				`ListPages: store "memory": listing the keys under "list-page-" two at a time, over every page: expected keys [list-page-0, list-page-1, list-page-2, list-page-3, list-page-4], keys missing: [list-page-2, list-page-4]`,
+			},
+		},
+		{
+			name:  "lists a stale version",
+			flaws: flaws{listStaleVersion: true},
+			want: []string{
+				`ListAgreesWithReads: store "memory": key "list-agree-a": expected the listed version "1" to be the version a read returns`,
 			},
 		},
 	}

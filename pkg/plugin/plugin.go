@@ -9,6 +9,7 @@
 //		Writer: myWriter{}, // only if the store can write
 //		Batch:  myBatch{},  // only if it reads many secrets in one call
 //		Watcher: myWatch{}, // only if it can announce changes
+//		Lister: myList{},   // only if it can list its keys
 //	})
 //
 // Errors wrap one of the classes below (ErrNotFound, ErrNotOwned, …) with
@@ -83,6 +84,48 @@ type Writer interface {
 	Delete(ctx context.Context, cfg Config, key string, owner Owner) error
 }
 
+// Lister lists the secrets of a store, a page at a time: their keys, with
+// their current versions and tags where the store tells them, never a
+// value. A page holds at most req.Limit items (zero: the store's own page
+// size) and may hold fewer, even none, while NextPageToken is set; the
+// listing ends with an empty NextPageToken. A store without tags refuses
+// a request that sets some with ErrNotSupported.
+type Lister interface {
+	List(ctx context.Context, cfg Config, req ListRequest) (ListPage, error)
+}
+
+// ListRequest selects the secrets of one page.
+type ListRequest struct {
+	// Prefix keeps the keys that begin with it; empty: every key.
+	Prefix string
+	// Tags keeps the secrets that carry every one of these tags.
+	Tags map[string]string
+	// PageToken is the previous page's NextPageToken; empty first.
+	PageToken string
+	// Limit is the most items the page holds; zero: the store's own.
+	Limit int
+}
+
+// ListPage is one page of a listing.
+type ListPage struct {
+	Items         []ListItem
+	NextPageToken string
+}
+
+// ListItem is one listed secret.
+type ListItem struct {
+	// Key is what Get reads the secret by.
+	Key string
+	// Version is its current version, or "" when the listing does not
+	// tell it.
+	Version string
+	// Tags are its tags, where the listing tells them.
+	Tags map[string]string
+}
+
+// MaxListLimit is the largest page Watchword asks for.
+const MaxListLimit = pluginwire.MaxListLimit
+
 // Store is a plugin: its name and version, and one field per capability.
 // A nil field is a capability the store does not have, and the plugin
 // answers its calls with Unimplemented.
@@ -100,6 +143,8 @@ type Store struct {
 	Batch BatchReader
 	// Watcher announces changed keys (capability watch).
 	Watcher Watcher
+	// Lister lists keys (capability list, protocol v1.1).
+	Lister Lister
 	// ValidateConfig checks a store's configuration at the handshake,
 	// without I/O; an error wraps ErrInvalidConfig and says what to
 	// change. Nil accepts any configuration.
@@ -155,6 +200,9 @@ func (s Store) capabilities() engine.Capabilities {
 	}
 	if s.Watcher != nil {
 		c |= engine.CanWatch
+	}
+	if s.Lister != nil {
+		c |= engine.CanList
 	}
 	return c
 }

@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -179,8 +179,9 @@ func unimplemented(capability string) error {
 }
 
 func (s *server) Handshake(_ context.Context, req *pluginv1.HandshakeRequest) (*pluginv1.HandshakeResponse, error) {
-	if !slices.Contains(req.GetProtocolVersions(), pluginwire.ProtocolVersion) {
-		return nil, status.Errorf(codes.FailedPrecondition, "this plugin speaks protocol %s; Watchword offered %v", pluginwire.ProtocolVersion, req.GetProtocolVersions())
+	version := pluginwire.ChooseVersion(req.GetProtocolVersions())
+	if version == "" {
+		return nil, status.Errorf(codes.FailedPrecondition, "this plugin speaks protocol %s; Watchword offered %v", strings.Join(pluginwire.ProtocolVersions, " or "), req.GetProtocolVersions())
 	}
 	if s.store.ValidateConfig != nil {
 		if err := s.store.ValidateConfig(config(req.GetConfig())); err != nil {
@@ -188,10 +189,12 @@ func (s *server) Handshake(_ context.Context, req *pluginv1.HandshakeRequest) (*
 		}
 	}
 	return &pluginv1.HandshakeResponse{
-		ProtocolVersion: pluginwire.ProtocolVersion,
-		Capabilities:    pluginwire.CapabilityList(s.store.capabilities()),
-		PluginName:      s.store.Name,
-		PluginVersion:   s.store.Version,
+		ProtocolVersion: version,
+		// A Watchword that offered only v1 is not told of list, which it
+		// could not call.
+		Capabilities:  pluginwire.CapabilityList(pluginwire.ForVersion(version, s.store.capabilities())),
+		PluginName:    s.store.Name,
+		PluginVersion: s.store.Version,
 	}, nil
 }
 
@@ -229,6 +232,28 @@ func (s *server) Put(ctx context.Context, req *pluginv1.PutRequest) (*pluginv1.P
 		return nil, fail(err)
 	}
 	return &pluginv1.PutResponse{Version: v}, nil
+}
+
+func (s *server) List(ctx context.Context, req *pluginv1.ListRequest) (*pluginv1.ListResponse, error) {
+	if s.store.Lister == nil {
+		return nil, unimplemented("list")
+	}
+	if req.GetLimit() < 0 || req.GetLimit() > MaxListLimit {
+		return nil, status.Errorf(codes.InvalidArgument, "a list page holds at most %d items; %d were asked", MaxListLimit, req.GetLimit())
+	}
+	page, err := s.store.Lister.List(ctx, config(req.GetConfig()), ListRequest{Prefix: req.GetPrefix(), Tags: req.GetTags(),
+		PageToken: req.GetPageToken(), Limit: int(req.GetLimit())})
+	if err != nil {
+		return nil, fail(err)
+	}
+	if n := len(page.Items); req.GetLimit() > 0 && n > int(req.GetLimit()) {
+		return nil, status.Errorf(codes.Internal, "the plugin's list page holds %d items, over the %d asked", n, req.GetLimit())
+	}
+	out := &pluginv1.ListResponse{NextPageToken: page.NextPageToken, Items: make([]*pluginv1.ListItem, 0, len(page.Items))}
+	for _, it := range page.Items {
+		out.Items = append(out.Items, &pluginv1.ListItem{Key: it.Key, Version: it.Version, Tags: it.Tags})
+	}
+	return out, nil
 }
 
 func (s *server) Delete(ctx context.Context, req *pluginv1.DeleteRequest) (*pluginv1.DeleteResponse, error) {

@@ -29,6 +29,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,6 +57,7 @@ var params = map[string]map[string]bool{
 	"GetSecretValue":       {"SecretName": true, "VersionId": false, "VersionStage": false, "FetchExtendedConfig": false, "DryRun": false},
 	"ListSecretVersionIds": {"SecretName": true, "IncludeDeprecated": false, "PageNumber": false, "PageSize": false},
 	"DescribeSecret":       {"SecretName": true, "FetchTags": false},
+	"ListSecrets":          {"FetchTags": false, "PageNumber": false, "PageSize": false, "Filters": false},
 	"CreateSecret": {"SecretName": true, "SecretData": true, "VersionId": true, "SecretDataType": false, "EncryptionKeyId": false,
 		"Description": false, "Tags": false, "SecretType": false, "DKMSInstanceId": false, "Policy": false, "ExtendedConfig": false,
 		"EnableAutomaticRotation": false, "RotationInterval": false},
@@ -279,6 +281,8 @@ func (s *Server) handle(r *http.Request) (map[string]any, *apiError) {
 		return s.listSecretVersionIDs(query)
 	case "DescribeSecret":
 		return s.describeSecret(query)
+	case "ListSecrets":
+		return s.listSecrets(query)
 	case "CreateSecret":
 		return s.createSecret(query)
 	case "PutSecretValue":
@@ -596,6 +600,53 @@ func parseTags(raw string) (map[string]string, *apiError) {
 	return out, nil
 }
 
+// listSecrets lists the secrets in name order, a page at a time, with
+// their tags when FetchTags is true; never a value. The fake takes no
+// Filters.
+func (s *Server) listSecrets(q map[string]string) (map[string]any, *apiError) {
+	if q["Filters"] != "" {
+		return nil, fail(400, "InvalidParameter", "this fake does not filter ListSecrets; leave Filters out")
+	}
+	number, size := 1, 10
+	var err error
+	if v := q["PageNumber"]; v != "" {
+		if number, err = strconv.Atoi(v); err != nil || number < 1 {
+			return nil, fail(400, "InvalidParameter", "PageNumber must be a positive integer.")
+		}
+	}
+	if v := q["PageSize"]; v != "" {
+		if size, err = strconv.Atoi(v); err != nil || size < 1 || size > 100 {
+			return nil, fail(400, "InvalidParameter", "PageSize must be from 1 to 100.")
+		}
+	}
+	fetch := q["FetchTags"]
+	if fetch != "" && fetch != "true" && fetch != "false" {
+		return nil, fail(400, "InvalidParameter", "FetchTags must be true or false.")
+	}
+	names := make([]string, 0, len(s.secrets))
+	for n := range s.secrets {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	total := len(names)
+	lo, hi := min((number-1)*size, total), min(number*size, total)
+	list := []map[string]any{}
+	for _, n := range names[lo:hi] {
+		sec := s.secrets[n]
+		created := sec.versions[0].created.Format(time.RFC3339)
+		item := map[string]any{"SecretName": n, "SecretType": "Generic", "CreateTime": created, "UpdateTime": sec.versions[len(sec.versions)-1].created.Format(time.RFC3339)}
+		if fetch == "true" {
+			tags := []map[string]string{}
+			for k, v := range sec.tags {
+				tags = append(tags, map[string]string{"TagKey": k, "TagValue": v})
+			}
+			item["Tags"] = map[string]any{"Tag": tags}
+		}
+		list = append(list, item)
+	}
+	return map[string]any{"PageNumber": number, "PageSize": size, "TotalCount": total, "SecretList": map[string]any{"Secret": list}}, nil
+}
+
 func (s *Server) describeSecret(q map[string]string) (map[string]any, *apiError) {
 	sec := s.secrets[q["SecretName"]]
 	if sec == nil {
@@ -622,8 +673,19 @@ func dataType(q map[string]string) (bool, *apiError) {
 	return false, fail(400, "InvalidParameter", "SecretDataType must be text or binary.")
 }
 
+// secretNameRE is what CreateSecret accepts as a name.
+var secretNameRE = regexp.MustCompile(`^[a-zA-Z0-9_/+=.@-]{1,192}$`)
+
+// ValidSecretName tells whether KMS accepts name for a new secret (1 to
+// 192 letters, digits and _/+=.@-): an out-of-band seed that stands for a
+// user's write refuses the others, as the service would.
+func ValidSecretName(name string) bool { return secretNameRE.MatchString(name) }
+
 func (s *Server) createSecret(q map[string]string) (map[string]any, *apiError) {
 	name := q["SecretName"]
+	if !ValidSecretName(name) {
+		return nil, fail(400, "InvalidParameter", "The parameter SecretName is invalid.")
+	}
 	if s.secrets[name] != nil {
 		return nil, fail(400, "Rejected.ResourceExist", "The resource already exists.")
 	}

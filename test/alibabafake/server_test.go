@@ -52,7 +52,7 @@ func TestTheFakeRefusesWhatKMSRefuses(t *testing.T) {
 	}
 
 	// A real KMS action the fake does not serve.
-	_, err = c.ListSecrets(&kms.ListSecretsRequest{})
+	_, err = c.ListKeys(&kms.ListKeysRequest{})
 	if got := code(t, err); got != "InvalidAction.NotFound" {
 		t.Errorf("unknown action: %s", got)
 	}

@@ -265,10 +265,11 @@ func (s *Server) secretsManager(op string, body []byte, _ string) (any, *apiErro
 		return out, nil
 	case "ListSecrets":
 		var in struct {
-			MaxResults             *int   `json:"MaxResults"`
-			NextToken              string `json:"NextToken"`
-			IncludePlannedDeletion bool   `json:"IncludePlannedDeletion"`
-			SortOrder              string `json:"SortOrder"`
+			MaxResults             *int       `json:"MaxResults"`
+			NextToken              string     `json:"NextToken"`
+			IncludePlannedDeletion bool       `json:"IncludePlannedDeletion"`
+			SortOrder              string     `json:"SortOrder"`
+			Filters                []smFilter `json:"Filters"`
 		}
 		if e := decode(body, &in); e != nil {
 			return nil, e
@@ -276,9 +277,14 @@ func (s *Server) secretsManager(op string, body []byte, _ string) (any, *apiErro
 		if in.MaxResults != nil && (*in.MaxResults < 1 || *in.MaxResults > 100) {
 			return nil, errorf(400, "ValidationException", "MaxResults must be between 1 and 100")
 		}
+		if e := checkFilters(in.Filters); e != nil {
+			return nil, e
+		}
 		names := make([]string, 0, len(s.secrets))
-		for n := range s.secrets {
-			names = append(names, n)
+		for n, sec := range s.secrets {
+			if sec.matches(in.Filters) {
+				names = append(names, n)
+			}
 		}
 		sort.Strings(names)
 		start, _ := strconv.Atoi(in.NextToken)
@@ -286,10 +292,21 @@ func (s *Server) secretsManager(op string, body []byte, _ string) (any, *apiErro
 		if in.MaxResults != nil {
 			limit = *in.MaxResults
 		}
-		var list []map[string]any
+		list := []map[string]any{}
 		end := min(len(names), start+limit)
 		for _, n := range names[min(start, len(names)):end] {
-			list = append(list, map[string]any{"ARN": s.secrets[n].arn, "Name": n})
+			sec := s.secrets[n]
+			stages := map[string][]string{}
+			for id, v := range sec.versions {
+				if len(v.stages) > 0 {
+					stages[id] = append([]string{}, v.stages...)
+				}
+			}
+			entry := map[string]any{"ARN": sec.arn, "Name": n, "SecretVersionsToStages": stages, "CreatedDate": epoch(sec.created)}
+			if len(sec.tags) > 0 {
+				entry["Tags"] = sec.tags
+			}
+			list = append(list, entry)
 		}
 		out := map[string]any{"SecretList": list}
 		if end < len(names) {
@@ -466,3 +483,76 @@ func (s *Server) SecretKMSKey(name string) string {
 	}
 	return ""
 }
+
+// smFilter is a filter of ListSecrets.
+type smFilter struct {
+	Key    string   `json:"Key"`
+	Values []string `json:"Values"`
+}
+
+// filterValueRE is the pattern AWS documents for a filter's values.
+var filterValueRE = regexp.MustCompile(`^!?[a-zA-Z0-9 :_@/+=.\-!]*$`)
+
+// checkFilters validates ListSecrets filters as AWS does; this fake
+// filters by name, tag-key and tag-value, and refuses the other keys.
+func checkFilters(fs []smFilter) *apiError {
+	if len(fs) > 10 {
+		return errorf(400, "ValidationException", "at most 10 filters")
+	}
+	for _, f := range fs {
+		switch f.Key {
+		case "name", "tag-key", "tag-value":
+		case "description", "primary-region", "owning-service", "all":
+			return errorf(400, "ValidationException", "this fake filters by name, tag-key and tag-value only")
+		default:
+			return errorf(400, "ValidationException", "Filter Key must be one of description, name, tag-key, tag-value, primary-region, owning-service, all")
+		}
+		if len(f.Values) < 1 || len(f.Values) > 10 {
+			return errorf(400, "ValidationException", "a filter takes 1 to 10 values")
+		}
+		for _, v := range f.Values {
+			if len(v) > 512 || !filterValueRE.MatchString(v) {
+				return errorf(400, "ValidationException", "a filter value must match the documented pattern")
+			}
+		}
+	}
+	return nil
+}
+
+// matches tells whether the secret passes every filter (filters are ANDed,
+// the values of one filter ORed; a value starting with '!' negates its
+// prefix match; matches are case-sensitive prefixes); s.mu is held.
+func (sec *secret) matches(fs []smFilter) bool {
+	for _, f := range fs {
+		var attrs []string
+		switch f.Key {
+		case "name":
+			attrs = []string{sec.name}
+		case "tag-key", "tag-value":
+			for _, t := range sec.tags {
+				if f.Key == "tag-key" {
+					attrs = append(attrs, deref(t.Key))
+				} else {
+					attrs = append(attrs, deref(t.Value))
+				}
+			}
+		}
+		if !slices.ContainsFunc(f.Values, func(v string) bool { return valueMatches(v, attrs) }) {
+			return false
+		}
+	}
+	return true
+}
+
+func valueMatches(v string, attrs []string) bool {
+	if neg, ok := strings.CutPrefix(v, "!"); ok {
+		return !slices.ContainsFunc(attrs, func(a string) bool { return strings.HasPrefix(a, neg) })
+	}
+	return slices.ContainsFunc(attrs, func(a string) bool { return strings.HasPrefix(a, v) })
+}
+
+// ValidSecretName tells whether Secrets Manager accepts name for a new
+// secret (letters, digits and /_+=.@-, at most 512 characters): an
+// out-of-band seed that stands for a user's write refuses the others, as
+// the service would.
+func ValidSecretName(name string) bool { return secretNameRE.MatchString(name) }

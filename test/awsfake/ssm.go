@@ -252,17 +252,31 @@ func (s *Server) ssm(op string, body []byte, _ string) (any, *apiError) {
 			}
 		}
 		sort.Strings(names)
+		// Filters are ANDed; the values of one filter ORed.
 		for _, f := range in.ParameterFilters {
+			if len(f.Values) == 0 {
+				return nil, errorf(400, "InvalidFilterValue", "a filter takes at least one value")
+			}
 			switch {
 			case f.Key == "Name" && (f.Option == "Equals" || f.Option == ""):
 				names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(f.Values, n) })
+			case f.Key == "Name" && f.Option == "BeginsWith":
+				names = slices.DeleteFunc(names, func(n string) bool {
+					return !slices.ContainsFunc(f.Values, func(v string) bool { return strings.HasPrefix(n, v) })
+				})
 			case f.Key == "Path" && (f.Option == "Recursive" || f.Option == "OneLevel"):
 				if len(f.Values) != 1 {
 					return nil, errorf(400, "InvalidFilterValue", "a Path filter takes one value")
 				}
-				names = s.under(f.Values[0], f.Option == "Recursive")
+				under := s.under(f.Values[0], f.Option == "Recursive")
+				names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(under, n) })
+			case strings.HasPrefix(f.Key, "tag:") && (f.Option == "Equals" || f.Option == ""):
+				key := strings.TrimPrefix(f.Key, "tag:")
+				names = slices.DeleteFunc(names, func(n string) bool {
+					return !slices.ContainsFunc(s.params[n].tags, func(t Tag) bool { return deref(t.Key) == key && slices.Contains(f.Values, deref(t.Value)) })
+				})
 			default:
-				return nil, errorf(400, "InvalidFilterKey", "this fake filters by Name (Equals) and Path (Recursive, OneLevel)")
+				return nil, errorf(400, "InvalidFilterKey", "this fake filters by Name (Equals, BeginsWith), Path (Recursive, OneLevel) and tag:KEY (Equals)")
 			}
 		}
 		start, end, next, e := page(in.NextToken, limit, len(names))
@@ -424,4 +438,12 @@ func (s *Server) ParameterKMSKey(name string) (typ, keyID string) {
 	}
 	v := p.versions[len(p.versions)-1]
 	return v.typ, v.keyID
+}
+
+// ValidParameterName tells whether Parameter Store accepts name for a
+// new parameter (letters, digits, '_', '.', '-' and '/', at most 2048
+// characters): an out-of-band seed that stands for a user's write refuses
+// the others, as the service would.
+func ValidParameterName(name string) bool {
+	return paramNameRE.MatchString(name) && len(name) <= 2048
 }

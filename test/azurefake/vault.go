@@ -63,12 +63,14 @@ func (s *Server) serveVault(w http.ResponseWriter, r *http.Request, v *vault) {
 	s.mu.Unlock()
 
 	parts := strings.Split(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/")
-	if len(parts) < 2 || parts[0] != "secrets" {
+	if r.Method == http.MethodGet && parts[0] == "secrets" && (len(parts) == 1 || (len(parts) == 2 && parts[1] == "")) {
+		parts = []string{"secrets", ""} // the vault's listing: no name
+	} else if len(parts) < 2 || parts[0] != "secrets" {
 		kvError(w, http.StatusNotFound, "NotFound", "", "the fake serves secrets only")
 		return
 	}
 	name, err := url.PathUnescape(parts[1])
-	if err != nil || !validName(name) {
+	if err != nil || (name != "" && !validName(name)) {
 		kvError(w, http.StatusBadRequest, "BadParameter", "", "The request URI contains an invalid name: "+parts[1])
 		return
 	}
@@ -78,6 +80,8 @@ func (s *Server) serveVault(w http.ResponseWriter, r *http.Request, v *vault) {
 	}
 	op, perm := "", ""
 	switch {
+	case name == "":
+		op, perm = "listSecrets", "list"
 	case r.Method == http.MethodGet && len(rest) == 1 && rest[0] == "versions":
 		op, perm = "listVersions", "list"
 	case r.Method == http.MethodGet && len(rest) <= 1:
@@ -107,6 +111,8 @@ func (s *Server) serveVault(w http.ResponseWriter, r *http.Request, v *vault) {
 		s.getSecret(w, v, name, ver)
 	case "listVersions":
 		s.listVersions(w, r, v, name)
+	case "listSecrets":
+		s.listSecrets(w, r, v)
 	case "setSecret":
 		s.setSecret(w, r, v, name)
 	case "deleteSecret":
@@ -171,6 +177,54 @@ func (s *Server) getSecret(w http.ResponseWriter, v *vault, name, id string) {
 		return
 	}
 	writeJSON(w, http.StatusOK, s.bundle(v, name, ver, true))
+}
+
+// listSecrets lists the vault's secrets, a page at a time: each one's
+// ID (without a version), and the attributes and tags of its current
+// version, never a value. Deleted secrets are not listed.
+func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request, v *vault) {
+	q := r.URL.Query()
+	size := pageSize
+	if m := q.Get("maxresults"); m != "" {
+		n, err := strconv.Atoi(m)
+		if err != nil || n < 1 || n > pageSize {
+			kvError(w, http.StatusBadRequest, "BadParameter", "", "maxresults must be between 1 and 25")
+			return
+		}
+		size = n
+	}
+	skip := 0
+	if t := q.Get("$skiptoken"); t != "" {
+		n, err := strconv.Atoi(t)
+		if err != nil || n < 0 {
+			kvError(w, http.StatusBadRequest, "BadParameter", "", "invalid $skiptoken")
+			return
+		}
+		skip = n
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var names []string
+	for name, sec := range v.secrets {
+		if !sec.deleted && len(sec.versions) > 0 {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	items := []any{}
+	for i := skip; i < len(names) && i < skip+size; i++ {
+		sec := v.secrets[names[i]]
+		item := s.bundle(v, names[i], sec.versions[len(sec.versions)-1], false)
+		item["id"] = "https://" + v.host + "/secrets/" + names[i]
+		delete(item, "kid")
+		items = append(items, item)
+	}
+	out := map[string]any{"value": items, "nextLink": nil}
+	if skip+size < len(names) {
+		next := url.Values{"api-version": {q.Get("api-version")}, "$skiptoken": {strconv.Itoa(skip + size)}, "maxresults": {strconv.Itoa(size)}}
+		out["nextLink"] = "https://" + v.host + "/secrets?" + next.Encode()
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) listVersions(w http.ResponseWriter, r *http.Request, v *vault, name string) {
@@ -292,3 +346,8 @@ func (s *Server) deleteSecret(w http.ResponseWriter, v *vault, name string) {
 	out["scheduledPurgeDate"] = s.now().Unix() + 90*24*3600
 	writeJSON(w, http.StatusOK, out)
 }
+
+// ValidSecretName tells whether Key Vault accepts name for a new secret
+// (1 to 127 letters, digits and '-'): an out-of-band seed that stands for
+// a user's write refuses the others, as the service would.
+func ValidSecretName(name string) bool { return validName(name) }

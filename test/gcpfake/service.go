@@ -383,3 +383,74 @@ func (s *Server) DeleteSecret(ctx context.Context, req *secretmanagerpb.DeleteSe
 	delete(s.secrets, req.GetName())
 	return &emptypb.Empty{}, nil
 }
+
+// listFilterRE is one term of the filters this fake takes: a label equal
+// to a value, as Secret Manager's filter syntax writes it.
+var listFilterRE = regexp.MustCompile(`^labels\.([^=:\s]+)=("?)([^"\s]*)("?)$`)
+
+// maxListPageSize is the largest page Secret Manager returns.
+const maxListPageSize = 25000
+
+// ListSecrets lists a parent's secrets in name order, a page at a time.
+// Of the filter syntax this fake takes labels.KEY=VALUE terms joined by
+// AND (or a space), and refuses the rest.
+func (s *Server) ListSecrets(ctx context.Context, req *secretmanagerpb.ListSecretsRequest) (*secretmanagerpb.ListSecretsResponse, error) {
+	if err := s.check(ctx, "parent", req.GetParent(), "secretmanager.secrets.list"); err != nil {
+		return nil, err
+	}
+	if req.GetPageSize() < 0 || req.GetPageSize() > maxListPageSize {
+		return nil, status.Errorf(codes.InvalidArgument, "page_size must be between 0 and %d.", maxListPageSize)
+	}
+	want := map[string]string{}
+	for _, term := range strings.Fields(strings.ReplaceAll(req.GetFilter(), " AND ", " ")) {
+		m := listFilterRE.FindStringSubmatch(term)
+		if m == nil || m[2] != m[4] {
+			return nil, status.Errorf(codes.InvalidArgument, "Invalid filter: this fake takes labels.KEY=VALUE terms joined by AND.")
+		}
+		want[m[1]] = m[3]
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var names []string
+	for name, sec := range s.secrets {
+		if !strings.HasPrefix(name, req.GetParent()+"/secrets/") || strings.Contains(strings.TrimPrefix(name, req.GetParent()+"/secrets/"), "/") {
+			continue
+		}
+		match := true
+		for k, v := range want {
+			if got, ok := sec.labels[k]; !ok || got != v {
+				match = false
+			}
+		}
+		if match {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	start := 0
+	if t := req.GetPageToken(); t != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(t, "after-"))
+		if err != nil || !strings.HasPrefix(t, "after-") || n < 0 || n > len(names) {
+			return nil, status.Errorf(codes.InvalidArgument, "Invalid page token.")
+		}
+		start = n
+	}
+	size := int(req.GetPageSize())
+	if size == 0 {
+		size = maxListPageSize
+	}
+	end := min(len(names), start+size)
+	out := &secretmanagerpb.ListSecretsResponse{TotalSize: int32(len(names))}
+	for _, name := range names[start:end] {
+		out.Secrets = append(out.Secrets, s.secretProto(name, s.secrets[name]))
+	}
+	if end < len(names) {
+		out.NextPageToken = "after-" + strconv.Itoa(end)
+	}
+	return out, nil
+}
+
+// ValidSecretID tells whether Secret Manager accepts id for a new secret
+// (1 to 255 letters, digits, '_' and '-'): an out-of-band seed that stands
+// for a user's write refuses the others, as the service would.
+func ValidSecretID(id string) bool { return secretIDRE.MatchString(id) }

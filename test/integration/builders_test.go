@@ -69,7 +69,7 @@ func withData(secretKey, key, property string) esOpt {
 
 func withDataFrom(key, property string) esOpt {
 	return func(es *v1alpha1.ExternalSecret) {
-		es.Spec.DataFrom = append(es.Spec.DataFrom, v1alpha1.ExternalSecretDataFrom{RemoteRef: v1alpha1.RemoteReference{Key: key, Property: property}})
+		es.Spec.DataFrom = append(es.Spec.DataFrom, v1alpha1.ExternalSecretDataFrom{RemoteRef: &v1alpha1.RemoteReference{Key: key, Property: property}})
 	}
 }
 

@@ -348,7 +348,7 @@ func TestPushToAStoreThatCannotHoldIt(t *testing.T) {
 		fragments    []string
 	}{
 		{name: "read-only", reason: "NotSupported", dest: pushTo("x", viaStore("SecretStore", "read-only")),
-			fragments: []string{`destination "x" of SecretStore "` + ns + `/read-only"`, `the "fake" provider does not have the write capability (it has read)`}},
+			fragments: []string{`destination "x" of SecretStore "` + ns + `/read-only"`, `the "fake" provider does not have the write capability (it has read,list)`}},
 		{name: "missing-cluster-store", reason: "StoreNotFound", dest: pushTo("x", viaStore("ClusterSecretStore", "nowhere-"+ns)),
 			fragments: []string{`ClusterSecretStore "nowhere-` + ns + `" not found; create it or fix the destination's configRef`}},
 		{name: "missing-store", reason: "StoreNotFound", dest: pushTo("x", viaStore("SecretStore", "nowhere")),

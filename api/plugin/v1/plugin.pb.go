@@ -137,7 +137,8 @@ func (x *Config) GetValues() map[string]string {
 
 type HandshakeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// protocol_versions are the versions Watchword speaks, such as "v1".
+	// protocol_versions are the versions Watchword speaks, newest first,
+	// such as "v1.1" and "v1". v1.1 is v1 with List.
 	ProtocolVersions []string `protobuf:"bytes,1,rep,name=protocol_versions,json=protocolVersions,proto3" json:"protocol_versions,omitempty"`
 	Config           *Config  `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
 	unknownFields    protoimpl.UnknownFields
@@ -1118,6 +1119,209 @@ func (x *WatchEvent) GetVersion() string {
 	return ""
 }
 
+type ListRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Config *Config                `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	// prefix keeps the keys that begin with it; empty: every key.
+	Prefix string `protobuf:"bytes,2,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	// tags keeps the secrets that carry every one of these tags with these
+	// values; a store without tags refuses a request that sets them with
+	// UNIMPLEMENTED (ErrNotSupported), never ignores them.
+	Tags map[string]string `protobuf:"bytes,3,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// page_token is the next_page_token of the previous page; empty first.
+	PageToken string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// limit is the most items the page may hold; 0: the plugin's own page
+	// size. Watchword never asks for more than 1000.
+	Limit         int32 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRequest) Reset() {
+	*x = ListRequest{}
+	mi := &file_v1_plugin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRequest) ProtoMessage() {}
+
+func (x *ListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_plugin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
+func (*ListRequest) Descriptor() ([]byte, []int) {
+	return file_v1_plugin_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ListRequest) GetConfig() *Config {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *ListRequest) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+func (x *ListRequest) GetTags() map[string]string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+func (x *ListRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ListResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// items are the secrets of the page, at most limit of them; a page may
+	// hold fewer, even none, while next_page_token is set.
+	Items []*ListItem `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	// next_page_token asks for the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListResponse) Reset() {
+	*x = ListResponse{}
+	mi := &file_v1_plugin_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListResponse) ProtoMessage() {}
+
+func (x *ListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_plugin_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
+func (*ListResponse) Descriptor() ([]byte, []int) {
+	return file_v1_plugin_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ListResponse) GetItems() []*ListItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ListResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// ListItem is one listed secret: never its value.
+type ListItem struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// key is what Get reads the secret by.
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// version is its current version where the listing tells it; empty
+	// otherwise.
+	Version string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	// tags are its tags where the listing tells them.
+	Tags          map[string]string `protobuf:"bytes,3,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListItem) Reset() {
+	*x = ListItem{}
+	mi := &file_v1_plugin_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListItem) ProtoMessage() {}
+
+func (x *ListItem) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_plugin_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListItem.ProtoReflect.Descriptor instead.
+func (*ListItem) Descriptor() ([]byte, []int) {
+	return file_v1_plugin_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ListItem) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *ListItem) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *ListItem) GetTags() map[string]string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
 var File_v1_plugin_proto protoreflect.FileDescriptor
 
 const file_v1_plugin_proto_rawDesc = "" +
@@ -1201,7 +1405,27 @@ const file_v1_plugin_proto_rawDesc = "" +
 	"\n" +
 	"WatchEvent\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\tR\aversion*\xce\x01\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\"\x88\x02\n" +
+	"\vListRequest\x123\n" +
+	"\x06config\x18\x01 \x01(\v2\x1b.watchword.plugin.v1.ConfigR\x06config\x12\x16\n" +
+	"\x06prefix\x18\x02 \x01(\tR\x06prefix\x12>\n" +
+	"\x04tags\x18\x03 \x03(\v2*.watchword.plugin.v1.ListRequest.TagsEntryR\x04tags\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\x12\x14\n" +
+	"\x05limit\x18\x05 \x01(\x05R\x05limit\x1a7\n" +
+	"\tTagsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"k\n" +
+	"\fListResponse\x123\n" +
+	"\x05items\x18\x01 \x03(\v2\x1d.watchword.plugin.v1.ListItemR\x05items\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xac\x01\n" +
+	"\bListItem\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\x12;\n" +
+	"\x04tags\x18\x03 \x03(\v2'.watchword.plugin.v1.ListItem.TagsEntryR\x04tags\x1a7\n" +
+	"\tTagsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01*\xce\x01\n" +
 	"\n" +
 	"Capability\x12\x1a\n" +
 	"\x16CAPABILITY_UNSPECIFIED\x10\x00\x12\x13\n" +
@@ -1211,7 +1435,7 @@ const file_v1_plugin_proto_rawDesc = "" +
 	"\x0fCAPABILITY_LIST\x10\x04\x12\x14\n" +
 	"\x10CAPABILITY_WRITE\x10\x05\x12\x15\n" +
 	"\x11CAPABILITY_DELETE\x10\x06\x12\x14\n" +
-	"\x10CAPABILITY_WATCH\x10\a2\xe3\x04\n" +
+	"\x10CAPABILITY_WATCH\x10\a2\xb0\x05\n" +
 	"\vSecretStore\x12Z\n" +
 	"\tHandshake\x12%.watchword.plugin.v1.HandshakeRequest\x1a&.watchword.plugin.v1.HandshakeResponse\x12H\n" +
 	"\x03Get\x12\x1f.watchword.plugin.v1.GetRequest\x1a .watchword.plugin.v1.GetResponse\x12W\n" +
@@ -1219,7 +1443,8 @@ const file_v1_plugin_proto_rawDesc = "" +
 	"\x0eCurrentVersion\x12*.watchword.plugin.v1.CurrentVersionRequest\x1a+.watchword.plugin.v1.CurrentVersionResponse\x12H\n" +
 	"\x03Put\x12\x1f.watchword.plugin.v1.PutRequest\x1a .watchword.plugin.v1.PutResponse\x12Q\n" +
 	"\x06Delete\x12\".watchword.plugin.v1.DeleteRequest\x1a#.watchword.plugin.v1.DeleteResponse\x12M\n" +
-	"\x05Watch\x12!.watchword.plugin.v1.WatchRequest\x1a\x1f.watchword.plugin.v1.WatchEvent0\x01B;Z9github.com/watchword-dev/watchword/api/plugin/v1;pluginv1b\x06proto3"
+	"\x05Watch\x12!.watchword.plugin.v1.WatchRequest\x1a\x1f.watchword.plugin.v1.WatchEvent0\x01\x12K\n" +
+	"\x04List\x12 .watchword.plugin.v1.ListRequest\x1a!.watchword.plugin.v1.ListResponseB;Z9github.com/watchword-dev/watchword/api/plugin/v1;pluginv1b\x06proto3"
 
 var (
 	file_v1_plugin_proto_rawDescOnce sync.Once
@@ -1234,7 +1459,7 @@ func file_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_v1_plugin_proto_goTypes = []any{
 	(Capability)(0),                // 0: watchword.plugin.v1.Capability
 	(*Config)(nil),                 // 1: watchword.plugin.v1.Config
@@ -1256,17 +1481,22 @@ var file_v1_plugin_proto_goTypes = []any{
 	(*DeleteResponse)(nil),         // 17: watchword.plugin.v1.DeleteResponse
 	(*WatchRequest)(nil),           // 18: watchword.plugin.v1.WatchRequest
 	(*WatchEvent)(nil),             // 19: watchword.plugin.v1.WatchEvent
-	nil,                            // 20: watchword.plugin.v1.Config.ValuesEntry
-	nil,                            // 21: watchword.plugin.v1.Secret.FieldsEntry
-	nil,                            // 22: watchword.plugin.v1.PutRequest.FieldsEntry
-	nil,                            // 23: watchword.plugin.v1.PutRequest.LabelsEntry
-	nil,                            // 24: watchword.plugin.v1.PutRequest.AnnotationsEntry
+	(*ListRequest)(nil),            // 20: watchword.plugin.v1.ListRequest
+	(*ListResponse)(nil),           // 21: watchword.plugin.v1.ListResponse
+	(*ListItem)(nil),               // 22: watchword.plugin.v1.ListItem
+	nil,                            // 23: watchword.plugin.v1.Config.ValuesEntry
+	nil,                            // 24: watchword.plugin.v1.Secret.FieldsEntry
+	nil,                            // 25: watchword.plugin.v1.PutRequest.FieldsEntry
+	nil,                            // 26: watchword.plugin.v1.PutRequest.LabelsEntry
+	nil,                            // 27: watchword.plugin.v1.PutRequest.AnnotationsEntry
+	nil,                            // 28: watchword.plugin.v1.ListRequest.TagsEntry
+	nil,                            // 29: watchword.plugin.v1.ListItem.TagsEntry
 }
 var file_v1_plugin_proto_depIdxs = []int32{
-	20, // 0: watchword.plugin.v1.Config.values:type_name -> watchword.plugin.v1.Config.ValuesEntry
+	23, // 0: watchword.plugin.v1.Config.values:type_name -> watchword.plugin.v1.Config.ValuesEntry
 	1,  // 1: watchword.plugin.v1.HandshakeRequest.config:type_name -> watchword.plugin.v1.Config
 	0,  // 2: watchword.plugin.v1.HandshakeResponse.capabilities:type_name -> watchword.plugin.v1.Capability
-	21, // 3: watchword.plugin.v1.Secret.fields:type_name -> watchword.plugin.v1.Secret.FieldsEntry
+	24, // 3: watchword.plugin.v1.Secret.fields:type_name -> watchword.plugin.v1.Secret.FieldsEntry
 	1,  // 4: watchword.plugin.v1.GetRequest.config:type_name -> watchword.plugin.v1.Config
 	5,  // 5: watchword.plugin.v1.GetRequest.ref:type_name -> watchword.plugin.v1.Ref
 	4,  // 6: watchword.plugin.v1.GetResponse.secret:type_name -> watchword.plugin.v1.Secret
@@ -1276,32 +1506,38 @@ var file_v1_plugin_proto_depIdxs = []int32{
 	4,  // 10: watchword.plugin.v1.BatchGetResult.secret:type_name -> watchword.plugin.v1.Secret
 	1,  // 11: watchword.plugin.v1.CurrentVersionRequest.config:type_name -> watchword.plugin.v1.Config
 	1,  // 12: watchword.plugin.v1.PutRequest.config:type_name -> watchword.plugin.v1.Config
-	22, // 13: watchword.plugin.v1.PutRequest.fields:type_name -> watchword.plugin.v1.PutRequest.FieldsEntry
-	23, // 14: watchword.plugin.v1.PutRequest.labels:type_name -> watchword.plugin.v1.PutRequest.LabelsEntry
-	24, // 15: watchword.plugin.v1.PutRequest.annotations:type_name -> watchword.plugin.v1.PutRequest.AnnotationsEntry
+	25, // 13: watchword.plugin.v1.PutRequest.fields:type_name -> watchword.plugin.v1.PutRequest.FieldsEntry
+	26, // 14: watchword.plugin.v1.PutRequest.labels:type_name -> watchword.plugin.v1.PutRequest.LabelsEntry
+	27, // 15: watchword.plugin.v1.PutRequest.annotations:type_name -> watchword.plugin.v1.PutRequest.AnnotationsEntry
 	13, // 16: watchword.plugin.v1.PutRequest.owner:type_name -> watchword.plugin.v1.Owner
 	1,  // 17: watchword.plugin.v1.DeleteRequest.config:type_name -> watchword.plugin.v1.Config
 	13, // 18: watchword.plugin.v1.DeleteRequest.owner:type_name -> watchword.plugin.v1.Owner
 	1,  // 19: watchword.plugin.v1.WatchRequest.config:type_name -> watchword.plugin.v1.Config
-	2,  // 20: watchword.plugin.v1.SecretStore.Handshake:input_type -> watchword.plugin.v1.HandshakeRequest
-	6,  // 21: watchword.plugin.v1.SecretStore.Get:input_type -> watchword.plugin.v1.GetRequest
-	8,  // 22: watchword.plugin.v1.SecretStore.BatchGet:input_type -> watchword.plugin.v1.BatchGetRequest
-	11, // 23: watchword.plugin.v1.SecretStore.CurrentVersion:input_type -> watchword.plugin.v1.CurrentVersionRequest
-	14, // 24: watchword.plugin.v1.SecretStore.Put:input_type -> watchword.plugin.v1.PutRequest
-	16, // 25: watchword.plugin.v1.SecretStore.Delete:input_type -> watchword.plugin.v1.DeleteRequest
-	18, // 26: watchword.plugin.v1.SecretStore.Watch:input_type -> watchword.plugin.v1.WatchRequest
-	3,  // 27: watchword.plugin.v1.SecretStore.Handshake:output_type -> watchword.plugin.v1.HandshakeResponse
-	7,  // 28: watchword.plugin.v1.SecretStore.Get:output_type -> watchword.plugin.v1.GetResponse
-	9,  // 29: watchword.plugin.v1.SecretStore.BatchGet:output_type -> watchword.plugin.v1.BatchGetResponse
-	12, // 30: watchword.plugin.v1.SecretStore.CurrentVersion:output_type -> watchword.plugin.v1.CurrentVersionResponse
-	15, // 31: watchword.plugin.v1.SecretStore.Put:output_type -> watchword.plugin.v1.PutResponse
-	17, // 32: watchword.plugin.v1.SecretStore.Delete:output_type -> watchword.plugin.v1.DeleteResponse
-	19, // 33: watchword.plugin.v1.SecretStore.Watch:output_type -> watchword.plugin.v1.WatchEvent
-	27, // [27:34] is the sub-list for method output_type
-	20, // [20:27] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	1,  // 20: watchword.plugin.v1.ListRequest.config:type_name -> watchword.plugin.v1.Config
+	28, // 21: watchword.plugin.v1.ListRequest.tags:type_name -> watchword.plugin.v1.ListRequest.TagsEntry
+	22, // 22: watchword.plugin.v1.ListResponse.items:type_name -> watchword.plugin.v1.ListItem
+	29, // 23: watchword.plugin.v1.ListItem.tags:type_name -> watchword.plugin.v1.ListItem.TagsEntry
+	2,  // 24: watchword.plugin.v1.SecretStore.Handshake:input_type -> watchword.plugin.v1.HandshakeRequest
+	6,  // 25: watchword.plugin.v1.SecretStore.Get:input_type -> watchword.plugin.v1.GetRequest
+	8,  // 26: watchword.plugin.v1.SecretStore.BatchGet:input_type -> watchword.plugin.v1.BatchGetRequest
+	11, // 27: watchword.plugin.v1.SecretStore.CurrentVersion:input_type -> watchword.plugin.v1.CurrentVersionRequest
+	14, // 28: watchword.plugin.v1.SecretStore.Put:input_type -> watchword.plugin.v1.PutRequest
+	16, // 29: watchword.plugin.v1.SecretStore.Delete:input_type -> watchword.plugin.v1.DeleteRequest
+	18, // 30: watchword.plugin.v1.SecretStore.Watch:input_type -> watchword.plugin.v1.WatchRequest
+	20, // 31: watchword.plugin.v1.SecretStore.List:input_type -> watchword.plugin.v1.ListRequest
+	3,  // 32: watchword.plugin.v1.SecretStore.Handshake:output_type -> watchword.plugin.v1.HandshakeResponse
+	7,  // 33: watchword.plugin.v1.SecretStore.Get:output_type -> watchword.plugin.v1.GetResponse
+	9,  // 34: watchword.plugin.v1.SecretStore.BatchGet:output_type -> watchword.plugin.v1.BatchGetResponse
+	12, // 35: watchword.plugin.v1.SecretStore.CurrentVersion:output_type -> watchword.plugin.v1.CurrentVersionResponse
+	15, // 36: watchword.plugin.v1.SecretStore.Put:output_type -> watchword.plugin.v1.PutResponse
+	17, // 37: watchword.plugin.v1.SecretStore.Delete:output_type -> watchword.plugin.v1.DeleteResponse
+	19, // 38: watchword.plugin.v1.SecretStore.Watch:output_type -> watchword.plugin.v1.WatchEvent
+	21, // 39: watchword.plugin.v1.SecretStore.List:output_type -> watchword.plugin.v1.ListResponse
+	32, // [32:40] is the sub-list for method output_type
+	24, // [24:32] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_v1_plugin_proto_init() }
@@ -1315,7 +1551,7 @@ func file_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_v1_plugin_proto_rawDesc), len(file_v1_plugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   24,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -30,6 +30,7 @@ const (
 	SecretStore_Put_FullMethodName            = "/watchword.plugin.v1.SecretStore/Put"
 	SecretStore_Delete_FullMethodName         = "/watchword.plugin.v1.SecretStore/Delete"
 	SecretStore_Watch_FullMethodName          = "/watchword.plugin.v1.SecretStore/Watch"
+	SecretStore_List_FullMethodName           = "/watchword.plugin.v1.SecretStore/List"
 )
 
 // SecretStoreClient is the client API for SecretStore service.
@@ -78,6 +79,12 @@ type SecretStoreClient interface {
 	Delete(ctx context.Context, in *DeleteRequest, opts ...grpc.CallOption) (*DeleteResponse, error)
 	// Watch streams a change of any of the keys (CAPABILITY_WATCH).
 	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchEvent], error)
+	// List names the secrets under a prefix, a page at a time, with their
+	// current versions and tags where the store tells them: never a value
+	// (CAPABILITY_LIST). Added in protocol version v1.1: a plugin announces
+	// CAPABILITY_LIST only when it chose v1.1, and Watchword ignores it
+	// from a plugin that chose v1.
+	List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error)
 }
 
 type secretStoreClient struct {
@@ -167,6 +174,16 @@ func (c *secretStoreClient) Watch(ctx context.Context, in *WatchRequest, opts ..
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type SecretStore_WatchClient = grpc.ServerStreamingClient[WatchEvent]
 
+func (c *secretStoreClient) List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListResponse)
+	err := c.cc.Invoke(ctx, SecretStore_List_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SecretStoreServer is the server API for SecretStore service.
 // All implementations must embed UnimplementedSecretStoreServer
 // for forward compatibility.
@@ -213,6 +230,12 @@ type SecretStoreServer interface {
 	Delete(context.Context, *DeleteRequest) (*DeleteResponse, error)
 	// Watch streams a change of any of the keys (CAPABILITY_WATCH).
 	Watch(*WatchRequest, grpc.ServerStreamingServer[WatchEvent]) error
+	// List names the secrets under a prefix, a page at a time, with their
+	// current versions and tags where the store tells them: never a value
+	// (CAPABILITY_LIST). Added in protocol version v1.1: a plugin announces
+	// CAPABILITY_LIST only when it chose v1.1, and Watchword ignores it
+	// from a plugin that chose v1.
+	List(context.Context, *ListRequest) (*ListResponse, error)
 	mustEmbedUnimplementedSecretStoreServer()
 }
 
@@ -243,6 +266,9 @@ func (UnimplementedSecretStoreServer) Delete(context.Context, *DeleteRequest) (*
 }
 func (UnimplementedSecretStoreServer) Watch(*WatchRequest, grpc.ServerStreamingServer[WatchEvent]) error {
 	return status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedSecretStoreServer) List(context.Context, *ListRequest) (*ListResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method List not implemented")
 }
 func (UnimplementedSecretStoreServer) mustEmbedUnimplementedSecretStoreServer() {}
 func (UnimplementedSecretStoreServer) testEmbeddedByValue()                     {}
@@ -384,6 +410,24 @@ func _SecretStore_Watch_Handler(srv interface{}, stream grpc.ServerStream) error
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type SecretStore_WatchServer = grpc.ServerStreamingServer[WatchEvent]
 
+func _SecretStore_List_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SecretStoreServer).List(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SecretStore_List_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SecretStoreServer).List(ctx, req.(*ListRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SecretStore_ServiceDesc is the grpc.ServiceDesc for SecretStore service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -414,6 +458,10 @@ var SecretStore_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Delete",
 			Handler:    _SecretStore_Delete_Handler,
+		},
+		{
+			MethodName: "List",
+			Handler:    _SecretStore_List_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

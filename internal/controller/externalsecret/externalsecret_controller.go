@@ -316,6 +316,9 @@ func (r *Reconciler) record(_ context.Context, s *scope) (bool, error) {
 			r.Metrics.ObserveRotation(s.client.Provider(), st.Kind, metrics.StoreLabel(st.Namespace, st.Name))
 		}
 	}
+	if msg := findChanges(s.es.Status.Found, s.result.Found); msg != "" {
+		r.Recorder.Event(s.es, corev1.EventTypeNormal, changeFindMatches, msg)
+	}
 	r.succeed(s)
 	r.notices.consume(s.es.Namespace+"/"+s.es.Name, s.now.Time)
 	s.es.Status.PublishedTo = s.publishedTo

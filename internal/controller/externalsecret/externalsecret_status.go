@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +53,7 @@ func (r *Reconciler) succeed(s *scope) {
 	}
 	read := *st.RefreshTime
 	st.Versions = s.result.Versions
+	st.Found = s.result.Found
 	st.InputsVersion = s.inputs
 	st.ForceSyncedValue = s.es.Annotations[conditions.ForceSyncAnnotation]
 	st.ObservedGeneration = s.es.Generation
@@ -73,6 +75,10 @@ func (r *Reconciler) succeed(s *scope) {
 	if s.es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyNone {
 		ready = "data read from " + from + " (creationPolicy None: no Secret written)"
 		inSync = ready
+	}
+	if empty := emptyFinds(s.result.Found); empty != "" {
+		ready += "; " + empty
+		inSync += "; " + empty
 	}
 	conditions.SetES(&st.Conditions, conditions.Outcome{Reason: failure.Synced, Message: ready}, s.es.Generation, s.now)
 	conditions.PutES(&st.Conditions, v1alpha1.ExternalSecretCondition{
@@ -355,4 +361,20 @@ func stampRefresh(st *v1alpha1.ExternalSecretStatus, at metav1.Time) {
 		t := at
 		in.LastSyncTime = &t
 	}
+}
+
+// emptyFinds names the finds that matched nothing, for the conditions'
+// messages: a find that matches nothing is not an error (its keys are
+// simply absent), but it is told.
+func emptyFinds(found []v1alpha1.FoundCount) string {
+	var empty []string
+	for _, f := range found {
+		if f.Matched == 0 {
+			empty = append(empty, fmt.Sprintf("dataFrom[%d].find", f.DataFrom))
+		}
+	}
+	if len(empty) == 0 {
+		return ""
+	}
+	return strings.Join(empty, ", ") + " matched no remote object"
 }

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
-	"github.com/watchword-dev/watchword/internal/engine"
 )
 
 // This file is event-driven refresh: a notification that keys of a store
@@ -89,16 +88,20 @@ func (r *Reconciler) Notify(ctx context.Context, kind, namespace, name string, k
 }
 
 // readKeys lists those of keys that the ExternalSecret reads from the
-// store (an IndexStore value), or every key it reads there when keys is
-// nil; a store it only publishes to does not count.
+// store (an IndexStore value; with finds, a key they matched or would
+// match), or every key it reads there when keys is nil; a store it only
+// publishes to does not count.
 func readKeys(es *v1alpha1.ExternalSecret, store string, keys []string) []string {
 	if readStore(es) != store {
 		return nil
 	}
+	if keys == nil {
+		return keysRead(es)
+	}
 	var out []string
-	for _, ref := range engine.Refs(&es.Spec) {
-		if (keys == nil || slices.Contains(keys, ref.Key)) && !slices.Contains(out, ref.Key) {
-			out = append(out, ref.Key)
+	for _, k := range keys {
+		if !slices.Contains(out, k) && readsKey(es, k) {
+			out = append(out, k)
 		}
 	}
 	return out

@@ -232,9 +232,9 @@ func (s schedule) withNotices(es *v1alpha1.ExternalSecret, notices map[string]ti
 		return s
 	}
 	s.notified = map[string]time.Time{}
-	for _, ref := range engine.Refs(&es.Spec) {
-		if at, ok := notices[ref.Key]; ok {
-			s.notified[ref.Key] = at
+	for key, at := range notices {
+		if readsKey(es, key) {
+			s.notified[key] = at
 		}
 	}
 	return s

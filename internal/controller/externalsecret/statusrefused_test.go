@@ -45,7 +45,7 @@ func TestSyncOfManyKeysIsRecorded(t *testing.T) {
 	h.n.refuseStatus = refuseMoreKeysThan(maxSyncedKeys)
 	es := h.es(t)
 	es.Spec.Data = nil
-	es.Spec.DataFrom = []v1alpha1.ExternalSecretDataFrom{{RemoteRef: v1alpha1.RemoteReference{Key: "db"}}}
+	es.Spec.DataFrom = []v1alpha1.ExternalSecretDataFrom{{RemoteRef: &v1alpha1.RemoteReference{Key: "db"}}}
 	if err := h.c.Update(context.Background(), es); err != nil {
 		t.Fatal(err)
 	}

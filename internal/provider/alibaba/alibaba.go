@@ -117,7 +117,7 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 		return engine.Ops{}, fmt.Errorf("%w: alibaba: the KMS client cannot be built for region %q", engine.ErrInvalidConfig, spec.RegionID)
 	}
 	c := &Client{api: api, host: host, who: who, lock: lockFor(host, kmsConnectMS, kmsReadMS)}
-	return engine.Ops{Reader: c, Versions: c, Writer: c}, nil
+	return engine.Ops{Reader: c, Versions: c, Lister: c, Writer: c}, nil
 }
 
 // Client reads secrets of one store; safe for concurrent use.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ const (
 	keySecret = "s3cr3t-access-key-secret"
 )
 
-var allActions = []string{"kms:GetSecretValue", "kms:ListSecretVersionIds", "kms:DescribeSecret", "kms:CreateSecret",
+var allActions = []string{"kms:GetSecretValue", "kms:ListSecretVersionIds", "kms:ListSecrets", "kms:DescribeSecret", "kms:CreateSecret",
 	"kms:PutSecretValue", "kms:TagResource", "kms:DeleteSecret"}
 
 type env struct {
@@ -95,6 +96,9 @@ func TestConformance(t *testing.T) {
 		Name: "alibaba",
 		Ops:  e.ops(t),
 		Seed: func(_ context.Context, key string, fields map[string][]byte) error {
+			if !alibabafake.ValidSecretName(key) {
+				return fmt.Errorf("KMS would refuse the secret name %q", key)
+			}
 			m := make(map[string]string, len(fields))
 			for k, v := range fields {
 				m[k] = string(v)

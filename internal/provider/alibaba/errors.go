@@ -37,7 +37,7 @@ func (c *Client) classify(what string, err error) error {
 		code == "InvalidSecurityToken.Expired" || code == "InvalidSecurityToken.Malformed" || code == "InvalidTimeStamp.Expired" || code == "SignatureNonceUsed":
 		return fmt.Errorf("%s: Alibaba Cloud did not accept the credentials of %s (%s): check the AccessKey pair and that it is enabled: %w", what, c.who, code, engine.ErrUnauthenticated)
 	case strings.HasPrefix(code, "Forbidden") || status == 403:
-		return fmt.Errorf("%s: KMS does not let %s do it (%s): grant it the call's kms: action on the secret (reads: kms:GetSecretValue and kms:ListSecretVersionIds; publishing also kms:DescribeSecret, kms:CreateSecret, kms:PutSecretValue, kms:TagResource and kms:DeleteSecret): %w", what, c.who, code, engine.ErrPermissionDenied)
+		return fmt.Errorf("%s: KMS does not let %s do it (%s): grant it the call's kms: action on the secret (reads: kms:GetSecretValue and kms:ListSecretVersionIds; listing: kms:ListSecrets; publishing also kms:DescribeSecret, kms:CreateSecret, kms:PutSecretValue, kms:TagResource and kms:DeleteSecret): %w", what, c.who, code, engine.ErrPermissionDenied)
 	case strings.HasPrefix(code, "Throttling") || code == "Rejected.Throttling" || status == 429:
 		return fmt.Errorf("%s: KMS throttled the call (%s): %w", what, code, engine.ErrThrottled)
 	case code == "Rejected.ResourceExist" || code == "Rejected.ResourceInUse":

@@ -3,7 +3,8 @@
 // ARN, or a path ending in "/" that reads every parameter under it
 // (recursively) as the fields of one object; remoteRef.version is a version
 // number or a label. SecureString parameters are decrypted. Reads are
-// batched with GetParameters, versions checked with DescribeParameters, and
+// batched with GetParameters, versions checked and names listed (list.go)
+// with DescribeParameters, and
 // publishing writes SecureString parameters marked with an ownership tag.
 package awsps
 
@@ -65,7 +66,7 @@ type Client struct {
 
 // Ops are the client's operations.
 func (c *Client) Ops() engine.Ops {
-	ops := engine.Ops{Reader: c, Batch: c, BatchLimit: BatchLimit, Versions: c, Writer: c, Checker: c}
+	ops := engine.Ops{Reader: c, Batch: c, BatchLimit: BatchLimit, Versions: c, Lister: c, Writer: c, Checker: c}
 	plain := ops
 	ops.Scope = func(scope string) (engine.Ops, error) { return scoped(plain, scope), nil }
 	return ops

@@ -70,6 +70,9 @@ func TestConformance(t *testing.T) {
 			if err != nil {
 				return err
 			}
+			if !awsfake.ValidParameterName(key) {
+				return fmt.Errorf("AWS would refuse the name %q", key)
+			}
 			fake.PutParameter(key, text, "SecureString")
 			return nil
 		},

@@ -2,7 +2,8 @@
 // SDK (aws-sdk-go-v2). remoteRef.key is a secret's name or ARN and
 // remoteRef.version a version ID or a staging label (AWSCURRENT,
 // AWSPREVIOUS, a custom one). It reads text and binary secrets, batches
-// reads with BatchGetSecretValue, checks versions with DescribeSecret, and
+// reads with BatchGetSecretValue, checks versions with DescribeSecret, lists
+// with ListSecrets (list.go), and
 // publishes with CreateSecret/PutSecretValue, marking what it creates with
 // an ownership tag.
 package awssm
@@ -64,7 +65,7 @@ type Client struct {
 
 // Ops are the client's operations.
 func (c *Client) Ops() engine.Ops {
-	return engine.Ops{Reader: c, Batch: c, BatchLimit: BatchLimit, Versions: c, Writer: c, Checker: c}
+	return engine.Ops{Reader: c, Batch: c, BatchLimit: BatchLimit, Versions: c, Lister: c, Writer: c, Checker: c}
 }
 
 // versionID tells a version ID from a staging label: IDs are 32 to 64

@@ -71,6 +71,9 @@ func TestConformance(t *testing.T) {
 			if err != nil {
 				return err
 			}
+			if !awsfake.ValidSecretName(key) {
+				return fmt.Errorf("AWS would refuse the name %q", key)
+			}
 			fake.PutSecretString(key, text)
 			return nil
 		},

@@ -114,7 +114,7 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 		api, _, err := build(ctx)
 		return api, err
 	}}
-	return engine.Ops{Reader: c, Versions: c, Writer: c}, nil
+	return engine.Ops{Reader: c, Versions: c, Lister: c, Writer: c}, nil
 }
 
 // credential builds the credential of the store's auth method, and says

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +81,9 @@ func TestConformance(t *testing.T) {
 		Name: "azurekv",
 		Ops:  e.ops(t, secretStore(clientSecretSpec())),
 		Seed: func(_ context.Context, key string, fields map[string][]byte) error {
+			if !azurefake.ValidSecretName(key) {
+				return fmt.Errorf("Key Vault would refuse the secret name %q", key)
+			}
 			text, err := fieldsText(fields)
 			if err != nil {
 				return err

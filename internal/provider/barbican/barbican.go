@@ -96,7 +96,7 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 		return engine.Ops{}, err
 	}
 	c := &Client{sc: sc}
-	return engine.Ops{Reader: c, Versions: c, Writer: c, Checker: c, Closer: c}, nil
+	return engine.Ops{Reader: c, Versions: c, Lister: c, Writer: c, Checker: c, Closer: c}, nil
 }
 
 // callTimeout bounds one HTTP request, below engine.CallTimeout, which

@@ -3,6 +3,7 @@ package barbican
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 
@@ -48,12 +49,18 @@ func hasPayload(s *secrets.Secret) bool { return s.ContentTypes["default"] != ""
 
 func where(key string) string { return fmt.Sprintf("Barbican secret %q", key) }
 
+// nameFilter is a name filter as Barbican's list takes it: Barbican
+// decodes the name filter once more than the query string (with '+' as a
+// space), so a name is escaped once here, under the escaping of the
+// query; a name with '+', '%' or a space would otherwise match another.
+func nameFilter(name string) string { return url.QueryEscape(name) }
+
 // named lists the secrets whose name is exactly name, newest first.
 // Barbican's name filter is an SQL LIKE (case-insensitive in some
 // databases, with _ and % as wildcards), so each is checked here.
 func (c *Client) named(ctx context.Context, name string) ([]secrets.Secret, error) {
 	var out []secrets.Secret
-	err := secrets.List(c.sc, secrets.ListOpts{Name: name, Sort: "created:desc", Limit: 100}).EachPage(ctx,
+	err := secrets.List(c.sc, secrets.ListOpts{Name: nameFilter(name), Sort: "created:desc", Limit: 100}).EachPage(ctx,
 		func(_ context.Context, page pagination.Page) (bool, error) {
 			list, err := secrets.ExtractSecrets(page)
 			if err != nil {

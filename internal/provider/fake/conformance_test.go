@@ -30,19 +30,31 @@ func (s *specStore) seed(_ context.Context, key string, fields map[string][]byte
 	return nil
 }
 
-func (s *specStore) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, error) {
+func (s *specStore) ops(ctx context.Context) (engine.Ops, error) {
 	s.mu.Lock()
 	spec := *s.spec.DeepCopy()
 	s.mu.Unlock()
-	ops, err := Factory{}.New(ctx, provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "ns", Name: "fake",
+	return Factory{}.New(ctx, provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "ns", Name: "fake",
 		Spec: &v1alpha1.SecretStoreProvider{Fake: &spec}}, nil)
+}
+
+func (s *specStore) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, error) {
+	ops, err := s.ops(ctx)
 	if err != nil {
 		return engine.Object{}, err
 	}
 	return ops.Reader.GetSecret(ctx, ref)
 }
 
+func (s *specStore) List(ctx context.Context, req engine.ListRequest) (engine.ListPage, error) {
+	ops, err := s.ops(ctx)
+	if err != nil {
+		return engine.ListPage{}, err
+	}
+	return ops.Lister.List(ctx, req)
+}
+
 func TestConformance(t *testing.T) {
 	s := &specStore{}
-	conformance.Run(t, conformance.Harness{Name: "fake", Ops: engine.Ops{Reader: s}, Seed: s.seed, KeepsVersions: true})
+	conformance.Run(t, conformance.Harness{Name: "fake", Ops: engine.Ops{Reader: s, Lister: s}, Seed: s.seed, KeepsVersions: true})
 }

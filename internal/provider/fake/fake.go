@@ -32,7 +32,8 @@ func (Factory) Validate(store provider.Store) error {
 // Refs is empty: a fake store has no credentials.
 func (Factory) Refs(provider.Store) []provider.ObjectRef { return nil }
 
-// New returns a client over the spec's data. It can read, nothing else.
+// New returns a client over the spec's data. It reads and lists, nothing
+// else.
 func (Factory) New(_ context.Context, store provider.Store, _ provider.Deps) (engine.Ops, error) {
 	idx, err := index(store.Spec.Fake)
 	if err != nil {
@@ -42,7 +43,7 @@ func (Factory) New(_ context.Context, store provider.Store, _ provider.Deps) (en
 	if l := store.Spec.Fake.Latency; l != nil {
 		c.latency = l.Duration
 	}
-	return engine.Ops{Reader: c}, nil
+	return engine.Ops{Reader: c, Lister: c}, nil
 }
 
 // Client reads from an indexed fake spec.
@@ -86,14 +87,8 @@ func index(spec *v1alpha1.FakeProvider) (map[string][]version, error) {
 
 // GetSecret returns the current or the pinned version of a key.
 func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, error) {
-	if c.latency > 0 {
-		t := time.NewTimer(c.latency)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return engine.Object{}, fmt.Errorf("%w: %v", engine.ErrUnavailable, ctx.Err())
-		case <-t.C:
-		}
+	if err := c.wait(ctx); err != nil {
+		return engine.Object{}, err
 	}
 	if err := c.injectedError(ref.Key); err != nil {
 		return engine.Object{}, err
@@ -115,6 +110,51 @@ func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, 
 		names[i] = v.name
 	}
 	return engine.Object{}, fmt.Errorf("key %q has no version %q (versions: %s): %w", ref.Key, ref.Version, strings.Join(names, ", "), engine.ErrNotFound)
+}
+
+// List lists the keys of the spec in order, with their current
+// versions, a page after the last key of the previous one. A fake store
+// has no tags: a request for some is refused. An injected error that
+// names no keys fails the listing too.
+func (c *Client) List(ctx context.Context, req engine.ListRequest) (engine.ListPage, error) {
+	if err := c.wait(ctx); err != nil {
+		return engine.ListPage{}, err
+	}
+	if len(req.Tags) > 0 {
+		return engine.ListPage{}, fmt.Errorf("a fake store has no tags to list by: %w", engine.ErrNotSupported)
+	}
+	if e := c.injected; e != nil && len(e.Keys) == 0 {
+		return engine.ListPage{}, c.injectedError("")
+	}
+	var keys []string
+	for k := range c.objects {
+		if strings.HasPrefix(k, req.Prefix) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	page, next := engine.PageAfter(keys, req.PageToken, req.Limit)
+	out := engine.ListPage{NextPageToken: next, Items: make([]engine.ListItem, 0, len(page))}
+	for _, k := range page {
+		versions := c.objects[k]
+		out.Items = append(out.Items, engine.ListItem{Key: k, Version: versions[len(versions)-1].name})
+	}
+	return out, nil
+}
+
+// wait is the simulated latency of a call.
+func (c *Client) wait(ctx context.Context) error {
+	if c.latency <= 0 {
+		return nil
+	}
+	t := time.NewTimer(c.latency)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %v", engine.ErrUnavailable, ctx.Err())
+	case <-t.C:
+		return nil
+	}
 }
 
 func (c *Client) injectedError(key string) error {

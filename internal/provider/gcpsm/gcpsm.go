@@ -87,7 +87,7 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 	}
 	honourRetryHints(api)
 	c := &Client{api: api, parent: parent, who: who, regional: spec.Location != ""}
-	return engine.Ops{Reader: c, Versions: c, Writer: c, Closer: c}, nil
+	return engine.Ops{Reader: c, Versions: c, Lister: c, Writer: c, Closer: c}, nil
 }
 
 // credentials builds the credentials of the store's auth method and says

@@ -3,6 +3,7 @@ package gcpsm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,7 +26,7 @@ const (
 	pool    = "//iam.googleapis.com/projects/123456789/locations/global/workloadIdentityPools/k8s/providers/cluster"
 )
 
-var allPerms = []string{"secretmanager.versions.access", "secretmanager.versions.get", "secretmanager.secrets.get",
+var allPerms = []string{"secretmanager.versions.access", "secretmanager.versions.get", "secretmanager.secrets.get", "secretmanager.secrets.list",
 	"secretmanager.secrets.create", "secretmanager.secrets.update", "secretmanager.versions.add", "secretmanager.secrets.delete"}
 
 type env struct {
@@ -92,6 +93,9 @@ func TestConformance(t *testing.T) {
 				Name: "gcpsm",
 				Ops:  e.ops(t, store(spec)),
 				Seed: func(_ context.Context, key string, fields map[string][]byte) error {
+					if !gcpfake.ValidSecretID(key) {
+						return fmt.Errorf("Secret Manager would refuse the secret ID %q", key)
+					}
 					payload, err := fieldsPayload(fields)
 					if err != nil {
 						return err

@@ -67,7 +67,8 @@ func (Factory) Refs(store provider.Store) []provider.ObjectRef {
 // writes and deletes the Secrets it publishes (write.go), as far as the
 // store's identity may, and watches the metadata of the namespace's
 // Secrets for changes (watch.go), as far as the identity may list and
-// watch them.
+// watch them. It lists the names of the namespace's Secrets by prefix and
+// labels (list.go), as far as the identity may list them.
 func (f Factory) New(ctx context.Context, store provider.Store, deps provider.Deps) (engine.Ops, error) {
 	if err := f.Validate(store); err != nil {
 		return engine.Ops{}, err
@@ -100,7 +101,7 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 	c := newClient(cs, ns, who)
 	// The watch of the namespace's Secrets (watch.go) tells the names of
 	// those that change, from their metadata only.
-	ops := engine.Ops{Reader: c, Checker: c, Writer: c, Watcher: newWatcher(mc, ns, who)}
+	ops := engine.Ops{Reader: c, Checker: c, Writer: c, Watcher: newWatcher(mc, ns, who), Lister: newLister(mc, ns, who, cs.AuthenticationV1().SelfSubjectReviews())}
 	// A scope is a namespace of the store's cluster: the secrets of
 	// publishers of namespace "team-a" live in namespace team-a there.
 	ops.Scope = func(scope string) (engine.Ops, error) {

@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -119,6 +120,9 @@ func DialTLS(ctx context.Context, endpoint string, cfg map[string]string, tlsCfg
 	if caps.Has(engine.CanWrite | engine.CanDelete) {
 		ops.Writer = c
 	}
+	if caps.Has(engine.CanList) {
+		ops.Lister = c
+	}
 	return c.withStreams(ops, caps), nil
 }
 
@@ -153,22 +157,25 @@ func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
 func (c *Client) handshake(ctx context.Context) (engine.Capabilities, string, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	resp, err := c.rpc.Handshake(ctx, &pluginv1.HandshakeRequest{ProtocolVersions: []string{pluginwire.ProtocolVersion}, Config: c.config})
+	offered := strings.Join(pluginwire.ProtocolVersions, ", ")
+	resp, err := c.rpc.Handshake(ctx, &pluginv1.HandshakeRequest{ProtocolVersions: pluginwire.ProtocolVersions, Config: c.config})
 	if err != nil {
 		if status.Code(err) == codes.FailedPrecondition {
-			return 0, "", protocolUnsupported(fmt.Sprintf("plugin %s speaks none of the protocol versions Watchword offered (%s)", c.name(), pluginwire.ProtocolVersion), c.error("handshake", err))
+			return 0, "", protocolUnsupported(fmt.Sprintf("plugin %s speaks none of the protocol versions Watchword offered (%s)", c.name(), offered), c.error("handshake", err))
 		}
 		return 0, "", c.error("handshake", err)
 	}
-	if v := resp.GetProtocolVersion(); v != pluginwire.ProtocolVersion {
-		return 0, "", protocolUnsupported(fmt.Sprintf("plugin %s chose protocol version %q; Watchword speaks %s", c.name(), v, pluginwire.ProtocolVersion),
+	v := resp.GetProtocolVersion()
+	if !pluginwire.Speaks(v) {
+		return 0, "", protocolUnsupported(fmt.Sprintf("plugin %s chose protocol version %q; Watchword speaks %s", c.name(), v, offered),
 			fmt.Errorf("plugin %s chose protocol %q: %w", c.name(), v, engine.ErrNotSupported))
 	}
 	name := resp.GetPluginName()
-	if v := resp.GetPluginVersion(); v != "" {
-		name += " " + v
+	if pv := resp.GetPluginVersion(); pv != "" {
+		name += " " + pv
 	}
-	return pluginwire.Capabilities(resp.GetCapabilities()), name, nil
+	// A plugin that chose v1 has no List call, whatever it announced.
+	return pluginwire.ForVersion(v, pluginwire.Capabilities(resp.GetCapabilities())), name, nil
 }
 
 // GetSecret reads one secret.
@@ -215,6 +222,25 @@ func (c *Client) DeleteSecret(ctx context.Context, key string, owner engine.Owne
 		return c.error(fmt.Sprintf("deleting key %q", key), err)
 	}
 	return nil
+}
+
+// List asks the plugin for one page of its keys.
+func (c *Client) List(ctx context.Context, req engine.ListRequest) (engine.ListPage, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	limit := min(max(req.Limit, 0), pluginwire.MaxListLimit)
+	resp, err := c.rpc.List(ctx, &pluginv1.ListRequest{Config: c.config, Prefix: req.Prefix, Tags: req.Tags, PageToken: req.PageToken, Limit: int32(limit)})
+	if err != nil {
+		return engine.ListPage{}, c.error(fmt.Sprintf("listing the keys under %q", req.Prefix), err)
+	}
+	if limit > 0 && len(resp.GetItems()) > limit {
+		return engine.ListPage{}, fmt.Errorf("plugin %s: listing the keys under %q: a page of %d items, over the %d asked: %w", c.name(), req.Prefix, len(resp.GetItems()), limit, engine.ErrUnavailable)
+	}
+	page := engine.ListPage{NextPageToken: resp.GetNextPageToken(), Items: make([]engine.ListItem, 0, len(resp.GetItems()))}
+	for _, it := range resp.GetItems() {
+		page.Items = append(page.Items, engine.ListItem{Key: it.GetKey(), Version: it.GetVersion(), Tags: it.GetTags()})
+	}
+	return page, nil
 }
 
 // Check shakes hands again: the plugin is up and accepts the config.

@@ -58,8 +58,8 @@ func (Factory) Refs(store provider.Store) []provider.ObjectRef {
 
 // New builds a client: it reads the CA and credentials, and detects the KV
 // version when the spec does not declare it. It does not log in yet: the
-// first request does. Every mount can be read and checked; a KV v2 mount
-// also tells versions and can be written, a KV v1 mount cannot.
+// first request does. Every mount can be read, listed and checked; a KV
+// v2 mount also tells versions and can be written, a KV v1 mount cannot.
 func (f Factory) New(ctx context.Context, store provider.Store, deps provider.Deps) (engine.Ops, error) {
 	c, err := f.client(ctx, store, deps)
 	if err != nil {
@@ -69,7 +69,7 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 }
 
 func (c *Client) ops() engine.Ops {
-	ops := engine.Ops{Reader: c, Checker: c, Closer: c}
+	ops := engine.Ops{Reader: c, Checker: c, Closer: c, Lister: c}
 	if c.version == "2" {
 		ops.Versions, ops.Writer = c, c
 	}

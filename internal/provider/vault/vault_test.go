@@ -179,6 +179,15 @@ func TestKVv1(t *testing.T) {
 	if _, err := get(t, rootClient(t, "kv1", "v1"), "team/api", "2"); err == nil || !strings.Contains(err.Error(), "KV v1 mount keeps no versions") {
 		t.Fatalf("pinning a version on KV v1: %v", err)
 	}
+	// A KV v1 mount lists its keys, without versions, and has no tags to
+	// list by.
+	page, err := rootClient(t, "kv1", "v1").List(context.Background(), engine.ListRequest{Prefix: "team/"})
+	if err != nil || len(page.Items) != 1 || page.Items[0].Key != "team/api" || page.Items[0].Version != "" || page.NextPageToken != "" {
+		t.Fatalf("listing KV v1 team/: %+v %v, want team/api without a version", page, err)
+	}
+	if _, err = rootClient(t, "kv1", "v1").List(context.Background(), engine.ListRequest{Tags: map[string]string{"team": "a"}}); !errors.Is(err, engine.ErrNotSupported) {
+		t.Fatalf("listing KV v1 by tags: %v, want ErrNotSupported", err)
+	}
 	// A KV v1 mount declared as v2 is a clear error, not a crash.
 	if _, err := get(t, rootClient(t, "kv1", "v2"), "team/api", ""); err == nil {
 		t.Fatal("reading KV v1 as v2 must fail")
@@ -264,8 +273,8 @@ func TestCapabilitiesFollowTheKVVersion(t *testing.T) {
 		mount, version string
 		want           engine.Capabilities
 	}{
-		{"kv1", "v1", engine.CanRead},
-		{"secret", "v2", engine.CanRead | engine.CanCheckVersion | engine.CanWrite | engine.CanDelete},
+		{"kv1", "v1", engine.CanRead | engine.CanList},
+		{"secret", "v2", engine.CanRead | engine.CanCheckVersion | engine.CanList | engine.CanWrite | engine.CanDelete},
 	} {
 		got := rootClient(t, tc.mount, tc.version).ops().Capabilities()
 		if got != tc.want {
