@@ -1,0 +1,230 @@
+package vault
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/provider"
+	"github.com/watchword-dev/watchword/test/awsfake"
+	"github.com/watchword-dev/watchword/test/vaultserver"
+)
+
+// enableAuth enables an auth method at path, once per server.
+func enableAuth(t *testing.T, s *vaultserver.Server, path, typ string) {
+	t.Helper()
+	var mounts map[string]any
+	must(t, s.Do(http.MethodGet, "sys/auth", nil, &mounts))
+	if _, ok := mounts[path+"/"]; ok {
+		return
+	}
+	must(t, s.Do(http.MethodPost, "sys/auth/"+path, map[string]any{"type": typ}, nil))
+}
+
+// readsAcrossRenewalAndRevocation reads key through c past two thirds of
+// a 4s token's life (the session renews it), then revokes the token and
+// reads again (the session logs in once more).
+func readsAcrossRenewalAndRevocation(t *testing.T, s *vaultserver.Server, c *Client, key, want string) {
+	t.Helper()
+	obj, err := get(t, c, key, "")
+	if err != nil || string(obj.Fields["v"]) != want {
+		t.Fatalf("first read: %v %v", obj, err)
+	}
+	first := c.session.token
+	for i := 0; i < 6; i++ {
+		time.Sleep(time.Second)
+		if _, err := get(t, c, key, ""); err != nil {
+			t.Fatalf("read %d after login: %v", i, err)
+		}
+	}
+	if c.session.token != first {
+		t.Fatal("the session logged in again instead of renewing its token")
+	}
+	must(t, s.Do(http.MethodPost, "auth/token/revoke", map[string]any{"token": c.session.token}, nil))
+	if _, err := get(t, c, key, ""); err != nil {
+		t.Fatalf("read after revocation: %v", err)
+	}
+	if c.session.token == first {
+		t.Fatal("the session still holds the revoked token")
+	}
+}
+
+// refusedLogin checks that err is a rejected login naming each of want
+// and none of secrets.
+func refusedLogin(t *testing.T, err error, want []string, secrets ...string) {
+	t.Helper()
+	if !errors.Is(err, engine.ErrPermissionDenied) || !errors.Is(err, engine.ErrUnauthenticated) {
+		t.Fatalf("got %v, want a rejected login (permission denied)", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%q does not name %s", err, w)
+		}
+	}
+	for _, s := range secrets {
+		if strings.Contains(err.Error(), s) {
+			t.Fatalf("the error leaks a credential: %v", err)
+		}
+	}
+}
+
+func TestUserPassLogsInRenewsAndLogsInAgain(t *testing.T) {
+	needVault(t)
+	enableAuth(t, srv, "userpass", "userpass")
+	must(t, srv.Policy("read-all", `path "secret/*" { capabilities = ["read", "create", "update", "delete", "list"] }`))
+	must(t, srv.Policy("read-public", `path "secret/data/public/*" { capabilities = ["read"] }`))
+	must(t, srv.Do(http.MethodPost, "auth/userpass/users/reader", map[string]any{
+		"password": "correct horse", "token_policies": []string{"read-all"}, "token_ttl": "4s", "token_max_ttl": "1h"}, nil))
+	must(t, srv.Do(http.MethodPost, "auth/userpass/users/narrow", map[string]any{
+		"password": "narrow pw", "token_policies": []string{"read-public"}}, nil))
+	must(t, srv.PutKV2("secret", "userpass/x", map[string]any{"v": "ok"}))
+	spec := func(user string) v1alpha1.VaultProvider {
+		return v1alpha1.VaultProvider{Server: srv.Addr(), Version: "v2", Auth: v1alpha1.VaultAuth{UserPass: &v1alpha1.VaultPasswordAuth{
+			Username: user, SecretRef: v1alpha1.SecretKeySelector{Name: "up", Key: "password"}}}}
+	}
+	// A trailing newline, as `kubectl create secret --from-file` keeps
+	// it, is not part of the password.
+	c := newTestClient(t, spec("reader"), map[string][]byte{"up/password": []byte("correct horse\n")})
+	readsAcrossRenewalAndRevocation(t, srv, c, "userpass/x", "ok")
+
+	bad := newTestClient(t, spec("reader"), map[string][]byte{"up/password": []byte("wrong-password")})
+	_, err := get(t, bad, "userpass/x", "")
+	refusedLogin(t, err, []string{`userpass auth at auth/userpass as user "reader"`}, "wrong-password")
+
+	// A login that works but whose policies do not cover the read: the
+	// refusal names the user and the method.
+	narrow := newTestClient(t, spec("narrow"), map[string][]byte{"up/password": []byte("narrow pw")})
+	_, err = get(t, narrow, "userpass/x", "")
+	if !errors.Is(err, engine.ErrPermissionDenied) || errors.Is(err, engine.ErrUnauthenticated) {
+		t.Fatalf("got %v, want a refused read", err)
+	}
+	for _, w := range []string{"read-public", `userpass auth at auth/userpass as user "narrow"`, `read "secret/data/userpass/x"`} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%q does not name %s", err, w)
+		}
+	}
+	if strings.Contains(err.Error(), "narrow pw") {
+		t.Fatal("the error leaks the password")
+	}
+}
+
+func TestCertLogsInWithTheClientCertificate(t *testing.T) {
+	needVault(t)
+	p := newPKI(t)
+	tlsSrv := startTLSVault(t, p)
+	enableAuth(t, tlsSrv, "cert", "cert")
+	must(t, tlsSrv.Policy("read-all", `path "secret/*" { capabilities = ["read"] }`))
+	must(t, tlsSrv.Do(http.MethodPost, "auth/cert/certs/watchword", map[string]any{
+		"certificate": string(p.caPEM), "allowed_common_names": []string{"watchword"},
+		"token_policies": []string{"read-all"}, "token_ttl": "4s", "token_max_ttl": "1h"}, nil))
+	// A role that trusts another CA: the certificate does not match it.
+	must(t, tlsSrv.Do(http.MethodPost, "auth/cert/certs/elsewhere", map[string]any{
+		"certificate": string(p.otherCA), "token_policies": []string{"read-all"}}, nil))
+	must(t, tlsSrv.PutKV2("secret", "cert/x", map[string]any{"v": "by-cert"}))
+
+	secrets := map[string][]byte{"client/tls.crt": p.clientCert, "client/tls.key": p.clientKey}
+	build := func(name string) *Client {
+		spec := v1alpha1.VaultProvider{Server: tlsSrv.Addr(), Version: "v2", CABundle: p.caPEM,
+			Auth: v1alpha1.VaultAuth{Cert: &v1alpha1.VaultCertAuth{Name: name,
+				ClientCert: v1alpha1.SecretKeySelector{Name: "client", Key: "tls.crt"},
+				ClientKey:  v1alpha1.SecretKeySelector{Name: "client", Key: "tls.key"}}}}
+		return newTestClient(t, spec, secrets)
+	}
+	readsAcrossRenewalAndRevocation(t, tlsSrv, build("watchword"), "cert/x", "by-cert")
+
+	_, err := get(t, build("elsewhere"), "cert/x", "")
+	refusedLogin(t, err, []string{`TLS certificate auth at auth/cert as client certificate "watchword" with role "elsewhere"`},
+		string(p.clientKey))
+}
+
+func TestCertAndClientTLSAreExclusive(t *testing.T) {
+	ref := v1alpha1.SecretKeySelector{Name: "c", Key: "k"}
+	store := provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "ns", Name: "v", Spec: &v1alpha1.SecretStoreProvider{Vault: &v1alpha1.VaultProvider{
+		Server: "https://vault:8200", TLS: &v1alpha1.VaultClientTLS{CertSecretRef: ref, KeySecretRef: ref},
+		Auth: v1alpha1.VaultAuth{Cert: &v1alpha1.VaultCertAuth{ClientCert: ref, ClientKey: ref}}}}}
+	if err := (Factory{}).Validate(store); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "drop vault.tls") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := (Factory{}).New(context.Background(), store, deps{}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Fatalf("New: %v", err)
+	}
+}
+
+func TestIAMSignsGetCallerIdentityThatVaultChecksWithSTS(t *testing.T) {
+	needVault(t)
+	const region = "eu-central-1"
+	fake := awsfake.New(region)
+	defer fake.Close()
+	enableAuth(t, srv, "aws", "aws")
+	// Vault sends the signed request to the fake's STS; the header value
+	// binds a signed request to this Vault.
+	must(t, srv.Do(http.MethodPost, "auth/aws/config/client", map[string]any{
+		"sts_endpoint": fake.URL, "sts_region": region, "iam_server_id_header_value": "vault.test"}, nil))
+	must(t, srv.Policy("read-all", `path "secret/*" { capabilities = ["read"] }`))
+	// resolve_aws_unique_ids would have Vault call IAM (not STS) to
+	// resolve the ARN: the fake has no IAM, so roles match on the ARN.
+	role := func(name, arn, ttl string) {
+		must(t, srv.Do(http.MethodPost, "auth/aws/role/"+name, map[string]any{"auth_type": "iam",
+			"bound_iam_principal_arn": []string{arn}, "resolve_aws_unique_ids": false,
+			"token_policies": []string{"read-all"}, "token_ttl": ttl, "token_max_ttl": "1h"}, nil))
+	}
+	role("reader", awsfake.UserARN("watchword"), "4s")
+	chainRole := "arn:aws:iam::" + awsfake.Account + ":role/vault-login"
+	role("chained", chainRole, "1h")
+	fake.AddRole(awsfake.Role{ARN: chainRole, Principals: []string{awsfake.UserARN("chain")}, ExternalID: "ext-1"})
+	must(t, srv.PutKV2("secret", "iam/x", map[string]any{"v": "by-iam"}))
+
+	id, secret := fake.AddUser("watchword")
+	chainID, chainSecret := fake.AddUser("chain")
+	secrets := map[string][]byte{"aws/id": []byte(id), "aws/secret": []byte(secret), "chain/id": []byte(chainID), "chain/secret": []byte(chainSecret)}
+	keys := func(name string) *v1alpha1.AWSAuth {
+		return &v1alpha1.AWSAuth{SecretRef: &v1alpha1.AWSAuthSecretRef{
+			AccessKeyID: v1alpha1.SecretKeySelector{Name: name, Key: "id"}, SecretAccessKey: v1alpha1.SecretKeySelector{Name: name, Key: "secret"}}}
+	}
+	build := func(a v1alpha1.VaultIAMAuth) *Client {
+		a.Region, a.STSEndpoint = region, fake.URL
+		return newTestClient(t, v1alpha1.VaultProvider{Server: srv.Addr(), Version: "v2", Auth: v1alpha1.VaultAuth{IAM: &a}}, secrets)
+	}
+
+	readsAcrossRenewalAndRevocation(t, srv, build(v1alpha1.VaultIAMAuth{VaultRole: "reader", IAMServerID: "vault.test", Auth: keys("aws")}), "iam/x", "by-iam")
+	if n := fake.Calls("sts:GetCallerIdentity"); n < 2 {
+		t.Fatalf("the fake's STS answered %d GetCallerIdentity calls, want one per login (2)", n)
+	}
+
+	// A role assumed with the keys first: Vault sees the role.
+	c := build(v1alpha1.VaultIAMAuth{VaultRole: "chained", IAMServerID: "vault.test", Role: chainRole, ExternalID: "ext-1", Auth: keys("chain")})
+	if obj, err := get(t, c, "iam/x", ""); err != nil || string(obj.Fields["v"]) != "by-iam" {
+		t.Fatalf("read as an assumed role: %v %v", obj, err)
+	}
+
+	// A request signed for another Vault is refused before STS is asked.
+	calls := fake.Calls("sts:GetCallerIdentity")
+	_, err := get(t, build(v1alpha1.VaultIAMAuth{VaultRole: "reader", IAMServerID: "other-vault", Auth: keys("aws")}), "iam/x", "")
+	refusedLogin(t, err, []string{"AWS IAM auth at auth/aws", fmt.Sprintf("access key %q", id), `with role "reader"`}, secret)
+	if fake.Calls("sts:GetCallerIdentity") != calls {
+		t.Fatal("Vault asked STS about a request signed for another server")
+	}
+
+	// A revoked key: STS refuses the signature, Vault the login.
+	fake.RevokeKey(id)
+	_, err = get(t, build(v1alpha1.VaultIAMAuth{VaultRole: "reader", IAMServerID: "vault.test", Auth: keys("aws")}), "iam/x", "")
+	refusedLogin(t, err, []string{"AWS IAM auth at auth/aws", `with role "reader"`}, secret)
+}
+
+func TestIAMControllerCredentialsOnlyOnAClusterStore(t *testing.T) {
+	store := provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "ns", Name: "v", Spec: &v1alpha1.SecretStoreProvider{Vault: &v1alpha1.VaultProvider{
+		Server: "https://vault:8200", Auth: v1alpha1.VaultAuth{IAM: &v1alpha1.VaultIAMAuth{VaultRole: "r", Auth: &v1alpha1.AWSAuth{ControllerCredentials: true}}}}}}
+	if err := (Factory{}).Validate(store); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "vault.auth.iam.auth.controllerCredentials") {
+		t.Fatalf("got %v", err)
+	}
+	store.Kind, store.Namespace = v1alpha1.ClusterSecretStoreKind, ""
+	if err := (Factory{}).Validate(store); err != nil {
+		t.Fatalf("a ClusterSecretStore may lend the controller's credentials: %v", err)
+	}
+}
