@@ -203,17 +203,18 @@ type VaultIAMAuth struct {
 	// +kubebuilder:validation:MaxLength=256
 	VaultRole string `json:"vaultRole"`
 
-	// region is the AWS region whose STS the request is signed for.
-	// Defaults to us-east-1, signed for the global endpoint
-	// https://sts.amazonaws.com, which is also Vault's default.
+	// region is the region the request is signed for (and of the STS
+	// that auth.jwt and role use). Defaults to us-east-1.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	Region string `json:"region,omitempty"`
 
-	// stsEndpoint is the STS address that the signed request names, such
-	// as https://sts.eu-central-1.amazonaws.com. Vault sends the request
-	// to the sts_endpoint of its auth/<path>/config/client, which must be
-	// the same STS. It is also the STS that auth.jwt and role use.
+	// stsEndpoint is the STS address that the signed request names.
+	// Defaults to the global https://sts.amazonaws.com, where Vault sends
+	// the request unless the sts_endpoint of its
+	// auth/<path>/config/client names a regional STS, such as
+	// https://sts.eu-central-1.amazonaws.com: then set the same here, and
+	// region to its region. It is also the STS that auth.jwt and role use.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:Pattern=`^https?://.+$`

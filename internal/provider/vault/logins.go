@@ -14,9 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
-	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/engine"
@@ -107,7 +105,7 @@ func iamLogin(ctx context.Context, store provider.Store, deps provider.Deps) (*l
 	if err != nil {
 		return nil, err
 	}
-	endpoint, err := stsURL(ctx, block.Region, a.STSEndpoint)
+	endpoint, err := stsURL(a.STSEndpoint)
 	if err != nil {
 		return nil, err
 	}
@@ -146,22 +144,20 @@ func iamLogin(ctx context.Context, store provider.Store, deps provider.Deps) (*l
 		}}, nil
 }
 
-// stsURL is the STS address the signed request names: stsEndpoint, or the
-// one the SDK resolves for the region (the global endpoint for us-east-1,
-// which is also Vault's default sts_endpoint).
-func stsURL(ctx context.Context, region, override string) (string, error) {
-	raw := override
-	if raw == "" {
-		ep, err := sts.NewDefaultEndpointResolverV2().ResolveEndpoint(ctx, sts.EndpointParameters{
-			Region: aws.String(region), UseGlobalEndpoint: aws.Bool(region == "us-east-1")})
-		if err != nil {
-			return "", fmt.Errorf("%w: %s.region %q has no STS endpoint: set %s.stsEndpoint", engine.ErrInvalidConfig, iamBlockName, region, iamBlockName)
-		}
-		raw = ep.URI.String()
+// globalSTS is the STS address that a login names unless stsEndpoint says
+// otherwise: AWS's global endpoint, which is also where Vault's aws auth
+// method sends the request unless its sts_endpoint says otherwise.
+const globalSTS = "https://sts.amazonaws.com/"
+
+// stsURL is the STS address the signed request names: stsEndpoint, or
+// the global endpoint.
+func stsURL(override string) (string, error) {
+	if override == "" {
+		return globalSTS, nil
 	}
-	u, err := url.Parse(raw)
+	u, err := url.Parse(override)
 	if err != nil || u.Host == "" || u.RawQuery != "" {
-		return "", fmt.Errorf("%w: %s.stsEndpoint %q is not an https address without a query", engine.ErrInvalidConfig, iamBlockName, raw)
+		return "", fmt.Errorf("%w: %s.stsEndpoint %q is not an https address without a query", engine.ErrInvalidConfig, iamBlockName, override)
 	}
 	if u.Path == "" {
 		u.Path = "/"
