@@ -231,7 +231,7 @@ var ruleCases = []ruleCase{
 		valid:   `{vault: {server: "https://vault:8200", auth: {userPass: {username: app.reader, secretRef: {name: p, key: pw}}}}}`,
 		invalid: []string{`{vault: {server: "https://vault:8200", auth: {ldap: {username: ../x, secretRef: {name: p, key: pw}}}}}`}},
 	{rule: "vault: auth.cert presents its own client certificate on every connection: drop vault.tls", kinds: storeKinds,
-		valid: `{vault: {server: "https://vault:8200", auth: {cert: {name: web, clientCert: {name: c, key: tls.crt}, clientKey: {name: c, key: tls.key}}}}}`,
+		valid:   `{vault: {server: "https://vault:8200", auth: {cert: {name: web, clientCert: {name: c, key: tls.crt}, clientKey: {name: c, key: tls.key}}}}}`,
 		invalid: []string{`{vault: {server: "https://vault:8200", tls: {certSecretRef: {name: c, key: tls.crt}, keySecretRef: {name: c, key: tls.key}}, auth: {cert: {clientCert: {name: c, key: tls.crt}, clientKey: {name: c, key: tls.key}}}}}`}},
 	{rule: "iam.externalID needs iam.role", kinds: storeKinds,
 		valid:   `{vault: {server: "https://vault:8200", auth: {iam: {vaultRole: r, role: "arn:aws:iam::111122223333:role/vault", externalID: x1, auth: {secretRef: {accessKeyID: {name: a, key: id}, secretAccessKey: {name: a, key: s}}}}}}}`,

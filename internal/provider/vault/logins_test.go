@@ -13,6 +13,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/test/awsfake"
+	"github.com/watchword-dev/watchword/test/ldapserver"
 	"github.com/watchword-dev/watchword/test/vaultserver"
 )
 
@@ -226,5 +227,44 @@ func TestIAMControllerCredentialsOnlyOnAClusterStore(t *testing.T) {
 	store.Kind, store.Namespace = v1alpha1.ClusterSecretStoreKind, ""
 	if err := (Factory{}).Validate(store); err != nil {
 		t.Fatalf("a ClusterSecretStore may lend the controller's credentials: %v", err)
+	}
+}
+
+func TestLDAPLogsInAgainstOpenLDAP(t *testing.T) {
+	needVault(t)
+	root, skip, err := ldapserver.Lookup()
+	must(t, err)
+	if skip != "" {
+		t.Skip(skip)
+	}
+	dir, err := ldapserver.Start(context.Background(), root, map[string]string{"svc-app": "ldap pass", "svc-other": "other pass"})
+	must(t, err)
+	defer dir.Stop()
+	enableAuth(t, srv, "ldap", "ldap")
+	// Vault searches the directory as the administrator for the user's
+	// entry, then binds as the user with the password: slapd checks it.
+	must(t, srv.Do(http.MethodPost, "auth/ldap/config", map[string]any{"url": dir.URL, "userdn": ldapserver.UsersDN,
+		"userattr": "uid", "binddn": ldapserver.BindDN, "bindpass": dir.BindPassword,
+		"token_ttl": "4s", "token_max_ttl": "1h"}, nil))
+	must(t, srv.Policy("read-all", `path "secret/*" { capabilities = ["read"] }`))
+	must(t, srv.Do(http.MethodPost, "auth/ldap/users/svc-app", map[string]any{"policies": "read-all"}, nil))
+	must(t, srv.PutKV2("secret", "ldap/x", map[string]any{"v": "by-ldap"}))
+	build := func(user, password string) *Client {
+		return newTestClient(t, v1alpha1.VaultProvider{Server: srv.Addr(), Version: "v2", Auth: v1alpha1.VaultAuth{LDAP: &v1alpha1.VaultPasswordAuth{
+			Username: user, SecretRef: v1alpha1.SecretKeySelector{Name: "ldap", Key: "password"}}}},
+			map[string][]byte{"ldap/password": []byte(password)})
+	}
+	readsAcrossRenewalAndRevocation(t, srv, build("svc-app", "ldap pass"), "ldap/x", "by-ldap")
+
+	_, err = get(t, build("svc-app", "not the password"), "ldap/x", "")
+	refusedLogin(t, err, []string{`LDAP auth at auth/ldap as user "svc-app"`}, "not the password")
+	_, err = get(t, build("nobody-here", "x-password"), "ldap/x", "")
+	refusedLogin(t, err, []string{`LDAP auth at auth/ldap as user "nobody-here"`}, "x-password")
+
+	// A directory user whom Vault maps to no policy logs in with the
+	// default policy only: the read is refused and names the user.
+	_, err = get(t, build("svc-other", "other pass"), "ldap/x", "")
+	if !errors.Is(err, engine.ErrPermissionDenied) || errors.Is(err, engine.ErrUnauthenticated) || !strings.Contains(err.Error(), `LDAP auth at auth/ldap as user "svc-other"`) {
+		t.Fatalf("got %v, want a refused read naming the LDAP user", err)
 	}
 }
