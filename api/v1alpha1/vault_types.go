@@ -97,7 +97,7 @@ type VaultClientTLS struct {
 }
 
 // VaultAuth is the union of the ways to log in to Vault.
-// +kubebuilder:validation:XValidation:rule="[has(self.tokenSecretRef), has(self.appRole), has(self.kubernetes), has(self.jwt), has(self.userPass), has(self.ldap), has(self.cert), has(self.iam)].exists_one(x, x)",message="vault.auth must set exactly one of tokenSecretRef, appRole, kubernetes, jwt, userPass, ldap, cert or iam"
+// +kubebuilder:validation:XValidation:rule="[has(self.tokenSecretRef), has(self.appRole), has(self.kubernetes), has(self.jwt), has(self.userPass), has(self.ldap), has(self.cert), has(self.iam), has(self.gcp)].exists_one(x, x)",message="vault.auth must set exactly one of tokenSecretRef, appRole, kubernetes, jwt, userPass, ldap, cert, iam or gcp"
 type VaultAuth struct {
 	// tokenSecretRef is a Secret key holding a Vault token.
 	// +optional
@@ -138,6 +138,33 @@ type VaultAuth struct {
 	// request, which Vault sends to STS to learn who signed it.
 	// +optional
 	IAM *VaultIAMAuth `json:"iam,omitempty"`
+
+	// gcp logs in as a Google Cloud service account whose key is kept in a
+	// Secret, through the iam type of Vault's gcp auth method: Watchword
+	// signs a short-lived JWT with the key, and Vault checks it against
+	// the account's public keys.
+	// +optional
+	GCP *VaultGCPAuth `json:"gcp,omitempty"`
+}
+
+// VaultGCPAuth logs in with Vault's gcp auth method (iam type).
+type VaultGCPAuth struct {
+	// path is the mount path of the auth method. Defaults to gcp.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Path string `json:"path,omitempty"`
+
+	// role is the Vault role to log in as (auth/<path>/role/<role>, of
+	// type iam).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Role string `json:"role"`
+
+	// secretRef names the Secret key that holds the service account's
+	// JSON key file.
+	// +required
+	SecretRef GCPSMSecretRef `json:"secretRef"`
 }
 
 // VaultPasswordAuth logs in with a user name and a password (the userpass

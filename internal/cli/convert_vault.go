@@ -45,8 +45,10 @@ func (c *converter) vault(kind string, dst map[string]any, b map[string]any, pat
 		if iam := takeMap(auth, "iam"); iam != nil {
 			auth["iam"] = c.vaultIAM(kind, iam, apath+".iam")
 		}
-		if _, ok := take(auth, "gcp"); ok {
-			c.drop(apath+".gcp", "Watchword's Vault provider has no GCP login (docs/providers.md says why): log in with kubernetes or jwt auth instead")
+		if g := takeMap(auth, "gcp"); g != nil {
+			if gcp := c.vaultGCP(g, apath+".gcp"); gcp != nil {
+				auth["gcp"] = gcp
+			}
 		}
 		b["auth"] = auth
 	}
@@ -103,4 +105,28 @@ func (c *converter) vaultIAM(kind string, iam map[string]any, path string) map[s
 	}
 	iam["auth"] = creds
 	return iam
+}
+
+// vaultGCP carries ESO's gcp block when it logs in with a key file from a
+// Secret, the one way Watchword's gcp login has; nil when it cannot.
+func (c *converter) vaultGCP(g map[string]any, path string) map[string]any {
+	for _, k := range []string{"projectID", "location"} {
+		if _, ok := take(g, k); ok {
+			c.note(pathJoin(path, k), "not needed: Vault's gcp login is made as the key file's service account")
+		}
+	}
+	identity := false
+	for _, k := range []string{"workloadIdentity", "serviceAccountRef"} {
+		if _, ok := take(g, k); ok {
+			identity = true
+			c.drop(pathJoin(path, k), "Watchword's gcp login signs with a key file from a Secret (secretRef); a pod's or workload identity is not supported: use kubernetes or jwt auth")
+		}
+	}
+	if g["secretRef"] == nil {
+		if !identity {
+			c.drop(path, "without secretRef: ESO then used the controller's own Google identity, which Watchword's gcp login does not support: set secretRef to a key file, or use kubernetes or jwt auth")
+		}
+		return nil
+	}
+	return g
 }

@@ -221,11 +221,12 @@ var ruleCases = []ruleCase{
 	{rule: "vault.server must be a URL", kinds: storeKinds,
 		valid:   `{vault: {server: "https://vault:8200", auth: {tokenSecretRef: {name: t, key: token}}}}`,
 		invalid: []string{`{vault: {server: "vault:8200", auth: {tokenSecretRef: {name: t, key: token}}}}`}},
-	{rule: "vault.auth must set exactly one of tokenSecretRef, appRole, kubernetes, jwt, userPass, ldap, cert or iam", kinds: storeKinds,
+	{rule: "vault.auth must set exactly one of tokenSecretRef, appRole, kubernetes, jwt, userPass, ldap, cert, iam or gcp", kinds: storeKinds,
 		valid: `{vault: {server: "https://vault:8200", auth: {jwt: {role: app, serviceAccountRef: {name: app}}}}}`,
 		invalid: []string{
 			`{vault: {server: "https://vault:8200", auth: {tokenSecretRef: {name: t, key: token}, kubernetes: {role: app, serviceAccountRef: {name: app}}}}}`,
 			`{vault: {server: "https://vault:8200", auth: {userPass: {username: u, secretRef: {name: p, key: pw}}, ldap: {username: u, secretRef: {name: p, key: pw}}}}}`,
+			`{vault: {server: "https://vault:8200", auth: {gcp: {role: r, secretRef: {secretAccessKeySecretRef: {name: k, key: key.json}}}, appRole: {roleId: r, secretRef: {name: a, key: secret-id}}}}}`,
 			`{vault: {server: "https://vault:8200", auth: {}}}`}},
 	{rule: "username may not contain a slash", kinds: storeKinds,
 		valid:   `{vault: {server: "https://vault:8200", auth: {userPass: {username: app.reader, secretRef: {name: p, key: pw}}}}}`,

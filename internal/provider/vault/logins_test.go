@@ -2,9 +2,12 @@ package vault
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +16,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/test/awsfake"
+	"github.com/watchword-dev/watchword/test/gcpfake"
 	"github.com/watchword-dev/watchword/test/ldapserver"
 	"github.com/watchword-dev/watchword/test/vaultserver"
 )
@@ -267,4 +271,68 @@ func TestLDAPLogsInAgainstOpenLDAP(t *testing.T) {
 	if !errors.Is(err, engine.ErrPermissionDenied) || errors.Is(err, engine.ErrUnauthenticated) || !strings.Contains(err.Error(), `LDAP auth at auth/ldap as user "svc-other"`) {
 		t.Fatalf("got %v, want a refused read naming the LDAP user", err)
 	}
+}
+
+func TestGCPLogsInWithAJWTSignedByTheServiceAccountKey(t *testing.T) {
+	needVault(t)
+	fake := gcpfake.New(t, "watchword-test")
+	// Vault's own service account may look service accounts up
+	// (projects.serviceAccounts.get). Vault finds its key file as
+	// application default credentials, whose token endpoint is the
+	// fake's (a key file in Vault's config loses its token_uri); it
+	// reaches the fake as its custom endpoints, trusting the fake's CA.
+	_, vaultKey := fake.NewServiceAccount("vault-verifier", "iam.serviceAccounts.get")
+	var kf map[string]any
+	must(t, json.Unmarshal(vaultKey, &kf))
+	kf["token_uri"] = fake.TokenURL()
+	vaultKey, _ = json.Marshal(kf)
+	dir := t.TempDir()
+	caFile, keyFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "vault-key.json")
+	must(t, os.WriteFile(caFile, fake.CAPEM(), 0o600))
+	must(t, os.WriteFile(keyFile, vaultKey, 0o600))
+	bin, err := vaultserver.Find()
+	must(t, err)
+	gsrv, err := vaultserver.StartEnv(bin, "SSL_CERT_FILE="+caFile, "GOOGLE_APPLICATION_CREDENTIALS="+keyFile)
+	must(t, err)
+	defer gsrv.Close()
+	enableAuth(t, gsrv, "gcp", "gcp")
+	must(t, gsrv.Do(http.MethodPost, "auth/gcp/config", map[string]any{
+		"custom_endpoint": map[string]string{"api": fake.URL(), "iam": fake.URL() + "/"}}, nil))
+	must(t, gsrv.Policy("read-all", `path "secret/*" { capabilities = ["read"] }`))
+	email, key := fake.NewServiceAccount("watchword")
+	otherEmail, otherKey := fake.NewServiceAccount("stranger")
+	must(t, gsrv.Do(http.MethodPost, "auth/gcp/role/reader", map[string]any{"type": "iam", "bound_service_accounts": []string{email},
+		"token_policies": []string{"read-all"}, "token_ttl": "4s", "token_max_ttl": "1h"}, nil))
+	must(t, gsrv.PutKV2("secret", "gcp/x", map[string]any{"v": "by-gcp"}))
+
+	build := func(role string, keyFile []byte) *Client {
+		return newTestClient(t, v1alpha1.VaultProvider{Server: gsrv.Addr(), Version: "v2", Auth: v1alpha1.VaultAuth{GCP: &v1alpha1.VaultGCPAuth{
+			Role: role, SecretRef: v1alpha1.GCPSMSecretRef{SecretAccessKeySecretRef: v1alpha1.SecretKeySelector{Name: "gcp", Key: "key.json"}}}}},
+			map[string][]byte{"gcp/key.json": keyFile})
+	}
+	readsAcrossRenewalAndRevocation(t, gsrv, build("reader", key), "gcp/x", "by-gcp")
+	if fake.Calls("x509") < 2 || fake.Calls("serviceAccounts.get") < 2 {
+		t.Fatalf("Vault fetched the key's certificate %d times and the account %d times, want once per login (2)", fake.Calls("x509"), fake.Calls("serviceAccounts.get"))
+	}
+
+	// A service account that the role does not bind.
+	_, err = get(t, build("reader", otherKey), "gcp/x", "")
+	refusedLogin(t, err, []string{"GCP auth at auth/gcp", fmt.Sprintf("service account %q with role %q", otherEmail, "reader")}, privateKeyOf(t, otherKey))
+	// A key file that is not one is a configuration error naming the ref.
+	c, err := Factory{}.client(context.Background(), provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "ns", Name: "v",
+		Spec: &v1alpha1.SecretStoreProvider{Vault: &v1alpha1.VaultProvider{Server: gsrv.Addr(), Version: "v2", Auth: v1alpha1.VaultAuth{GCP: &v1alpha1.VaultGCPAuth{
+			Role: "reader", SecretRef: v1alpha1.GCPSMSecretRef{SecretAccessKeySecretRef: v1alpha1.SecretKeySelector{Name: "gcp", Key: "key.json"}}}}}}},
+		deps{secrets: map[string][]byte{"gcp/key.json": []byte(`{"private_key": "not-a-key"}`)}})
+	if c != nil || !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "vault.auth.gcp.secretRef") || strings.Contains(err.Error(), "not-a-key") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func privateKeyOf(t *testing.T, keyFile []byte) string {
+	t.Helper()
+	var k struct {
+		PrivateKey string `json:"private_key"`
+	}
+	must(t, json.Unmarshal(keyFile, &k))
+	return strings.Split(k.PrivateKey, "\n")[1]
 }

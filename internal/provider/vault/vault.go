@@ -81,6 +81,9 @@ func (Factory) Refs(store provider.Store) []provider.ObjectRef {
 	if a.IAM != nil {
 		out = append(out, awsbase.BlockRefs(iamBlockName, iamBlock(a.IAM))...)
 	}
+	if a.GCP != nil {
+		out = append(out, provider.SecretKeyRef("vault.auth.gcp.secretRef.secretAccessKeySecretRef", a.GCP.SecretRef.SecretAccessKeySecretRef))
+	}
 	return out
 }
 
@@ -253,8 +256,14 @@ func newSession(ctx context.Context, t transport, store provider.Store, deps pro
 			return nil, err
 		}
 		return loginSession(t, l), nil
+	case auth.GCP != nil:
+		l, err := gcpLogin(ctx, auth.GCP, deps)
+		if err != nil {
+			return nil, err
+		}
+		return loginSession(t, l), nil
 	}
-	return nil, fmt.Errorf("%w: vault.auth must set one of tokenSecretRef, appRole, kubernetes, jwt, userPass, ldap, cert or iam", engine.ErrInvalidConfig)
+	return nil, fmt.Errorf("%w: vault.auth must set one of tokenSecretRef, appRole, kubernetes, jwt, userPass, ldap, cert, iam or gcp", engine.ErrInvalidConfig)
 }
 
 func orDefault(s, def string) string {
