@@ -15,6 +15,7 @@ const (
 // HashiCorp Vault or OpenBao server.
 // +kubebuilder:validation:XValidation:rule="!(has(self.caBundle) && has(self.caProvider))",message="vault: set caBundle or caProvider, not both",fieldPath=".caProvider"
 // +kubebuilder:validation:XValidation:rule="!(has(self.tls) && has(self.auth.cert))",message="vault: auth.cert presents its own client certificate on every connection: drop vault.tls",fieldPath=".tls"
+// +kubebuilder:validation:XValidation:rule="!has(self.auth.cert) || self.server.startsWith('https://')",message="vault: auth.cert needs an https:// server: the certificate is presented in the TLS handshake",fieldPath=".server"
 type VaultProvider struct {
 	// server is the address of the Vault server, such as
 	// https://vault.example.com:8200.

@@ -159,6 +159,10 @@ func TestCertAndClientTLSAreExclusive(t *testing.T) {
 	if _, err := (Factory{}).New(context.Background(), store, deps{}); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Fatalf("New: %v", err)
 	}
+	store.Spec.Vault.TLS, store.Spec.Vault.Server = nil, "http://vault:8200"
+	if err := (Factory{}).Validate(store); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "needs an https://") {
+		t.Fatalf("cert auth over plain HTTP: %v", err)
+	}
 }
 
 func TestIAMSignsGetCallerIdentityThatVaultChecksWithSTS(t *testing.T) {

@@ -32,6 +32,9 @@ func (Factory) Validate(store provider.Store) error {
 	if a.Cert != nil && spec.TLS != nil {
 		return fmt.Errorf("%w: vault.auth.cert presents its own client certificate on every connection: drop vault.tls", engine.ErrInvalidConfig)
 	}
+	if a.Cert != nil && !strings.HasPrefix(spec.Server, "https://") {
+		return fmt.Errorf("%w: vault.auth.cert needs an https:// vault.server: the certificate is presented in the TLS handshake", engine.ErrInvalidConfig)
+	}
 	if a.IAM != nil {
 		return awsbase.ValidateBlock(store, iamBlockName, iamBlock(a.IAM))
 	}
