@@ -212,9 +212,34 @@ func TestIAMSignsGetCallerIdentityThatVaultChecksWithSTS(t *testing.T) {
 		t.Fatalf("read as an assumed role: %v %v", obj, err)
 	}
 
+	// Web identity: a service-account token exchanged for a role's
+	// credentials (the fake's STS checks the token with ReviewToken, here
+	// a stand-in for the API server's TokenReview), which sign the login.
+	webRole := "arn:aws:iam::" + awsfake.Account + ":role/vault-web"
+	role("web", webRole, "1h")
+	fake.AddRole(awsfake.Role{ARN: webRole, WebIdentitySubjects: []string{"system:serviceaccount:ns:app"}})
+	fake.ReviewToken = func(_ context.Context, tok string) (string, []string, error) {
+		if tok != "sa-token-of-app" {
+			return "", nil, errors.New("not a token of this cluster")
+		}
+		return "system:serviceaccount:ns:app", []string{"sts.amazonaws.com"}, nil
+	}
+	web := &v1alpha1.VaultIAMAuth{VaultRole: "web", IAMServerID: "vault.test", Region: region, STSEndpoint: fake.URL,
+		Auth: &v1alpha1.AWSAuth{JWT: &v1alpha1.AWSJWTAuth{ServiceAccountRef: v1alpha1.ServiceAccountSelector{Name: "app"}, RoleARN: webRole}}}
+	wc, err := Factory{}.client(context.Background(), provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "ns", Name: "vault",
+		Spec: &v1alpha1.SecretStoreProvider{Vault: &v1alpha1.VaultProvider{Server: srv.Addr(), Version: "v2", Auth: v1alpha1.VaultAuth{IAM: web}}}},
+		tokenDeps{token: "sa-token-of-app"})
+	must(t, err)
+	if obj, gerr := get(t, wc, "iam/x", ""); gerr != nil || string(obj.Fields["v"]) != "by-iam" {
+		t.Fatalf("read with web identity: %v %v", obj, gerr)
+	}
+	if ss := fake.Sessions(); len(ss) == 0 || ss[len(ss)-1].Action != "AssumeRoleWithWebIdentity" || ss[len(ss)-1].Role != webRole {
+		t.Fatalf("STS sessions %+v, want the web identity's last", ss)
+	}
+
 	// A request signed for another Vault is refused before STS is asked.
 	calls := fake.Calls("sts:GetCallerIdentity")
-	_, err := get(t, build(v1alpha1.VaultIAMAuth{VaultRole: "reader", IAMServerID: "other-vault", Auth: keys("aws")}), "iam/x", "")
+	_, err = get(t, build(v1alpha1.VaultIAMAuth{VaultRole: "reader", IAMServerID: "other-vault", Auth: keys("aws")}), "iam/x", "")
 	refusedLogin(t, err, []string{"AWS IAM auth at auth/aws", fmt.Sprintf("access key %q", id), `with role "reader"`}, secret)
 	if fake.Calls("sts:GetCallerIdentity") != calls {
 		t.Fatal("Vault asked STS about a request signed for another server")
