@@ -30,6 +30,15 @@ func (c *converter) vault(kind string, dst map[string]any, b map[string]any, pat
 			c.vaultJWT(j, apath+".jwt")
 			auth["jwt"] = j
 		}
+		for _, m := range []string{"userPass", "ldap"} {
+			if p := takeMap(auth, m); p != nil {
+				if p["secretRef"] == nil || p["username"] == nil {
+					c.drop(pathJoin(apath, m), "without username and secretRef (the password): Watchword reads the password from a Secret")
+				} else {
+					auth[m] = p
+				}
+			}
+		}
 		if cert := takeMap(auth, "cert"); cert != nil {
 			// ESO's secretRef is the certificate's private key.
 			set(cert, "clientKey", takeMap(cert, "secretRef"))
