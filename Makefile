@@ -10,7 +10,7 @@ REFDOCS := $(CURDIR)/.cache/tools/bin/crd-ref-docs
 CHART := deploy/charts/watchword
 export GOLANGCI_LINT_CACHE ?= $(CURDIR)/.cache/golangci-lint
 
-.PHONY: all build image-binary image api-reference tools tools-vault tools-lint tools-proto tools-postgres tools-prometheus tools-barbican tools-helm tools-node tools-refdocs deploy-files lint dev e2e bench bench-smoke test test-unit test-integration generate verify-generate vet fmt-check fuzz fuzz-smoke clean
+.PHONY: all build image-binary image api-reference tools tools-vault tools-lint tools-proto tools-postgres tools-prometheus tools-barbican tools-ldap tools-helm tools-node tools-refdocs deploy-files lint dev e2e bench bench-smoke test test-unit test-integration generate verify-generate vet fmt-check fuzz fuzz-smoke clean
 
 all: build
 
@@ -54,6 +54,9 @@ tools-prometheus: ## Fetch Debian's prometheus into .cache/tools/prometheus, wit
 
 tools-refdocs: ## Build crd-ref-docs from its Go module (cached), which make generate runs for docs/api-reference.md.
 	./hack/tools.sh refdocs
+
+tools-ldap: ## Fetch Debian's slapd (OpenLDAP), and what it needs that the system lacks, into .cache/tools/ldap, without installing it (cached; 2 MB, seconds the first time), for the Vault provider's LDAP login test.
+	./hack/tools.sh ldap
 
 tools-barbican: ## Fetch Debian's barbican-api and keystone, and what they need that the system lacks, into .cache/tools/barbican, without installing them (cached; about 30 MB, under a minute the first time).
 	./hack/tools.sh barbican
@@ -116,11 +119,11 @@ test-integration: tools ## The integration suite alone; its Vault tests skip unl
 	$(GO) test -count=1 -timeout 30m ./test/integration $(if $(RUN),-run '$(RUN)')
 
 # test sets WATCHWORD_REQUIRE_VAULT, WATCHWORD_REQUIRE_POSTGRES,
-# WATCHWORD_REQUIRE_HELM, WATCHWORD_REQUIRE_PROMETHEUS and
-# WATCHWORD_REQUIRE_BARBICAN, so that a missing Vault binary, PostgreSQL,
-# Helm, Prometheus or Barbican fails their tests instead of skipping them.
-test: tools-vault tools-postgres tools-prometheus tools-barbican tools-helm tools-node verify-generate lint vet build image ## Everything, against a real kube-apiserver, etcd, Vault, PostgreSQL, Prometheus, Barbican and Keystone, and the end-to-end tests on a real node (as root).
-	WATCHWORD_REQUIRE_VAULT=1 WATCHWORD_REQUIRE_POSTGRES=1 WATCHWORD_REQUIRE_HELM=1 WATCHWORD_REQUIRE_PROMETHEUS=1 WATCHWORD_REQUIRE_BARBICAN=1 $(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/test/e2e$$')
+# WATCHWORD_REQUIRE_HELM, WATCHWORD_REQUIRE_PROMETHEUS,
+# WATCHWORD_REQUIRE_BARBICAN and WATCHWORD_REQUIRE_LDAP, so that a missing Vault binary, PostgreSQL,
+# Helm, Prometheus, Barbican or OpenLDAP fails their tests instead of skipping them.
+test: tools-vault tools-postgres tools-prometheus tools-barbican tools-ldap tools-helm tools-node verify-generate lint vet build image ## Everything, against a real kube-apiserver, etcd, Vault, PostgreSQL, Prometheus, Barbican and Keystone, OpenLDAP, and the end-to-end tests on a real node (as root).
+	WATCHWORD_REQUIRE_VAULT=1 WATCHWORD_REQUIRE_POSTGRES=1 WATCHWORD_REQUIRE_HELM=1 WATCHWORD_REQUIRE_PROMETHEUS=1 WATCHWORD_REQUIRE_BARBICAN=1 WATCHWORD_REQUIRE_LDAP=1 $(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/test/e2e$$')
 	WATCHWORD_REQUIRE_VAULT=1 WATCHWORD_REQUIRE_HELM=1 $(REQUIRE_NODE) $(GO) test -count=1 -timeout 20m ./test/e2e
 	$(MAKE) --no-print-directory fuzz-smoke
 	./bin/watchword-dev --exit-after-demo --workdir $(CURDIR)/.cache/dev-smoke

@@ -14,7 +14,8 @@
 # downloaded but Go modules, except for `postgres`: PostgreSQL for the
 # example plugin's tests, `prometheus`: the Prometheus server and promtool for the
 # Grafana dashboard's and the alerts' tests, and `barbican`: OpenStack Barbican and Keystone
-# for the Barbican provider's tests, all from Debian's packages (see below).
+# for the Barbican provider's tests, and `ldap`: OpenLDAP's slapd for the
+# Vault provider's LDAP login test, all from Debian's packages (see below).
 # $WATCHWORD_TOOLS_CACHE moves the cache elsewhere.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -197,6 +198,30 @@ if [ "${1:-}" = barbican ]; then
   done
   echo "${barbican_packages[*]}" >"$bb/stamp"
   echo ">> Barbican and Keystone ready in $bb/root ($(du -sh "$bb/root" | cut -f1)), in $((SECONDS - start))s"
+  exit 0
+fi
+
+# ldap: Debian's slapd (OpenLDAP) for the Vault provider's LDAP login
+# test, and the libraries it needs that this system lacks (apt's simulated
+# install says which), fetched with `apt-get download` and unpacked with
+# `dpkg-deb -x` into .cache/tools/ldap/root, as for barbican above.
+# Nothing is installed and no package script runs: test/ldapserver starts
+# the unpacked slapd on loopback with a temporary configuration of its
+# own. Skipped when the stamp is there.
+ldap_packages=(slapd)
+if [ "${1:-}" = ldap ]; then
+  ld="$cache/ldap"
+  if [ -f "$ld/stamp" ] && [ "$(cat "$ld/stamp")" = "${ldap_packages[*]}" ]; then
+    echo ">> OpenLDAP ready in $ld/root"
+    exit 0
+  fi
+  echo ">> fetching OpenLDAP from Debian's packages: ${ldap_packages[*]} and what it needs"
+  start=$SECONDS
+  unpack_closure "$ld" "${ldap_packages[@]}"
+  [ -x "$ld"/root/usr/sbin/slapd ] || { echo "!! no slapd after unpacking" >&2; exit 1; }
+  [ -f "$ld"/root/usr/lib/ldap/back_mdb.so ] || { echo "!! no back_mdb module after unpacking" >&2; exit 1; }
+  echo "${ldap_packages[*]}" >"$ld/stamp"
+  echo ">> OpenLDAP ready in $ld/root ($(du -sh "$ld/root" | cut -f1)), in $((SECONDS - start))s"
   exit 0
 fi
 

@@ -410,7 +410,7 @@ func (c *converter) store(kind string, m map[string]any) []map[string]any {
 	case "kubernetes":
 		ok = c.kubernetes(dst, block, path)
 	case "vault":
-		ok = c.vault(dst, block, path)
+		ok = c.vault(kind, dst, block, path)
 	case "aws":
 		ok = c.aws(dst, block, path)
 	case "azurekv":
@@ -506,50 +506,6 @@ func (c *converter) kubernetes(dst map[string]any, b map[string]any, path string
 		c.note(path+".remoteNamespace", "unset, which means default in ESO: written as remoteNamespace: default")
 	}
 	return c.provider(dst, "kubernetes", b, path, reflect.TypeFor[v1alpha1.KubernetesProvider]())
-}
-
-func (c *converter) vault(dst map[string]any, b map[string]any, path string) bool {
-	if _, ok := b["version"]; !ok {
-		b["version"] = "v2" // ESO's default; Watchword's is to detect it.
-	}
-	if _, ok := b["path"]; !ok {
-		c.drop(path+".path", "unset: ESO then reads the mount from the first segment of each key, Watchword from path (default secret): set path to the mount and remove it from the keys")
-	}
-	if auth := takeMap(b, "auth"); auth != nil {
-		apath := path + ".auth"
-		if k := takeMap(auth, "kubernetes"); k != nil {
-			if _, ok := take(k, "secretRef"); ok {
-				c.drop(apath+".kubernetes.secretRef", "a service account token kept in a Secret is not supported: Watchword requests one for serviceAccountRef")
-			}
-			if _, ok := k["serviceAccountRef"]; !ok {
-				c.drop(apath+".kubernetes.serviceAccountRef", "unset: ESO then uses its own service account; Watchword needs serviceAccountRef")
-			}
-			auth["kubernetes"] = k
-		}
-		if j := takeMap(auth, "jwt"); j != nil {
-			if _, ok := take(j, "secretRef"); ok {
-				c.drop(apath+".jwt.secretRef", "a JWT kept in a Secret is not supported: Watchword requests a service account token")
-			}
-			if sat := takeMap(j, "kubernetesServiceAccountToken"); sat != nil {
-				ref := takeMap(sat, "serviceAccountRef")
-				if aud := takeList(sat, "audiences"); len(aud) > 0 && ref != nil {
-					if _, has := ref["audiences"]; !has {
-						ref["audiences"] = aud
-					}
-				}
-				if _, ok := take(sat, "expirationSeconds"); ok {
-					c.drop(apath+".jwt.kubernetesServiceAccountToken.expirationSeconds", "Watchword requests tokens of its own lifetime")
-				}
-				c.leftovers(sat, apath+".jwt.kubernetesServiceAccountToken")
-				set(j, "serviceAccountRef", ref)
-			} else {
-				c.drop(apath+".jwt", "without kubernetesServiceAccountToken: Watchword's jwt auth uses a service account token")
-			}
-			auth["jwt"] = j
-		}
-		b["auth"] = auth
-	}
-	return c.provider(dst, "vault", b, path, reflect.TypeFor[v1alpha1.VaultProvider]())
 }
 
 func (c *converter) aws(dst map[string]any, b map[string]any, path string) bool {

@@ -140,6 +140,10 @@ type Gate struct {
 	// tickets are the calls reserved by callers in line, by their
 	// Turn's key (turns.go).
 	tickets map[string]ticket
+	// credentials counts ResetAuth calls: a refusal of a call that began
+	// before the last one was made with credentials since replaced, and
+	// holds nothing.
+	credentials uint64
 }
 
 // NewGate returns a gate with limits. A nil clock is the wall clock, a nil
@@ -199,6 +203,7 @@ func (g *Gate) ResetAuth() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.authStrikes = 0
+	g.credentials++
 	if g.holdKind == RefusedUnauthenticated {
 		g.holdUntil, g.holdCause, g.holdKind, g.holdText = time.Time{}, nil, "", ""
 	}
@@ -297,8 +302,11 @@ func (g *Gate) do(ctx context.Context, keys []string, call func(context.Context)
 		return err
 	}
 	g.obs.CallSent()
+	g.mu.Lock()
+	creds := g.credentials
+	g.mu.Unlock()
 	err := call(ctx)
-	g.record(err, keys)
+	g.record(err, keys, creds)
 	return err
 }
 
@@ -377,8 +385,11 @@ func (g *Gate) spend(ctx context.Context) error {
 // strikes after a call the store answered. An error about the caller's
 // input (failure.CallersInput: a remote name refused before it was sent)
 // is the caller's alone: it neither holds the store for every other
-// caller nor ends the strikes.
-func (g *Gate) record(err error, keys []string) {
+// caller nor ends the strikes. creds is the count of ResetAuth calls when
+// the call began: a refusal of credentials replaced while the call was
+// under way (a slow login with the old password, say) does not hold the
+// new ones.
+func (g *Gate) record(err error, keys []string, creds uint64) {
 	if failure.CallersInput(err) {
 		return
 	}
@@ -397,6 +408,9 @@ func (g *Gate) record(err error, keys []string) {
 			g.startHold(now, doubled(UnreachableHoldFirst, g.unreachableStrikes-1, UnreachableHoldMax), err, keys, RefusedUnreachable)
 		}
 	case errors.Is(err, ErrUnauthenticated):
+		if creds != g.credentials {
+			return
+		}
 		g.authStrikes++
 		g.startHold(now, doubled(AuthHoldFirst, g.authStrikes, AuthHoldMax), err, keys, RefusedUnauthenticated)
 	case errors.Is(err, ErrThrottled):

@@ -54,10 +54,17 @@ func (o *countingObserver) CallRefused(cause string) {
 type answering struct {
 	calls atomic.Int64
 	err   error
+	// started, when not nil, is closed as a call begins, which then waits
+	// for release.
+	started, release chan struct{}
 }
 
 func (a *answering) GetSecret(context.Context, Ref) (Object, error) {
 	a.calls.Add(1)
+	if a.started != nil {
+		close(a.started)
+		<-a.release
+	}
 	return Object{}, a.err
 }
 
@@ -206,6 +213,40 @@ func TestGateHoldsAStoreThatRefusedTheCredentials(t *testing.T) {
 	}
 	if store.calls.Load() != before+1 {
 		t.Fatal("after the credentials changed, the call did not reach the store")
+	}
+}
+
+func TestGateDoesNotHoldNewCredentialsForAnOldRefusal(t *testing.T) {
+	// Outcome: a call made with the old credentials that is refused after
+	// they were replaced (ResetAuth while it was under way) does not hold
+	// the store: the next call, with the new ones, goes through.
+	g, _, _ := newTestGate(GateLimits{})
+	started, release := make(chan struct{}), make(chan struct{})
+	old := &answering{err: fmt.Errorf("logging in: %w", ErrUnauthenticated), started: started, release: release}
+	done := make(chan error, 1)
+	go func() {
+		_, err := gatedReader{old, g}.GetSecret(context.Background(), Ref{Key: "db"})
+		done <- err
+	}()
+	<-started
+	g.ResetAuth() // the credentials changed while the old call was under way
+	close(release)
+	if err := <-done; !errors.Is(err, ErrUnauthenticated) {
+		t.Fatalf("the old call: %v", err)
+	}
+	fresh := &answering{}
+	if _, err := (gatedReader{fresh, g}).GetSecret(context.Background(), Ref{Key: "db"}); err != nil {
+		t.Fatalf("a call with the new credentials was refused: %v", err)
+	}
+	if fresh.calls.Load() != 1 {
+		t.Fatal("the call with the new credentials did not reach the store")
+	}
+	// A refusal of the new credentials still holds the store.
+	fresh.err = fmt.Errorf("logging in: %w", ErrUnauthenticated)
+	_, _ = gatedReader{fresh, g}.GetSecret(context.Background(), Ref{Key: "db"})
+	var held *HeldError
+	if _, err := (gatedReader{fresh, g}).GetSecret(context.Background(), Ref{Key: "db"}); !errors.As(err, &held) {
+		t.Fatalf("after the new credentials were refused: %v, want a hold", err)
 	}
 }
 

@@ -41,6 +41,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path"
 	"regexp"
 	"strings"
 	"sync"
@@ -393,7 +394,9 @@ func (s *Server) authenticate(r *http.Request, body []byte, service string) (str
 	}
 	// The request as it was signed: the same method, path, query and the
 	// headers the signature covers.
-	again, _ := http.NewRequest(r.Method, "http://"+r.Host+r.URL.RequestURI(), bytes.NewReader(body))
+	u := *r.URL
+	u.Path, u.RawPath = canonicalPath(u.Path), ""
+	again, _ := http.NewRequest(r.Method, "http://"+r.Host+u.RequestURI(), bytes.NewReader(body))
 	again.ContentLength = int64(len(body))
 	for _, h := range strings.Split(signed, ";") {
 		if h == "host" || h == "content-length" {
@@ -413,6 +416,22 @@ func (s *Server) authenticate(r *http.Request, body []byte, service string) (str
 		return "", errorf(400, "InvalidSignatureException", "The request signature we calculated does not match the signature you provided.")
 	}
 	return cred.principal, nil
+}
+
+// canonicalPath is a request path as SigV4 signs it for every service
+// but S3: normalised as RFC 3986 says, with dot segments and repeated
+// slashes removed. AWS checks a signature over "/" against a request
+// sent to "//", which Vault's aws auth method sends: it joins its STS
+// endpoint and the signed path with a slash.
+func canonicalPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	out := path.Clean(p)
+	if strings.HasSuffix(p, "/") && out != "/" {
+		out += "/"
+	}
+	return out
 }
 
 // resourceOf is the ARN of the secret or parameter a request names, as a

@@ -225,3 +225,39 @@ func TestLatencyBatchSizesAndSelectors(t *testing.T) {
 		t.Errorf("batch sizes recorded: %s", got)
 	}
 }
+
+// TestSignatureOverANormalisedPath: like AWS, the fake checks the
+// signature over the normalised path, so a GetCallerIdentity signed at "/"
+// and sent to "//" (as Vault's aws auth method forwards it) is answered,
+// while one signed at another path is not.
+func TestSignatureOverANormalisedPath(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	id, secret := fake.AddUser("vault-client")
+	const body = "Action=GetCallerIdentity&Version=2011-06-15"
+	send := func(signedPath, sentPath string) int {
+		req, _ := http.NewRequest(http.MethodPost, fake.URL+signedPath, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
+		sum := sha256.Sum256([]byte(body))
+		if err := v4.NewSigner().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: id, SecretAccessKey: secret}, req, hex.EncodeToString(sum[:]), "sts", region, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		req.URL.Path = sentPath
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode == http.StatusOK && !strings.Contains(string(b), awsfake.UserARN("vault-client")) {
+			t.Fatalf("GetCallerIdentity answered %s", b)
+		}
+		return resp.StatusCode
+	}
+	if got := send("/", "//"); got != http.StatusOK {
+		t.Errorf("signed at / and sent to //: HTTP %d", got)
+	}
+	if got := send("/other", "/"); got != http.StatusBadRequest {
+		t.Errorf("signed at /other and sent to /: HTTP %d, want 400", got)
+	}
+}

@@ -7,8 +7,11 @@
 // or an access token its Security Token Service or IAM Credentials
 // endpoints issued), the permission the call needs, the routing header,
 // and that a regional secret is asked of its location's own endpoint.
+// It also answers what a verifier of service-account JWTs asks of Google
+// (iam.go: the JWT-bearer token grant, the keys' public certificates and
+// the IAM API's serviceAccounts.get), for Vault's gcp auth method.
 // It exists because no Secret Manager emulator can run here; tests drive
-// it only through Google's official Go client.
+// it only through Google's official Go client (and Vault's).
 package gcpfake
 
 import (
@@ -50,6 +53,7 @@ type Server struct {
 	lis     net.Listener
 	web     *httptest.Server
 	pool    *x509.CertPool
+	caPEM   []byte
 	cert    tls.Certificate
 	now     func() time.Time
 	project string
@@ -88,9 +92,12 @@ type version struct {
 }
 
 type account struct {
-	email string
-	keyID string
-	key   *rsa.PrivateKey
+	email    string
+	keyID    string
+	key      *rsa.PrivateKey
+	uniqueID string // 21 digits, as IAM numbers accounts
+	certOnce sync.Once
+	cert     []byte // PEM, made on first use
 }
 
 type accessToken struct {
@@ -114,11 +121,11 @@ func Start(project string) (*Server, error) {
 	s := &Server{now: time.Now, project: project, secrets: map[string]*secret{}, accounts: map[string]*account{},
 		perms: map[string]map[string]bool{}, tokens: map[string]accessToken{}, pools: map[string]bool{},
 		imperson: map[string]map[string]bool{}, calls: map[string]int{}}
-	cert, pool, err := selfSigned()
+	cert, pool, caPEM, err := selfSigned()
 	if err != nil {
 		return nil, err
 	}
-	s.cert, s.pool = cert, pool
+	s.cert, s.pool, s.caPEM = cert, pool, caPEM
 	s.lis, err = net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -193,7 +200,8 @@ func (s *Server) NewServiceAccount(name string, perms ...string) (email string, 
 	email = name + "@" + s.project + ".iam.gserviceaccount.com"
 	kid := newID()
 	s.mu.Lock()
-	s.accounts[email] = &account{email: email, keyID: kid, key: key}
+	uid, _ := rand.Int(rand.Reader, new(big.Int).Exp(big.NewInt(10), big.NewInt(20), nil))
+	s.accounts[email] = &account{email: email, keyID: kid, key: key, uniqueID: "1" + fmt.Sprintf("%020d", uid)}
 	s.mu.Unlock()
 	s.Grant("serviceAccount:"+email, perms...)
 	der, _ := x509.MarshalPKCS8PrivateKey(key)
@@ -328,10 +336,10 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
-func selfSigned() (tls.Certificate, *x509.CertPool, error) {
+func selfSigned() (tls.Certificate, *x509.CertPool, []byte, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return tls.Certificate{}, nil, err
+		return tls.Certificate{}, nil, nil, err
 	}
 	now := time.Now()
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gcpfake test CA"},
@@ -339,12 +347,12 @@ func selfSigned() (tls.Certificate, *x509.CertPool, error) {
 		KeyUsage: x509.KeyUsageCertSign}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
 	if err != nil {
-		return tls.Certificate{}, nil, err
+		return tls.Certificate{}, nil, nil, err
 	}
 	ca, _ := x509.ParseCertificate(caDER)
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return tls.Certificate{}, nil, err
+		return tls.Certificate{}, nil, nil, err
 	}
 	names := []string{"secretmanager.googleapis.com", "sts.googleapis.com", "iamcredentials.googleapis.com", "oauth2.googleapis.com"}
 	for _, l := range Locations {
@@ -352,14 +360,17 @@ func selfSigned() (tls.Certificate, *x509.CertPool, error) {
 	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "gcpfake"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), DNSNames: names,
+		// Loopback too, for a server that is given the fake's address as
+		// a custom endpoint (Vault's gcp auth method).
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
-		return tls.Certificate{}, nil, err
+		return tls.Certificate{}, nil, nil, err
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool, nil
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), nil
 }
 
 func (s *Server) String() string { return fmt.Sprintf("gcpfake(%s)", s.lis.Addr()) }

@@ -36,7 +36,7 @@ func (s *Server) serveWeb(w http.ResponseWriter, r *http.Request) {
 		s.count("generateAccessToken")
 		s.generateAccessToken(w, r)
 	default:
-		http.Error(w, "not found", http.StatusNotFound)
+		s.serveIAM(w, r)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -198,6 +199,32 @@ path "secret/metadata/*" { capabilities = ["read"] }`))
 
 	updateSecret(t, ns, "approle", func(s *corev1.Secret) { s.Data["secret-id"] = []byte(sid.Data.SecretID) })
 	waitSecretData(t, ns, "es", map[string]string{"v": "via-approle"})
+}
+
+// TestVaultUserPassLoginFollowsThePasswordSecret: a rejected userpass
+// login is a PermissionDenied condition naming the method and the user
+// (never the password), and a corrected password Secret is picked up at
+// once.
+func TestVaultUserPassLoginFollowsThePasswordSecret(t *testing.T) {
+	needVault(t)
+	ns := newNamespace(t, nil)
+	path := ns + "/userpass"
+	vaultPut(t, path, map[string]any{"v": "via-userpass"})
+	_ = vaultSrv.Do(http.MethodPost, "sys/auth/userpass", map[string]any{"type": "userpass"}, nil)
+	must(t, vaultSrv.Policy("it-read", `path "secret/data/*" { capabilities = ["read"] }
+path "secret/metadata/*" { capabilities = ["read"] }`))
+	must(t, vaultSrv.Do(http.MethodPost, "auth/userpass/users/"+ns, map[string]any{"password": "the right one", "token_policies": []string{"it-read"}}, nil))
+	createSecret(t, ns, "vault-user", map[string]string{"password": "stale-password"})
+	vaultStore(t, ns, "vault", v1alpha1.VaultAuth{UserPass: &v1alpha1.VaultPasswordAuth{Username: ns,
+		SecretRef: v1alpha1.SecretKeySelector{Name: "vault-user", Key: "password"}}}, "v2")
+	newES(t, ns, "es", "vault", withData("v", path, "v"))
+	es := waitCondition(t, ns, "es", "PermissionDenied", fmt.Sprintf("userpass auth at auth/userpass as user %q", ns), "credentials were rejected")
+	if c := readyCond(es); strings.Contains(c.Message, "stale-password") {
+		t.Fatalf("the condition leaks the password: %s", c.Message)
+	}
+
+	updateSecret(t, ns, "vault-user", func(s *corev1.Secret) { s.Data["password"] = []byte("the right one") })
+	waitSecretData(t, ns, "es", map[string]string{"v": "via-userpass"})
 }
 
 // vaultReviewer gives Vault a token allowed to make TokenReviews.

@@ -37,6 +37,7 @@ type Server struct {
 	// TLS, when set, is what the server presents and requires.
 	TLS    *TLSFiles
 	client *http.Client
+	env    []string
 }
 
 // TLSFiles configure a TLS listener that requires client certificates
@@ -115,7 +116,14 @@ func StartTLS(bin string, tlsFiles *TLSFiles) (*Server, error) {
 // node's address that pods reach.
 func StartOn(bin, host string) (*Server, error) { return start(bin, host, nil) }
 
-func start(bin, host string, tlsFiles *TLSFiles) (*Server, error) {
+// StartEnv is Start with more environment variables for the server
+// process, such as SSL_CERT_FILE for a test CA that its auth methods
+// must trust.
+func StartEnv(bin string, env ...string) (*Server, error) {
+	return start(bin, "127.0.0.1", nil, env...)
+}
+
+func start(bin, host string, tlsFiles *TLSFiles, env ...string) (*Server, error) {
 	dir, err := os.MkdirTemp("", "watchword-vault-")
 	if err != nil {
 		return nil, err
@@ -146,7 +154,7 @@ api_addr = "%s://%s"
 	if err := os.WriteFile(filepath.Join(dir, "config.hcl"), []byte(cfg), 0o600); err != nil {
 		return nil, err
 	}
-	s := &Server{bin: bin, dir: dir, addr: addr, TLS: tlsFiles, client: client}
+	s := &Server{bin: bin, dir: dir, addr: addr, TLS: tlsFiles, client: client, env: env}
 	if err := s.Restart(); err != nil {
 		return nil, err
 	}
@@ -187,6 +195,9 @@ func (s *Server) Restart() error {
 		return err
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if len(s.env) > 0 {
+		cmd.Env = append(os.Environ(), s.env...)
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting vault: %w", err)
 	}

@@ -54,6 +54,13 @@ func Block(store provider.Store) (string, *v1alpha1.AWSProvider) {
 // on a ClusterSecretStore, and one way of authenticating.
 func Validate(store provider.Store) error {
 	name, b := Block(store)
+	return ValidateBlock(store, name, b)
+}
+
+// ValidateBlock is Validate for a block named name, which may sit
+// elsewhere than the store's awssm or awsps (the Vault provider's IAM
+// login carries one).
+func ValidateBlock(store provider.Store, name string, b *v1alpha1.AWSProvider) error {
 	if b == nil {
 		return fmt.Errorf("%w: the store has no AWS provider block", engine.ErrInvalidConfig)
 	}
@@ -89,6 +96,11 @@ func Validate(store provider.Store) error {
 // web identity.
 func Refs(store provider.Store) []provider.ObjectRef {
 	name, b := Block(store)
+	return BlockRefs(name, b)
+}
+
+// BlockRefs is Refs for a block named name.
+func BlockRefs(name string, b *v1alpha1.AWSProvider) []provider.ObjectRef {
 	if b == nil || b.Auth == nil {
 		return nil
 	}
@@ -134,10 +146,16 @@ type Session struct {
 // cached and refreshed before they expire, by the SDK) on the first call.
 // httpClient may be nil.
 func NewSession(ctx context.Context, store provider.Store, deps provider.Deps, httpClient aws.HTTPClient) (*Session, error) {
-	if err := Validate(store); err != nil {
+	name, b := Block(store)
+	return NewBlockSession(ctx, store, name, b, deps, httpClient)
+}
+
+// NewBlockSession is NewSession for a block named name (see
+// ValidateBlock).
+func NewBlockSession(ctx context.Context, store provider.Store, name string, b *v1alpha1.AWSProvider, deps provider.Deps, httpClient aws.HTTPClient) (*Session, error) {
+	if err := ValidateBlock(store, name, b); err != nil {
 		return nil, err
 	}
-	name, b := Block(store)
 	retryer := func() aws.Retryer {
 		return retry.NewStandard(func(o *retry.StandardOptions) {
 			o.MaxAttempts, o.MaxBackoff = MaxAttempts, MaxBackoff

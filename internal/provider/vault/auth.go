@@ -116,6 +116,8 @@ type authResponse struct {
 // logs in (for messages) and the body of the login request.
 type login struct {
 	method, mount string
+	// endpoint is the login path under the mount; empty: "login".
+	endpoint string
 	// as describes who logs in, such as a service account; empty when
 	// the credentials tell nothing that may be shown.
 	as   string
@@ -155,7 +157,7 @@ func (l *login) do(ctx context.Context, t transport) (string, time.Duration, boo
 		return "", 0, false, err
 	}
 	var out authResponse
-	if err := t.do(ctx, http.MethodPost, "auth/"+l.mount+"/login", nil, "", payload, &out); err != nil {
+	if err := t.do(ctx, http.MethodPost, "auth/"+l.mount+"/"+orDefault(l.endpoint, "login"), nil, "", payload, &out); err != nil {
 		what := "logging in to Vault with " + l.String()
 		var ae *apiError
 		if errors.As(err, &ae) && (ae.status == http.StatusBadRequest || ae.status == http.StatusForbidden || ae.status == http.StatusUnauthorized) {

@@ -34,6 +34,8 @@ type pki struct {
 	clientKey       []byte
 	otherClientCert []byte
 	otherClientKey  []byte
+	// otherCA is the PEM certificate of the CA of otherClientCert.
+	otherCA []byte
 }
 
 func issue(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, tmpl *x509.Certificate) (certPEM, keyPEM []byte) {
@@ -79,6 +81,7 @@ func newPKI(t *testing.T) *pki {
 	okb, _ := pem.Decode(otherKeyPEM)
 	otherKey, _ := x509.ParseECPrivateKey(okb.Bytes)
 	p.otherClientCert, p.otherClientKey = issue(t, other, otherKey, cli)
+	p.otherCA = otherPEM
 	return p
 }
 
@@ -96,9 +99,10 @@ func (d tlsDeps) ConfigMapValue(_ context.Context, _, name, key string) ([]byte,
 	return v, nil
 }
 
-func TestTLSWithCABundlesAndClientCertificate(t *testing.T) {
-	needVault(t)
-	p := newPKI(t)
+// startTLSVault starts a Vault server whose listener presents p's server
+// certificate and requires a client certificate of p's CA.
+func startTLSVault(t *testing.T, p *pki) *vaultserver.Server {
+	t.Helper()
 	dir := t.TempDir()
 	write := func(name string, b []byte) string {
 		path := filepath.Join(dir, name)
@@ -116,7 +120,14 @@ func TestTLSWithCABundlesAndClientCertificate(t *testing.T) {
 	must(t, err)
 	tlsSrv, err := vaultserver.StartTLS(bin, files)
 	must(t, err)
-	defer tlsSrv.Close()
+	t.Cleanup(tlsSrv.Close)
+	return tlsSrv
+}
+
+func TestTLSWithCABundlesAndClientCertificate(t *testing.T) {
+	needVault(t)
+	p := newPKI(t)
+	tlsSrv := startTLSVault(t, p)
 	must(t, tlsSrv.PutKV2("secret", "tls/x", map[string]any{"v": "over-mtls"}))
 
 	secrets := map[string][]byte{

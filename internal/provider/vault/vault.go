@@ -13,6 +13,7 @@ import (
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/provider"
+	"github.com/watchword-dev/watchword/internal/provider/awsbase"
 )
 
 // Factory builds Vault clients.
@@ -22,7 +23,23 @@ var _ provider.Factory = Factory{}
 
 // Validate checks what needs no I/O. The namespace rules of the objects
 // the store names are checked by the registry, from Refs.
-func (Factory) Validate(provider.Store) error { return nil }
+func (Factory) Validate(store provider.Store) error {
+	spec := store.Spec.Vault
+	if spec == nil {
+		return fmt.Errorf("%w: the store has no vault block", engine.ErrInvalidConfig)
+	}
+	a := spec.Auth
+	if a.Cert != nil && spec.TLS != nil {
+		return fmt.Errorf("%w: vault.auth.cert presents its own client certificate on every connection: drop vault.tls", engine.ErrInvalidConfig)
+	}
+	if a.Cert != nil && !strings.HasPrefix(spec.Server, "https://") {
+		return fmt.Errorf("%w: vault.auth.cert needs an https:// vault.server: the certificate is presented in the TLS handshake", engine.ErrInvalidConfig)
+	}
+	if a.IAM != nil {
+		return awsbase.ValidateBlock(store, iamBlockName, iamBlock(a.IAM))
+	}
+	return nil
+}
 
 // Refs names the CA, the client certificate and every credential of every
 // auth method set in the block.
@@ -52,6 +69,23 @@ func (Factory) Refs(store provider.Store) []provider.ObjectRef {
 	}
 	if a.JWT != nil {
 		out = append(out, provider.ServiceAccountRef("vault.auth.jwt.serviceAccountRef", a.JWT.ServiceAccountRef))
+	}
+	if a.UserPass != nil {
+		out = append(out, provider.SecretKeyRef("vault.auth.userPass.secretRef", a.UserPass.SecretRef))
+	}
+	if a.LDAP != nil {
+		out = append(out, provider.SecretKeyRef("vault.auth.ldap.secretRef", a.LDAP.SecretRef))
+	}
+	if a.Cert != nil {
+		out = append(out,
+			provider.SecretKeyRef("vault.auth.cert.clientCert", a.Cert.ClientCert),
+			provider.SecretKeyRef("vault.auth.cert.clientKey", a.Cert.ClientKey))
+	}
+	if a.IAM != nil {
+		out = append(out, awsbase.BlockRefs(iamBlockName, iamBlock(a.IAM))...)
+	}
+	if a.GCP != nil {
+		out = append(out, provider.SecretKeyRef("vault.auth.gcp.secretRef.secretAccessKeySecretRef", a.GCP.SecretRef.SecretAccessKeySecretRef))
 	}
 	return out
 }
@@ -99,21 +133,15 @@ func (f Factory) client(ctx context.Context, store provider.Store, deps provider
 			return nil, err
 		}
 	}
-	var cert, key []byte
-	if spec.TLS != nil {
-		var err error
-		if cert, err = deps.SecretValue(ctx, spec.TLS.CertSecretRef); err != nil {
-			return nil, err
-		}
-		if key, err = deps.SecretValue(ctx, spec.TLS.KeySecretRef); err != nil {
-			return nil, err
-		}
+	cert, key, err := clientCertificate(ctx, spec, deps)
+	if err != nil {
+		return nil, err
 	}
 	t, err := newHTTPTransport(spec.Server, spec.Namespace, ca, cert, key)
 	if err != nil {
 		return nil, err
 	}
-	sess, err := newSession(ctx, t, store, deps)
+	sess, err := newSession(ctx, t, store, deps, cert)
 	if err != nil {
 		return nil, err
 	}
@@ -156,9 +184,32 @@ func (c *Client) detectVersion(ctx context.Context) (string, error) {
 	return "1", nil
 }
 
+// clientCertificate reads the client certificate that every connection
+// presents: that of the cert auth method, or of vault.tls (Validate keeps
+// them apart).
+func clientCertificate(ctx context.Context, spec *v1alpha1.VaultProvider, deps provider.Deps) (cert, key []byte, err error) {
+	var certRef, keyRef v1alpha1.SecretKeySelector
+	switch {
+	case spec.Auth.Cert != nil:
+		certRef, keyRef = spec.Auth.Cert.ClientCert, spec.Auth.Cert.ClientKey
+	case spec.TLS != nil:
+		certRef, keyRef = spec.TLS.CertSecretRef, spec.TLS.KeySecretRef
+	default:
+		return nil, nil, nil
+	}
+	if cert, err = deps.SecretValue(ctx, certRef); err != nil {
+		return nil, nil, err
+	}
+	if key, err = deps.SecretValue(ctx, keyRef); err != nil {
+		return nil, nil, err
+	}
+	return cert, key, nil
+}
+
 // newSession reads the credentials of the store's auth method and returns
-// a session that holds a static token or logs in with them.
-func newSession(ctx context.Context, t transport, store provider.Store, deps provider.Deps) (*session, error) {
+// a session that holds a static token or logs in with them. cert is the
+// client certificate the transport presents.
+func newSession(ctx context.Context, t transport, store provider.Store, deps provider.Deps, cert []byte) (*session, error) {
 	auth := store.Spec.Vault.Auth
 	switch {
 	case auth.TokenSecretRef != nil:
@@ -190,8 +241,32 @@ func newSession(ctx context.Context, t transport, store provider.Store, deps pro
 	case auth.JWT != nil:
 		j := auth.JWT
 		return loginSession(t, serviceAccountLogin("JWT", orDefault(j.Path, "jwt"), j.Role, j.ServiceAccountRef, store, deps)), nil
+	case auth.UserPass != nil, auth.LDAP != nil:
+		method, mount, a := "userpass", "userpass", auth.UserPass
+		if a == nil {
+			method, mount, a = "LDAP", "ldap", auth.LDAP
+		}
+		l, err := passwordLogin(ctx, method, mount, a, deps)
+		if err != nil {
+			return nil, err
+		}
+		return loginSession(t, l), nil
+	case auth.Cert != nil:
+		return loginSession(t, certLogin(auth.Cert, cert)), nil
+	case auth.IAM != nil:
+		l, err := iamLogin(ctx, store, deps)
+		if err != nil {
+			return nil, err
+		}
+		return loginSession(t, l), nil
+	case auth.GCP != nil:
+		l, err := gcpLogin(ctx, auth.GCP, deps)
+		if err != nil {
+			return nil, err
+		}
+		return loginSession(t, l), nil
 	}
-	return nil, fmt.Errorf("%w: vault.auth must set one of tokenSecretRef, appRole, kubernetes or jwt", engine.ErrInvalidConfig)
+	return nil, fmt.Errorf("%w: vault.auth must set one of tokenSecretRef, appRole, kubernetes, jwt, userPass, ldap, cert, iam or gcp", engine.ErrInvalidConfig)
 }
 
 func orDefault(s, def string) string {
