@@ -93,7 +93,9 @@ func (f *Fetcher) enqueue(ctx context.Context, key batchKey, br BatchReader, ref
 	}
 	b := f.pending[key]
 	if b == nil {
-		b = &batch{key: key, reader: br, ctx: context.WithoutCancel(ctx), started: time.Now()}
+		// The batch is sent for every caller that joins it: it takes no
+		// caller's turn in line (Turn), and outlives the first one.
+		b = &batch{key: key, reader: br, ctx: WithTurn(context.WithoutCancel(ctx), Turn{}), started: time.Now()}
 		f.pending[key] = b
 		b.timer = time.AfterFunc(f.batchWindow, func() { f.windowEnded(b) })
 	}

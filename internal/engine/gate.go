@@ -139,7 +139,7 @@ type Gate struct {
 	unreachableStrikes int
 	// tickets are the calls reserved by callers in line, by their
 	// Turn's key (turns.go).
-	tickets map[string]ticket
+	tickets map[string][]ticket
 	// credentials counts ResetAuth calls: a refusal of a call that began
 	// before the last one was made with credentials since replaced, and
 	// holds nothing.
@@ -279,7 +279,8 @@ func (g *Gate) do(ctx context.Context, keys []string, call func(context.Context)
 	if err := g.held(); err != nil {
 		return err
 	}
-	if err := g.spend(ctx); err != nil {
+	giveBack, err := g.spend(ctx, keys)
+	if err != nil {
 		return err
 	}
 	slots := g.slotsNow()
@@ -289,23 +290,26 @@ func (g *Gate) do(ctx context.Context, keys []string, call func(context.Context)
 		case slots <- struct{}{}:
 			t.Stop()
 		case <-t.C:
+			giveBack()
 			g.obs.CallRefused(RefusedBusy)
 			return &busyError{limit: cap(slots)}
 		case <-ctx.Done():
 			t.Stop()
+			giveBack()
 			return fmt.Errorf("waiting for a free call slot of the store: %w: %v", failure.ErrUnavailable, ctx.Err())
 		}
 		defer func() { <-slots }()
 	}
 	// The hold may have started while this call waited.
-	if err := g.held(); err != nil {
+	if err = g.held(); err != nil {
+		giveBack()
 		return err
 	}
 	g.obs.CallSent()
 	g.mu.Lock()
 	creds := g.credentials
 	g.mu.Unlock()
-	err := call(ctx)
+	err = call(ctx)
 	g.record(err, keys, creds)
 	return err
 }
@@ -334,21 +338,45 @@ func (g *Gate) held() error {
 // spend takes one call from the budget, waiting for it up to
 // MaxBudgetWait (and ctx's deadline). A call with a Turn keeps the call
 // it reserved when it is refused, and uses it when it comes back
-// (turns.go).
-func (g *Gate) spend(ctx context.Context) error {
+// (turns.go), one per key it calls about. giveBack returns the call taken, for a call that is then
+// not sent (no free slot, a hold): to the caller's line as a ticket due
+// now for a call with a Turn, so that it does not lose its turn, or to
+// the budget otherwise.
+func (g *Gate) spend(ctx context.Context, keys []string) (giveBack func(), err error) {
+	nothing := func() {}
 	g.mu.Lock()
 	budget, perMinute := g.budget, g.limits.CallsPerMinute
 	if budget == nil {
 		g.tickets = nil
 		g.mu.Unlock()
-		return nil
+		return nothing, nil
 	}
 	now := g.clock.Now()
 	g.expireTickets(now)
 	t, hasTurn := turnFrom(ctx)
 	if hasTurn {
-		if ok, err := g.useTicket(ctx, t, now, perMinute); ok {
-			return err
+		// One place in line per call of the caller's sync: each key it
+		// reads (or a listing) keeps its own reserved call, and coming
+		// back for the same call finds it.
+		t.Key += "\x00" + strings.Join(keys, "\x00")
+	}
+	back := func(r *rate.Reservation) func() {
+		return func() {
+			at := g.clock.Now()
+			switch {
+			case hasTurn:
+				g.keepTicket(t, nil, at, 0)
+			case r != nil:
+				r.CancelAt(at)
+			}
+		}
+	}
+	if hasTurn {
+		if ok, terr := g.useTicket(ctx, t, now, perMinute); ok {
+			if terr != nil {
+				return nothing, terr
+			}
+			return back(nil), nil
 		}
 	} else {
 		g.mu.Unlock()
@@ -356,7 +384,7 @@ func (g *Gate) spend(ctx context.Context) error {
 	r := budget.ReserveN(now, 1)
 	wait := r.DelayFrom(now)
 	if wait == 0 {
-		return nil
+		return back(r), nil
 	}
 	deadline, hasDeadline := ctx.Deadline()
 	if !r.OK() || wait > MaxBudgetWait || (hasDeadline && deadline.Sub(now) < wait) {
@@ -370,14 +398,14 @@ func (g *Gate) spend(ctx context.Context) error {
 		default:
 			r.CancelAt(now)
 		}
-		return &budgetError{perMinute: perMinute, wait: wait}
+		return nothing, &budgetError{perMinute: perMinute, wait: wait}
 	}
 	g.obs.CallDelayed()
 	if err := g.sleep(ctx, wait); err != nil {
 		r.CancelAt(g.clock.Now())
-		return fmt.Errorf("waiting for the store's call budget: %w: %v", failure.ErrUnavailable, err)
+		return nothing, fmt.Errorf("waiting for the store's call budget: %w: %v", failure.ErrUnavailable, err)
 	}
-	return nil
+	return back(r), nil
 }
 
 // record starts a hold after a refusal of the credentials, a throttling

@@ -40,9 +40,14 @@ func turnFrom(ctx context.Context) (Turn, bool) {
 	return t, ok && t.Key != ""
 }
 
-// ticket is the call a caller in line reserved: its time, and when it is
+// ticket is a call a caller in line reserved: its time, and when it is
 // given up if the caller has not come back (its ExternalSecret was
-// deleted, or its data read by another's call).
+// deleted, or its data read by another's call). Tickets are kept by the
+// caller's key and the keys of its call, so that each call of a sync that
+// the budget turned away (the reads of several keys, a listing) keeps its
+// own; one call refused again and again holds up to maxTickets, used in
+// the order of their times. r is nil for a call already paid for and given back (the
+// call was not sent: no free slot, or a hold).
 type ticket struct {
 	r      *rate.Reservation
 	at     time.Time
@@ -53,16 +58,22 @@ type ticket struct {
 // jitter its caller adds (up to half the wait).
 const ticketGrace = 5 * time.Second
 
-// useTicket serves a caller in line: ok and nil when its reserved call has come
-// (after a sleep of up to MaxBudgetWait until it does), the refusal with
-// the time left when it came back too early, and not ok when it holds
-// no ticket. g.mu is held on entry and released on return.
+// maxTickets bounds the tickets of one caller: a sync makes few calls,
+// and a caller that keeps more would hold the line for others.
+const maxTickets = 16
+
+// useTicket serves a caller in line with its earliest ticket: ok and nil
+// when that reserved call has come (after a sleep of up to MaxBudgetWait
+// until it does), the refusal with the time left when it came back too
+// early, and not ok when it holds no ticket. g.mu is held on entry and
+// released on return.
 func (g *Gate) useTicket(ctx context.Context, t Turn, now time.Time, perMinute float64) (ok bool, err error) {
-	tk, ok := g.tickets[t.Key]
-	if !ok {
+	line := g.tickets[t.Key]
+	if len(line) == 0 {
 		g.mu.Unlock()
 		return false, nil
 	}
+	tk := line[0]
 	wait := tk.at.Sub(now)
 	deadline, hasDeadline := ctx.Deadline()
 	if wait > MaxBudgetWait || (wait > 0 && hasDeadline && deadline.Sub(now) < wait) {
@@ -70,7 +81,11 @@ func (g *Gate) useTicket(ctx context.Context, t Turn, now time.Time, perMinute f
 		g.obs.CallRefused(RefusedBudget)
 		return true, &budgetError{perMinute: perMinute, wait: wait}
 	}
-	delete(g.tickets, t.Key)
+	if len(line) == 1 {
+		delete(g.tickets, t.Key)
+	} else {
+		g.tickets[t.Key] = line[1:]
+	}
 	g.mu.Unlock()
 	if wait > 0 {
 		g.obs.CallDelayed()
@@ -83,30 +98,56 @@ func (g *Gate) useTicket(ctx context.Context, t Turn, now time.Time, perMinute f
 
 // expireTickets gives up the tickets past their expiry. g.mu is held.
 func (g *Gate) expireTickets(now time.Time) {
-	for k, tk := range g.tickets {
-		if now.After(tk.expire) {
-			tk.r.CancelAt(now)
+	for k, line := range g.tickets {
+		kept := line[:0]
+		for _, tk := range line {
+			if now.After(tk.expire) {
+				if tk.r != nil {
+					tk.r.CancelAt(now)
+				}
+				continue
+			}
+			kept = append(kept, tk)
+		}
+		if len(kept) == 0 {
 			delete(g.tickets, k)
+		} else {
+			g.tickets[k] = kept
 		}
 	}
 }
 
-// keepTicket keeps r as t's reserved call.
+// keepTicket keeps r as one of t's reserved calls, at now+wait; a nil r
+// is a call already paid for, given back.
 func (g *Gate) keepTicket(t Turn, r *rate.Reservation, now time.Time, wait time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.tickets == nil {
-		g.tickets = map[string]ticket{}
+		g.tickets = map[string][]ticket{}
 	}
-	if old, ok := g.tickets[t.Key]; ok {
-		old.r.CancelAt(now)
+	line := g.tickets[t.Key]
+	if len(line) >= maxTickets {
+		// The latest one goes: the budget gets its call back.
+		if last := line[len(line)-1]; last.r != nil {
+			last.r.CancelAt(now)
+		}
+		line = line[:len(line)-1]
 	}
-	g.tickets[t.Key] = ticket{r: r, at: now.Add(wait), expire: now.Add(wait + wait/2 + ticketGrace)}
+	tk := ticket{r: r, at: now.Add(wait), expire: now.Add(wait + wait/2 + ticketGrace)}
+	i := len(line)
+	for i > 0 && line[i-1].at.After(tk.at) {
+		i--
+	}
+	g.tickets[t.Key] = append(line[:i], append([]ticket{tk}, line[i:]...)...)
 }
 
-// Waiting is the number of callers in line for the budget.
+// Waiting is the number of calls reserved by callers in line.
 func (g *Gate) Waiting() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return len(g.tickets)
+	n := 0
+	for _, line := range g.tickets {
+		n += len(line)
+	}
+	return n
 }

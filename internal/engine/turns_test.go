@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -161,5 +162,82 @@ func TestTurnsKeepTheirReservedCall(t *testing.T) {
 	_, _ = call("")
 	if n := g.Waiting(); n != 0 {
 		t.Errorf("%d still waiting after c's ticket expired", n)
+	}
+}
+
+// TestTurnsHoldOneCallPerRefusedRead: a sync that reads two keys, both
+// turned away, keeps two reserved calls, and both are served when it
+// comes back, without asking the budget again.
+func TestTurnsHoldOneCallPerRefusedRead(t *testing.T) {
+	g, clock, _ := newTestGate(GateLimits{CallsPerMinute: 6, Burst: 1}) // a call every 10 s
+	g.sleep = func(_ context.Context, d time.Duration) error { clock.advance(d); return nil }
+	store := &answering{}
+	r := gatedReader{store, g}
+	ctx := WithTurn(context.Background(), Turn{Key: "ns/es"})
+	if _, err := r.GetSecret(context.Background(), Ref{Key: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	var waits []time.Duration
+	for _, k := range []string{"a", "b"} {
+		_, err := r.GetSecret(ctx, Ref{Key: k})
+		if err == nil {
+			t.Fatalf("read %s served with the budget spent", k)
+		}
+		w, _ := retryAfterOf(err)
+		waits = append(waits, w)
+	}
+	if n := g.Waiting(); n != 2 {
+		t.Fatalf("%d calls reserved, want one per refused read (2); told %v", n, waits)
+	}
+	clock.advance(waits[1])
+	for _, k := range []string{"a", "b"} {
+		if _, err := r.GetSecret(ctx, Ref{Key: k}); err != nil {
+			t.Fatalf("read %s, back after both reserved times: %v", k, err)
+		}
+	}
+	if got := store.calls.Load(); got != 3 {
+		t.Errorf("%d calls reached the store, want 3", got)
+	}
+}
+
+// TestTurnsKeepTheirPlaceWhenNoSlotIsFree: a call that took its turn from
+// the budget but found no free call slot is not sent, and keeps a call
+// already paid for: coming back, it is served without waiting again.
+func TestTurnsKeepTheirPlaceWhenNoSlotIsFree(t *testing.T) {
+	g, clock, _ := newTestGate(GateLimits{CallsPerMinute: 6, Burst: 1, MaxConcurrent: 1})
+	g.sleep = func(_ context.Context, d time.Duration) error { clock.advance(d); return nil }
+	release := make(chan struct{})
+	started := make(chan struct{})
+	slow := readerFunc(func(context.Context, Ref) (Object, error) {
+		close(started)
+		<-release
+		return Object{}, nil
+	})
+	go func() { _, _ = gatedReader{slow, g}.GetSecret(context.Background(), Ref{Key: "slow"}) }()
+	<-started
+	clock.advance(10 * time.Second) // the budget has a call again
+	ctx := WithTurn(context.Background(), Turn{Key: "ns/es"})
+	store := &answering{}
+	_, err := gatedReader{store, g}.GetSecret(ctx, Ref{Key: "k"})
+	if err == nil || !strings.Contains(err.Error(), "calls in flight") {
+		t.Fatalf("with the only slot taken: %v, want a busy refusal", err)
+	}
+	close(release)
+	if n := g.Waiting(); n != 1 {
+		t.Fatalf("%d calls kept for the caller, want the one it paid for", n)
+	}
+	// Back at once: the budget has nothing until 10 s later, yet the
+	// paid call is served.
+	if _, err := (gatedReader{store, g}).GetSecret(ctx, Ref{Key: "k"}); err != nil {
+		t.Fatalf("back with a paid call: %v", err)
+	}
+}
+
+// TestBatchesTakeNoCallersTurn: a batch read is sent for every caller
+// that joins it; it carries none's turn.
+func TestBatchesTakeNoCallersTurn(t *testing.T) {
+	ctx := WithTurn(WithTurn(context.Background(), Turn{Key: "ns/es"}), Turn{})
+	if _, ok := turnFrom(ctx); ok {
+		t.Fatal("an empty turn over a caller's still carries the caller's")
 	}
 }
