@@ -306,7 +306,7 @@ type ExternalSecretDataFrom struct {
 
 // ExternalSecretFind selects remote objects by path, name and tags. At
 // least one of them is set.
-// +kubebuilder:validation:XValidation:rule="has(self.path) || has(self.name) || has(self.tags)",message="a find needs a path, a name or tags; to copy the whole store, set path to its root"
+// +kubebuilder:validation:XValidation:rule="has(self.path) || has(self.name) || (has(self.tags) && size(self.tags) > 0)",message="a find needs a path, a name or tags; to match every object the store may list, use name.regexp: \".\""
 type ExternalSecretFind struct {
 	// path keeps the keys that begin with it, such as app/ or /prod/app/.
 	// +optional

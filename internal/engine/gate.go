@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -460,9 +461,20 @@ func (g *Gate) record(err error, keys []string, creds uint64) {
 // startHold holds the store until now+d, unless a longer hold is on.
 func (g *Gate) startHold(now time.Time, d time.Duration, cause error, keys []string, kind string) {
 	if until := now.Add(d); until.After(g.holdUntil) {
-		g.holdUntil, g.holdCause, g.holdKind, g.holdText = until, cause, kind, withoutKeys(cause.Error(), keys)
+		text := withoutKeys(cause.Error(), keys)
+		if slices.Contains(keys, listing) {
+			// A listing's error names its prefix and the keys it met,
+			// which are not known here to be left out: the hold, told to
+			// every caller of the store (of every namespace, through a
+			// ClusterSecretStore), says only what failed.
+			text = "a listing of the store's keys failed"
+		}
+		g.holdUntil, g.holdCause, g.holdKind, g.holdText = until, cause, kind, text
 	}
 }
+
+// listing stands for the keys of a listing in a call's keys.
+const listing = "\x00listing"
 
 // withoutKeys is text with each key, quoted or bare, shown as "…". A bare
 // key shorter than three characters is left: it would cut up the words
@@ -544,7 +556,7 @@ type gatedLister struct {
 }
 
 func (l gatedLister) List(ctx context.Context, req ListRequest) (page ListPage, err error) {
-	err = l.g.do(ctx, nil, func(ctx context.Context) error {
+	err = l.g.do(ctx, []string{listing}, func(ctx context.Context) error {
 		page, err = l.inner.List(ctx, req)
 		return err
 	})

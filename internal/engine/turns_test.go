@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -241,3 +242,29 @@ func TestBatchesTakeNoCallersTurn(t *testing.T) {
 		t.Fatal("an empty turn over a caller's still carries the caller's")
 	}
 }
+
+// TestListingHoldNamesNoKeys: a store held after listings that could not
+// reach it tells every caller what failed, not the prefix or the keys of
+// the listing that failed (another namespace's, through a
+// ClusterSecretStore).
+func TestListingHoldNamesNoKeys(t *testing.T) {
+	g, _, _ := newTestGate(GateLimits{})
+	l := gatedLister{listFunc(func(_ context.Context, req ListRequest) (ListPage, error) {
+		return ListPage{}, fmt.Errorf("listing the secrets under %q: tenant-b/payments/db was unreadable: %w", req.Prefix, ErrUnavailable)
+	}), g}
+	for range 2 {
+		_, _ = l.List(context.Background(), ListRequest{Prefix: "tenant-b/payments/"})
+	}
+	_, err := gatedReader{&answering{}, g}.GetSecret(context.Background(), Ref{Key: "tenant-a/app"})
+	var held *HeldError
+	if !errors.As(err, &held) {
+		t.Fatalf("after two unreachable listings: %v, want the store held", err)
+	}
+	if strings.Contains(err.Error(), "tenant-b") || !strings.Contains(err.Error(), "a listing of the store's keys failed") {
+		t.Errorf("the hold tells another caller %q", err.Error())
+	}
+}
+
+type listFunc func(context.Context, ListRequest) (ListPage, error)
+
+func (f listFunc) List(ctx context.Context, req ListRequest) (ListPage, error) { return f(ctx, req) }

@@ -125,6 +125,23 @@ func TestVaultListsRecursivelyWithMetadata(t *testing.T) {
 		t.Fatalf("listing %sa/y = %+v, want only a/y/z", base, items)
 	}
 
+	// A prefix with a leading slash (reads ignore it): the keys carry it.
+	items, err = engine.ListAll(ctx, lister, engine.ListRequest{Prefix: "/" + base + "a/"}, nil, 0)
+	must(t, err)
+	if len(items) != 2 || items[0].Key != "/"+base+"a/x" || items[1].Key != "/"+base+"a/y/z" {
+		t.Fatalf("listing /%sa/ = %+v, want /%[2]sa/x and /%[2]sa/y/z", base, items, base)
+	}
+	// A secret whose versions are deleted after a while
+	// (delete_version_after) has a deletion time in the future: it is
+	// readable, and listed.
+	must(t, vaultSrv.Do(http.MethodPost, "secret/metadata/"+base+"b", map[string]any{"delete_version_after": "1h"}, nil))
+	must(t, vaultSrv.PutKV2("secret", base+"b", map[string]any{"password": "pw-b2"}))
+	items, err = engine.ListAll(ctx, lister, engine.ListRequest{Prefix: base + "b"}, nil, 0)
+	must(t, err)
+	if len(items) != 1 || items[0].Key != base+"b" || items[0].Version != "2" {
+		t.Fatalf("listing %sb with delete_version_after set = %+v, want b at version 2", base, items)
+	}
+
 	must(t, vaultSrv.Policy("list-read-only", `path "secret/data/*" { capabilities = ["read"] }`))
 	tok, err := vaultSrv.Token("list-read-only")
 	must(t, err)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -55,9 +56,12 @@ func (c *Client) List(ctx context.Context, req engine.ListRequest) (engine.ListP
 		keys = keys[:limit]
 		page.NextPageToken = keys[limit-1]
 	}
+	// Vault's paths have no leading slash, and a read ignores one: the
+	// keys listed carry the caller's, so that they are under its prefix.
+	lead := req.Prefix[:len(req.Prefix)-len(prefix)]
 	if c.version == "1" {
 		for _, k := range keys {
-			page.Items = append(page.Items, engine.ListItem{Key: k})
+			page.Items = append(page.Items, engine.ListItem{Key: lead + k})
 		}
 		return page, nil
 	}
@@ -67,6 +71,7 @@ func (c *Client) List(ctx context.Context, req engine.ListRequest) (engine.ListP
 	}
 	for _, it := range items {
 		if it.Key != "" && engine.HasTags(it.Tags, req.Tags) {
+			it.Key = lead + it.Key
 			page.Items = append(page.Items, it)
 		}
 	}
@@ -166,7 +171,7 @@ func (c *Client) withMetadata(ctx context.Context, keys []string) ([]engine.List
 				return classify(c.where(key)+" metadata, for a listing", err)
 			}
 			cur := strconv.Itoa(out.Data.CurrentVersion)
-			if v, ok := out.Data.Versions[cur]; ok && (v.Destroyed || v.DeletionTime != "") {
+			if v, ok := out.Data.Versions[cur]; ok && (v.Destroyed || deletedBy(v.DeletionTime, time.Now())) {
 				return nil
 			}
 			items[i] = engine.ListItem{Key: key, Version: cur, Tags: out.Data.CustomMetadata}
@@ -177,4 +182,16 @@ func (c *Client) withMetadata(ctx context.Context, keys []string) ([]engine.List
 		return nil, err
 	}
 	return items, nil
+}
+
+// deletedBy tells whether a version whose deletion_time is t is deleted at
+// now. Vault sets a deletion time in the future on every version of a
+// mount or secret with delete_version_after: such a version is readable
+// until then, and is listed.
+func deletedBy(t string, now time.Time) bool {
+	if t == "" {
+		return false
+	}
+	at, err := time.Parse(time.RFC3339Nano, t)
+	return err != nil || !at.After(now)
 }
