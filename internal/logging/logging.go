@@ -12,6 +12,7 @@
 package logging
 
 import (
+	"errors"
 	"io"
 
 	"github.com/go-logr/logr"
@@ -89,6 +90,10 @@ func (s sink) Error(err error, msg string, kv ...any) {
 		s.Info(0, "reconcile failed; the object's status says why, and it is retried unless terminal", kv...)
 	case msg == stoppedAfterStop && err != nil && err.Error() == leaderElectionEnd:
 		s.Info(1, "the leader's lease was given up at stop", kv...)
+	case err != nil:
+		// Any error's text may come from a store or the API server and
+		// repeat the input it refused: redacted as in conditions.
+		s.LogSink.Error(errors.New(failure.Redact(err)), msg, kv...)
 	default:
 		s.LogSink.Error(err, msg, kv...)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -40,6 +41,11 @@ type SecretLoader struct {
 func (l SecretLoader) Load(ctx context.Context) ([]Target, error) {
 	var s corev1.Secret
 	if err := l.Reader.Get(ctx, l.Secret, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Deleted (say, because a URL leaked): no receivers, at once,
+			// rather than the last ones read.
+			return nil, nil
+		}
 		return nil, fmt.Errorf("reading Secret %s: %w", l.Secret, err)
 	}
 	targets, err := Targets(s.Data)

@@ -25,8 +25,10 @@ const (
 	digestPreviousField = "previous-key"
 	// digestKeyBytes is the size of a key the operator makes.
 	digestKeyBytes = 32
-	// digestKeyMinBytes is the least a key given by hand may hold.
-	digestKeyMinBytes = 16
+	// digestKeyMinBytes is the least a key given by hand may hold: the
+	// key ID that every digest shows must not let anyone test guesses of
+	// a short key.
+	digestKeyMinBytes = 32
 	// digestKeyReload is how often the Secret is read again, for a
 	// rotation to take effect, unless the options say otherwise.
 	digestKeyReload = time.Minute
@@ -96,7 +98,7 @@ func loadDigestKeys(ctx context.Context, c client.Reader, w client.Writer, name 
 	}
 	cur := s.Data[digestKeyField]
 	if len(cur) < digestKeyMinBytes {
-		return fmt.Errorf("the Secret %s: key %q must hold at least %d bytes (the operator makes %d random bytes when the Secret does not exist)",
+		return fmt.Errorf("the Secret %s: key %q must hold at least %d random bytes (the operator makes %d when the Secret does not exist)",
 			name, digestKeyField, digestKeyMinBytes, digestKeyBytes)
 	}
 	var prev *engine.DigestKey
