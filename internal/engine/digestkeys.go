@@ -119,3 +119,29 @@ func (k *DigestKeys) Match(stored string, fill func(*Digest)) (match, current bo
 	}
 	return false, false
 }
+
+// Forms are the digests of what fill writes that Match accepts, the form
+// Seal makes first: the current key's (or plain SHA-256 without a key),
+// then the previous key's and the plain one. A caller that must drop the
+// data right after (a workload's reload digests) keeps these and tells a
+// recorded digest by MatchesAny.
+func (k *DigestKeys) Forms(fill func(*Digest)) []string {
+	var cur, prev *DigestKey
+	if k != nil {
+		k.mu.RLock()
+		cur, prev = k.current, k.previous
+		k.mu.RUnlock()
+	}
+	d := NewDigest()
+	fill(d)
+	sum := d.Sum()
+	plain := legacyPrefix + hex.EncodeToString(sum[:])
+	if cur == nil {
+		return []string{plain}
+	}
+	out := []string{seal(*cur, fill)}
+	if prev != nil {
+		out = append(out, seal(*prev, fill))
+	}
+	return append(out, plain)
+}

@@ -423,7 +423,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if nerr != nil {
 		return nil, nerr
 	}
-	if err := restart.Setup(ctx, mgr, recorder, opts.ControllerClass, clock, restart.Options{RestartRate: opts.RestartRate, Namespaces: opts.Namespaces,
+	if err := restart.Setup(ctx, mgr, recorder, opts.ControllerClass, clock, restart.Options{RestartRate: opts.RestartRate, Namespaces: opts.Namespaces, DigestKeys: digestKeys,
 		HeldWarningAfter: opts.RestartHeldWarningAfter, Notifier: notifier}); err != nil {
 		return nil, fmt.Errorf("setting up the restart controllers: %w", err)
 	}

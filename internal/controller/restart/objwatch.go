@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/metadata"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watchword-dev/watchword/internal/engine"
 )
 
 // watchedObjects watches, by name and metadata only, the ConfigMaps and
@@ -33,6 +35,8 @@ type watchedObjects struct {
 	// reader reads the objects from the API server (the client's cache
 	// holds no ConfigMap or Secret data).
 	reader client.Reader
+	// keys make the digests (Digest).
+	keys *engine.DigestKeys
 	// changed is called with the workloads that name an object that has
 	// just changed.
 	changed func([]Ref)
@@ -63,8 +67,8 @@ var objectResources = map[string]schema.GroupVersionResource{
 	KindConfigMap: {Version: "v1", Resource: "configmaps"},
 }
 
-func newWatchedObjects(ctx context.Context, meta metadata.Interface, reader client.Reader, changed func([]Ref)) *watchedObjects {
-	return &watchedObjects{ctx: ctx, meta: meta, reader: reader, changed: changed,
+func newWatchedObjects(ctx context.Context, meta metadata.Interface, reader client.Reader, keys *engine.DigestKeys, changed func([]Ref)) *watchedObjects {
+	return &watchedObjects{ctx: ctx, meta: meta, reader: reader, keys: keys, changed: changed,
 		objs: map[watchKey]*watchedObject{}, users: map[Ref][]watchKey{}}
 }
 
@@ -126,7 +130,7 @@ func (w *watchedObjects) digest(ctx context.Context, ns string, o Object, u Usag
 		return d, nil
 	}
 	w.mu.Unlock()
-	d, rv, err := readDigest(ctx, w.reader, ns, o, u)
+	d, rv, err := readDigest(ctx, w.reader, w.keys, ns, o, u)
 	if err != nil {
 		return "", err
 	}
@@ -140,7 +144,7 @@ func (w *watchedObjects) digest(ctx context.Context, ns string, o Object, u Usag
 
 // readDigest reads one object and digests the keys u uses; an object
 // that does not exist has the digest absent.
-func readDigest(ctx context.Context, reader client.Reader, ns string, o Object, u Usage) (digest, rv string, err error) {
+func readDigest(ctx context.Context, reader client.Reader, keys *engine.DigestKeys, ns string, o Object, u Usage) (digest, rv string, err error) {
 	key := client.ObjectKey{Namespace: ns, Name: o.Name}
 	var data map[string][]byte
 	switch o.Kind {
@@ -168,7 +172,7 @@ func readDigest(ctx context.Context, reader client.Reader, ns string, o Object, 
 	case err != nil:
 		return "", "", fmt.Errorf("reading %s %s/%s: %w", o.Kind, ns, o.Name, err)
 	}
-	return Digest(data, u), rv, nil
+	return Digest(keys, data, u), rv, nil
 }
 
 // observed records the resourceVersion the watch reports for k, and

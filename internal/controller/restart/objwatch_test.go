@@ -18,7 +18,7 @@ func TestWatchedObjectsOneWatchPerNamedObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newWatchedObjects(ctx, meta, nil, func([]Ref) {})
+	w := newWatchedObjects(ctx, meta, nil, nil, func([]Ref) {})
 	a, b := Ref{"Deployment", "ns", "a"}, Ref{"Deployment", "ns", "b"}
 	cm, sec := Object{KindConfigMap, "settings"}, Object{KindSecret, "token"}
 	watching := func() map[watchKey]int {

@@ -1,8 +1,6 @@
 package restart
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/watchword-dev/watchword/internal/engine"
 )
 
 // Reloads: the workloads that opt in (the label) may also restart when a
@@ -237,26 +237,45 @@ func TemplateConfigMaps(spec *corev1.PodSpec) map[string]*Usage {
 const absent = "-"
 
 // Digest is the digest of the keys of data that u uses (every key for a
-// whole use): SHA-256 over the sorted keys and their values, each framed
-// by its length, as hex. A key the object lacks counts as absent, so that
-// its arrival is a change. The values are read and dropped; only the
-// digest is kept.
-func Digest(data map[string][]byte, u Usage) string {
-	keys := slices.Sorted(maps.Keys(data))
+// whole use), in each form keys accepts (engine.DigestKeys.Forms: the
+// current key's first): an HMAC-SHA256 under the installation's digest
+// key over the sorted keys and their values, each framed by its length,
+// so that whoever may read the workload cannot test guesses of a value
+// against it. A key the object lacks counts as absent, so that its
+// arrival is a change. The values are read and dropped; only the digests
+// are kept, joined by formSep.
+func Digest(keys *engine.DigestKeys, data map[string][]byte, u Usage) string {
+	names := slices.Sorted(maps.Keys(data))
 	if !u.Whole {
-		keys = slices.Sorted(maps.Keys(u.Keys))
+		names = slices.Sorted(maps.Keys(u.Keys))
 	}
-	h := sha256.New()
-	for _, k := range keys {
-		v, ok := data[k]
-		if !ok {
-			fmt.Fprintf(h, "%d:%s-;", len(k), k)
-			continue
+	fill := func(d *engine.Digest) {
+		d.Add("watchword-reload-v1")
+		for _, k := range names {
+			if v, ok := data[k]; ok {
+				d.Add("key", k, string(v))
+			} else {
+				d.Add("absent", k)
+			}
 		}
-		fmt.Fprintf(h, "%d:%s%d:", len(k), k, len(v))
-		h.Write(v)
 	}
-	return hex.EncodeToString(h.Sum(nil))[:32]
+	return strings.Join(keys.Forms(fill), formSep)
+}
+
+// formSep joins the forms of a digest in memory; only the first, the
+// current form, is recorded on the workload.
+const formSep = " "
+
+// currentForm is the form of a digest that is recorded.
+func currentForm(d string) string {
+	first, _, _ := strings.Cut(d, formSep)
+	return first
+}
+
+// sameDigest tells whether a recorded digest is one of the forms of d:
+// recorded under the current key, the previous one, or none.
+func sameDigest(recorded, d string) bool {
+	return slices.Contains(strings.Split(d, formSep), recorded)
 }
 
 // usageKey names a usage, to cache digests by it.
@@ -302,12 +321,12 @@ func Changes(now time.Time, cur, recorded map[string]string) (changes []Rotation
 	next = make(map[string]string, len(cur))
 	for _, key := range slices.Sorted(maps.Keys(cur)) {
 		prev, ok := recorded[key]
-		next[key] = cur[key]
+		next[key] = currentForm(cur[key])
 		switch {
 		case !ok:
 		case cur[key] == absent:
 			next[key] = prev
-		case prev != cur[key]:
+		case !sameDigest(prev, cur[key]):
 			changes = append(changes, Rotation{Secret: key, At: now})
 		}
 	}

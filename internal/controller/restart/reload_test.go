@@ -1,10 +1,13 @@
 package restart
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/watchword-dev/watchword/internal/engine"
 )
 
 func podWith(opts ...func(*corev1.PodSpec)) *corev1.PodSpec {
@@ -77,24 +80,67 @@ func TestReloads(t *testing.T) {
 }
 
 func TestDigestCoversOnlyTheKeysInUse(t *testing.T) {
+	keys := &engine.DigestKeys{}
+	keys.Set(engine.NewDigestKey([]byte("0123456789abcdef0123456789abcdef")), nil)
 	used := Usage{Keys: map[string]bool{"mode": true}}
-	a := Digest(map[string][]byte{"mode": []byte("blue"), "other": []byte("1")}, used)
-	if b := Digest(map[string][]byte{"mode": []byte("blue"), "other": []byte("2")}, used); a != b {
+	a := Digest(keys, map[string][]byte{"mode": []byte("blue"), "other": []byte("1")}, used)
+	if b := Digest(keys, map[string][]byte{"mode": []byte("blue"), "other": []byte("2")}, used); a != b {
 		t.Error("a change of a key not in use changed the digest")
 	}
-	if b := Digest(map[string][]byte{"mode": []byte("green"), "other": []byte("1")}, used); a == b {
+	if b := Digest(keys, map[string][]byte{"mode": []byte("green"), "other": []byte("1")}, used); a == b {
 		t.Error("a change of the key in use left the digest")
 	}
-	if b := Digest(map[string][]byte{"other": []byte("1")}, used); a == b {
+	if b := Digest(keys, map[string][]byte{"other": []byte("1")}, used); a == b {
 		t.Error("the key in use removed left the digest")
 	}
 	whole := Usage{Whole: true}
-	if Digest(map[string][]byte{"a": []byte("1")}, whole) == Digest(map[string][]byte{"a": []byte("1"), "b": nil}, whole) {
+	if Digest(keys, map[string][]byte{"a": []byte("1")}, whole) == Digest(keys, map[string][]byte{"a": []byte("1"), "b": nil}, whole) {
 		t.Error("a key added to a whole use left the digest")
 	}
 	// Framing: moving bytes between key and value is a change.
-	if Digest(map[string][]byte{"ab": []byte("c")}, whole) == Digest(map[string][]byte{"a": []byte("bc")}, whole) {
+	if Digest(keys, map[string][]byte{"ab": []byte("c")}, whole) == Digest(keys, map[string][]byte{"a": []byte("bc")}, whole) {
 		t.Error("key and value are not framed")
+	}
+}
+
+// TestReloadDigestsAreKeyedAndSurviveARotation: the digest recorded on a
+// workload is an HMAC under the installation's key, not a SHA-256 of the
+// value anyone may recompute; a rotation of the key, or the first key
+// after plain digests, is no change (nothing restarts), and the digest
+// is recorded again in the current form.
+func TestReloadDigestsAreKeyedAndSurviveARotation(t *testing.T) {
+	data := map[string][]byte{"password": []byte("hunter2")}
+	used := Usage{Keys: map[string]bool{"password": true}}
+	keys := &engine.DigestKeys{}
+	plain := Digest(keys, data, used)
+	if !strings.HasPrefix(plain, "sha256:") || strings.Contains(plain, " ") {
+		t.Fatalf("without a key: %q", plain)
+	}
+	first := engine.NewDigestKey([]byte("0123456789abcdef0123456789abcdef"))
+	keys.Set(first, nil)
+	d := Digest(keys, data, used)
+	rec := currentForm(d)
+	if !strings.HasPrefix(rec, "hmac-sha256:"+first.ID+":") {
+		t.Fatalf("recorded form %q, want an HMAC under the key", rec)
+	}
+	now := time.Now()
+	// From plain to keyed: no change, recorded anew.
+	changes, next := Changes(now, map[string]string{"secret/db": d}, map[string]string{"secret/db": plain})
+	if len(changes) != 0 || next["secret/db"] != rec {
+		t.Fatalf("the first key: changes %v, next %v", changes, next)
+	}
+	// A rotation: no change.
+	second := engine.NewDigestKey([]byte("fedcba9876543210fedcba9876543210"))
+	keys.Set(second, &first)
+	d2 := Digest(keys, data, used)
+	changes, next = Changes(now, map[string]string{"secret/db": d2}, map[string]string{"secret/db": rec})
+	if len(changes) != 0 || !strings.Contains(next["secret/db"], second.ID) {
+		t.Fatalf("a rotation: changes %v, next %v", changes, next)
+	}
+	// A new value under the new key is a change.
+	d3 := Digest(keys, map[string][]byte{"password": []byte("hunter3")}, used)
+	if changes, _ = Changes(now, map[string]string{"secret/db": d3}, next); len(changes) != 1 {
+		t.Fatalf("a new value after the rotation: changes %v", changes)
 	}
 }
 

@@ -130,7 +130,7 @@ func (r *Reconciler) envDigest(ctx context.Context, ref Ref, obj client.Object, 
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(h, "%s=%s;", strings.ToLower(o.Kind)+"/"+o.Name, d)
+		fmt.Fprintf(h, "%s=%s;", strings.ToLower(o.Kind)+"/"+o.Name, currentForm(d))
 	}
 	return hex.EncodeToString(h.Sum(nil))[:32], nil
 }

@@ -123,6 +123,9 @@ type Options struct {
 	HeldWarningAfter time.Duration
 	// Notifier, when set, is told of restarts and told holds.
 	Notifier Notifier
+	// DigestKeys make the digests of reloads recorded on workloads (nil:
+	// plain SHA-256).
+	DigestKeys *engine.DigestKeys
 }
 
 // Setup registers one controller per workload kind, sharing one gate.
@@ -142,7 +145,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, recorder record.EventRecorder,
 	}
 	awaited := &arrivals{ctx: ctx, meta: meta, waiting: map[Ref]context.CancelFunc{},
 		arrived: func(ref Ref) { wake(wakes, []Ref{ref}) }}
-	objects := newWatchedObjects(ctx, meta, mgr.GetAPIReader(), func(refs []Ref) { wake(wakes, refs) })
+	objects := newWatchedObjects(ctx, meta, mgr.GetAPIReader(), opts.DigestKeys, func(refs []Ref) { wake(wakes, refs) })
 	newReconciler := func(k kind) *Reconciler {
 		return &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Class: class, Clock: clock, Gate: gate,
 			HeldWarningAfter: opts.HeldWarningAfter, Notifier: opts.Notifier, kind: k,
