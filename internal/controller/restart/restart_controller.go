@@ -145,7 +145,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, recorder record.EventRecorder,
 	}
 	awaited := &arrivals{ctx: ctx, meta: meta, waiting: map[Ref]context.CancelFunc{},
 		arrived: func(ref Ref) { wake(wakes, []Ref{ref}) }}
-	objects := newWatchedObjects(ctx, meta, mgr.GetAPIReader(), opts.DigestKeys, func(refs []Ref) { wake(wakes, refs) })
+	// A change of a watched object is recorded as seen before its
+	// workloads are woken: their wake-ups wait for room rather than drop.
+	objects := newWatchedObjects(ctx, meta, mgr.GetAPIReader(), opts.DigestKeys, func(refs []Ref) { wakeWait(ctx, wakes, refs) })
 	newReconciler := func(k kind) *Reconciler {
 		return &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Class: class, Clock: clock, Gate: gate,
 			HeldWarningAfter: opts.HeldWarningAfter, Notifier: opts.Notifier, kind: k,
@@ -204,11 +206,34 @@ func (r *Reconciler) register(mgr ctrl.Manager, workloads cache.Cache) error {
 }
 
 // wakeBuffer bounds the wake-ups waiting for each kind's controller; one
-// that does not fit is dropped, and its restart asks again after pollHeld.
+// that does not fit is dropped, and its restart asks again after pollHeld,
+// except the wake-ups for changes of watched objects, which wait for room
+// (wakeWait).
 const wakeBuffer = 1024
 
 // wake reconciles the held workloads now, rather than at their next poll.
 func (r *Reconciler) wake(refs []Ref) { wake(r.wakes, refs) }
+
+// wakeWait is wake that waits for room in the channels (or the end of
+// ctx) rather than drop a wake-up: for news that nothing else brings
+// again, such as a change of a watched object.
+func wakeWait(ctx context.Context, wakes map[string]chan event.GenericEvent, refs []Ref) {
+	for _, ref := range refs {
+		for _, k := range append(kinds, rolloutKind) {
+			if k.name != ref.Kind {
+				continue
+			}
+			obj := k.newObj()
+			obj.SetNamespace(ref.Namespace)
+			obj.SetName(ref.Name)
+			select {
+			case wakes[k.name] <- event.GenericEvent{Object: obj}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
 
 // wake reconciles the workloads now, through their kind's channel.
 func wake(wakes map[string]chan event.GenericEvent, refs []Ref) {
