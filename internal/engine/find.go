@@ -89,10 +89,11 @@ func find(ctx context.Context, spec *v1alpha1.ExternalSecretSpec, c *Client) (Fo
 // findKey is the Secret key of remote key: '/' becomes '_'.
 func findKey(remote string) string { return strings.ReplaceAll(remote, "/", "_") }
 
-// rewriteKeys renames the Secret keys of entry i (from the remote key or
-// field each came from) by its rewrite rules in order, and refuses two
-// sources that end at one Secret key, and a Secret key that is not one.
-func rewriteKeys(i int, rules []v1alpha1.ExternalSecretRewrite, data map[string][]byte, from map[string]string) (map[string][]byte, error) {
+// rewriteKeys renames the keys of entry i (remote keys of a find, or the
+// fields of a remoteRef, named by from) by its rewrite rules in order,
+// then by then (if any), and refuses two sources that end at one Secret
+// key, and a Secret key that is not one.
+func rewriteKeys(i int, rules []v1alpha1.ExternalSecretRewrite, data map[string][]byte, from map[string]string, then func(string) string) (map[string][]byte, error) {
 	res := make([]*regexp.Regexp, len(rules))
 	for j, r := range rules {
 		re, err := regexp.Compile(r.RegExp.Source)
@@ -107,6 +108,9 @@ func rewriteKeys(i int, rules []v1alpha1.ExternalSecretRewrite, data map[string]
 		nk := k
 		for j, re := range res {
 			nk = re.ReplaceAllString(nk, rules[j].RegExp.Target)
+		}
+		if then != nil {
+			nk = then(nk)
 		}
 		if !validSecretKey(nk) {
 			return nil, &FindError{Entry: i, Problem: fmt.Sprintf("%s becomes Secret key %q, which is not one (letters, digits, '-', '_', '.'); add or change a rewrite", from[k], nk)}

@@ -71,7 +71,7 @@ func TestFindByPathNameAndTagsThenRewrite(t *testing.T) {
 	spec := findSpec(
 		v1alpha1.ExternalSecretDataFrom{
 			Find:    &v1alpha1.ExternalSecretFind{Path: "app/", Name: &v1alpha1.FindName{RegExp: "db-"}, Tags: map[string]string{"team": "a"}},
-			Rewrite: []v1alpha1.ExternalSecretRewrite{rewrite("^app_", ""), rewrite("-", "_")},
+			Rewrite: []v1alpha1.ExternalSecretRewrite{rewrite("^app/", ""), rewrite("-", "_")},
 		},
 		v1alpha1.ExternalSecretDataFrom{Find: &v1alpha1.ExternalSecretFind{Path: "nothing/"}},
 	)
@@ -100,6 +100,21 @@ func TestFindByPathNameAndTagsThenRewrite(t *testing.T) {
 	}
 }
 
+// TestFindRewritesTheStoresNames: rewrites see the remote keys as the
+// store names them, '/' and all; what '/' is left becomes '_' after them,
+// so a rewrite can tell apart names that '_' would make one.
+func TestFindRewritesTheStoresNames(t *testing.T) {
+	s := &listingStore{values: map[string]string{"path/to/a/b": "one", "path/to/a_b": "two"}}
+	res, err := syncWith(t, s, findSpec(v1alpha1.ExternalSecretDataFrom{Find: &v1alpha1.ExternalSecretFind{Path: "path/to/"},
+		Rewrite: []v1alpha1.ExternalSecretRewrite{rewrite("^path/to/(.*)$", "$1"), rewrite("/", "-")}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Sorted(maps.Keys(res.Data)); !slices.Equal(got, []string{"a-b", "a_b"}) || string(res.Data["a-b"]) != "one" {
+		t.Errorf("keys %v, want a-b (from path/to/a/b) and a_b", got)
+	}
+}
+
 func TestFindRefusesCollisionsByName(t *testing.T) {
 	s := &listingStore{values: map[string]string{"a/b": "secret-one", "a_b": "secret-two", "x-1": "secret-three", "x-2": "secret-four"}}
 	for _, tc := range []struct {
@@ -111,8 +126,8 @@ func TestFindRefusesCollisionsByName(t *testing.T) {
 			[]string{`remote key "a/b"`, `remote key "a_b"`, `Secret key "a_b"`}},
 		{"a rewrite maps two keys to one", v1alpha1.ExternalSecretDataFrom{Find: &v1alpha1.ExternalSecretFind{Path: "x-"}, Rewrite: []v1alpha1.ExternalSecretRewrite{rewrite("[0-9]", "n")}},
 			[]string{`remote key "x-1"`, `remote key "x-2"`, `Secret key "x-n"`}},
-		{"a rewrite makes an invalid key", v1alpha1.ExternalSecretDataFrom{Find: &v1alpha1.ExternalSecretFind{Path: "x-1"}, Rewrite: []v1alpha1.ExternalSecretRewrite{rewrite("-", "/")}},
-			[]string{`remote key "x-1"`, `Secret key "x/1"`, "not one"}},
+		{"a rewrite makes an invalid key", v1alpha1.ExternalSecretDataFrom{Find: &v1alpha1.ExternalSecretFind{Path: "x-1"}, Rewrite: []v1alpha1.ExternalSecretRewrite{rewrite("-", " ")}},
+			[]string{`remote key "x-1"`, `Secret key "x 1"`, "not one"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := syncWith(t, s, findSpec(tc.entry))

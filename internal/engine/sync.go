@@ -202,21 +202,19 @@ func dataFromEntry(i int, d v1alpha1.ExternalSecretDataFrom, objs map[Ref]Object
 		for k := range fields {
 			from[k] = fmt.Sprintf("field %q of remote key %q", k, ref.Key)
 		}
-	} else {
-		data = make(map[string][]byte, len(matched))
-		for _, k := range matched {
-			b, err := Extract(k, objs[Ref{Key: k}], "")
-			if err != nil {
-				return nil, err
-			}
-			sk := findKey(k)
-			if prev, dup := from[sk]; dup {
-				return nil, &FindError{Entry: i, Problem: fmt.Sprintf("%s and remote key %q both become Secret key %q; add a rewrite that tells them apart", prev, k, sk)}
-			}
-			data[sk], from[sk] = b, fmt.Sprintf("remote key %q", k)
-		}
+		return rewriteKeys(i, d.Rewrite, data, from, nil)
 	}
-	return rewriteKeys(i, d.Rewrite, data, from)
+	// A find's rewrites apply to the remote keys as the store names them
+	// (as External Secrets Operator's do), then each '/' left becomes '_'.
+	data = make(map[string][]byte, len(matched))
+	for _, k := range matched {
+		b, err := Extract(k, objs[Ref{Key: k}], "")
+		if err != nil {
+			return nil, err
+		}
+		data[k], from[k] = b, fmt.Sprintf("remote key %q", k)
+	}
+	return rewriteKeys(i, d.Rewrite, data, from, findKey)
 }
 
 func versionsOf(objs map[Ref]Object) []v1alpha1.RemoteVersion {

@@ -35,7 +35,7 @@ func TestFindCopiesWhatMatchesAndCountsIt(t *testing.T) {
 		fakeEntry{key: "app/web-token", value: "web-token-value"},
 		fakeEntry{key: "other/db-user", value: "other-user"})
 	newES(t, ns, "found", "store",
-		withFind(v1alpha1.ExternalSecretFind{Path: "app/", Name: &v1alpha1.FindName{RegExp: "/db-"}}, rewriteRule("^app_db-", "")),
+		withFind(v1alpha1.ExternalSecretFind{Path: "app/", Name: &v1alpha1.FindName{RegExp: "/db-"}}, rewriteRule("^app/db-", "")),
 		withFind(v1alpha1.ExternalSecretFind{Path: "missing/"}))
 	waitSecretData(t, ns, "found", map[string]string{"user": "app-user", "password": "second-password"})
 	es := waitReady(t, ns, "found")
