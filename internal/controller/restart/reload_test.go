@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/watchword-dev/watchword/internal/engine"
@@ -198,5 +199,30 @@ func TestDecideWithAChange(t *testing.T) {
 	ann := map[string]string{ForAnnotation: seen, DigestsAnnotation: encodeDigests(plan.Next.Digests)}
 	if got := DecodeState(ann).Digests["configmap/a"]; got != "2" {
 		t.Fatalf("decoded digest %q", got)
+	}
+}
+
+// A restart of the env strategy whose value every container holds
+// already would change no pod: it is told apart, and the plan settles
+// what it owes without a restart.
+func TestEnvStrategyKnowsARestartThatChangesNothing(t *testing.T) {
+	dep := &appsv1.Deployment{}
+	dep.Spec.Template.Spec.Containers = []corev1.Container{
+		{Name: "app", Env: []corev1.EnvVar{{Name: DigestEnv, Value: "d1"}}},
+		{Name: "side", Env: []corev1.EnvVar{{Name: "X", Value: "y"}, {Name: DigestEnv, Value: "d1"}}},
+	}
+	if !templateHasDigest(dep, "d1") {
+		t.Error("every container holds d1, yet a restart would change the template")
+	}
+	if templateHasDigest(dep, "d2") {
+		t.Error("a new digest taken as the one the template holds")
+	}
+	dep.Spec.Template.Spec.Containers[1].Env = dep.Spec.Template.Spec.Containers[1].Env[:1]
+	if templateHasDigest(dep, "d1") {
+		t.Error("a container without the variable taken as holding it")
+	}
+	p := Plan{Restart: true, Next: State{Pending: map[string]Owed{"configmap/x": {At: time.Now()}}}}
+	if s := p.settled(); s.Restart || !s.Changed || len(s.Next.Pending) != 0 {
+		t.Errorf("settled plan %+v, want nothing owed, recorded, no restart", s)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
@@ -133,4 +134,26 @@ func (r *Reconciler) envDigest(ctx context.Context, ref Ref, obj client.Object, 
 		fmt.Fprintf(h, "%s=%s;", strings.ToLower(o.Kind)+"/"+o.Name, currentForm(d))
 	}
 	return hex.EncodeToString(h.Sum(nil))[:32], nil
+}
+
+// settled is the plan with the restart it owes settled without one.
+func (p Plan) settled() Plan {
+	p.Next, p.Restart, p.Changed = p.Next.Restarted(), false, true
+	return p
+}
+
+// templateHasDigest tells whether every container of obj's pod template
+// holds DigestEnv with the value d already: a patch of the env strategy
+// would change no pod.
+func templateHasDigest(obj client.Object, d string) bool {
+	cs := podTemplate(obj).Spec.Containers
+	if len(cs) == 0 {
+		return false
+	}
+	for _, c := range cs {
+		if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == DigestEnv && e.Value == d && e.ValueFrom == nil }) {
+			return false
+		}
+	}
+	return true
 }

@@ -53,6 +53,10 @@ const (
 	// ReasonHeld: a due restart is held back (rate, window, rollout),
 	// told as held.go says.
 	ReasonHeld = "RestartHeld"
+	// ReasonRestartNotNeeded: a restart was owed, but by the env strategy
+	// it would change no pod (the keys in use hold what the pods were
+	// started with); it is settled without one.
+	ReasonRestartNotNeeded = "RestartNotNeeded"
 	// ReasonInvalidAnnotation: an annotation of the workload does not
 	// parse.
 	ReasonInvalidAnnotation = "InvalidAnnotation"
@@ -365,6 +369,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		r.Gate.Restarted(ref, 0)
 		return ctrl.Result{}, err
+	}
+	if envDigest != "" && templateHasDigest(obj, envDigest) {
+		// The env strategy's value is what the template holds already
+		// (the keys in use are as they were: a change undone within the
+		// debounce, a rotation of keys the workload does not read): a
+		// patch would change no pod. The restart owed is settled, and
+		// told as not needed, not as a restart.
+		r.Gate.Restarted(ref, 0)
+		r.Recorder.Event(obj, corev1.EventTypeNormal, ReasonRestartNotNeeded, "no restart for "+owedText(plan.Next.Pending)+
+			": the keys in use hold what the running pods were started with")
+		return r.settle(ctx, now, ref, obj, plan.settled())
 	}
 	if err := r.patch(ctx, obj, plan.Next.Restarted(), &now, envDigest); err != nil {
 		r.Gate.Restarted(ref, 0)
