@@ -2,6 +2,7 @@ package restart
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -226,9 +227,17 @@ func (w *watchedObjects) watch(ctx context.Context, k watchKey) {
 			w.observed(k, rv)
 			var wi watch.Interface
 			if wi, err = res.Watch(ctx, metav1.ListOptions{FieldSelector: byName, ResourceVersion: list.ResourceVersion}); err == nil {
+				started := time.Now()
 				w.follow(ctx, k, wi)
-				backoff = newBackoff()
-				continue
+				// A watch that ran a while ended as watches do (the API
+				// server's timeout): listed again at once. One that ended
+				// soon after it began (an Error event, a 410) backs off,
+				// so that a watch that cannot hold is no tight loop.
+				if time.Since(started) > minWatchLife {
+					backoff = newBackoff()
+					continue
+				}
+				err = errors.New("the watch ended at once")
 			}
 		}
 		ctrl.LoggerFrom(ctx).V(1).Info("watching a ConfigMap or Secret a workload reloads for", "kind", k.Kind, "namespace", k.Namespace, "name", k.Name, "error", err.Error())
@@ -238,6 +247,10 @@ func (w *watchedObjects) watch(ctx context.Context, k watchKey) {
 		}
 	}
 }
+
+// minWatchLife is how long a watch must have run for its end to be taken
+// as the usual end of a watch, listed again at once.
+const minWatchLife = 10 * time.Second
 
 // follow reports the versions wi brings until it ends.
 func (w *watchedObjects) follow(ctx context.Context, k watchKey, wi watch.Interface) {
