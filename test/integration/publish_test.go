@@ -96,7 +96,7 @@ func TestPublishProviderToProviderWritesNothingElse(t *testing.T) {
 	}
 	e := publishedEntry(es, "app-db")
 	if e == nil || e.State != v1alpha1.PushPublished || e.StoreName != "default" || e.Version != got.ResourceVersion ||
-		!strings.HasPrefix(e.DataHash, "sha256:") || e.PublishedTime == nil {
+		!strings.HasPrefix(e.DataHash, "hmac-sha256:") || e.PublishedTime == nil {
 		t.Fatalf("publishedTo %+v (remote resourceVersion %s)", es.Status.PublishedTo, got.ResourceVersion)
 	}
 	waitEvent(t, ns, "db", "Published", `published keys password, username to remote secret "app-db" of SecretStore`)
