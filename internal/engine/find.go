@@ -70,7 +70,10 @@ func find(ctx context.Context, spec *v1alpha1.ExternalSecretSpec, c *Client) (Fo
 		}
 		items, err := ListAll(ctx, l, ListRequest{Prefix: d.Find.Path, Tags: d.Find.Tags}, name, MaxFound)
 		var many *TooManyError
-		if errors.As(err, &many) {
+		switch {
+		case errors.As(err, &many) && many.Pages:
+			return nil, &FindError{Entry: i, Problem: fmt.Sprintf("listing the store for this find took more than %d pages; narrow its path", many.Max)}
+		case errors.As(err, &many):
 			return nil, &FindError{Entry: i, Problem: fmt.Sprintf("find matched more than %d remote objects; narrow its path, name or tags", MaxFound)}
 		}
 		if err != nil {
@@ -78,6 +81,11 @@ func find(ctx context.Context, spec *v1alpha1.ExternalSecretSpec, c *Client) (Fo
 		}
 		keys := make([]string, 0, len(items))
 		for _, it := range items {
+			if len(it.Key) > MaxFoundKeyLength {
+				// status.versions[].key holds at most this much: a longer
+				// key would make every status write fail.
+				return nil, &FindError{Entry: i, Problem: fmt.Sprintf("find matched a remote key of %d characters, more than the %d status can record; narrow the find", len(it.Key), MaxFoundKeyLength)}
+			}
 			keys = append(keys, it.Key)
 		}
 		slices.Sort(keys)
@@ -85,6 +93,10 @@ func find(ctx context.Context, spec *v1alpha1.ExternalSecretSpec, c *Client) (Fo
 	}
 	return found, nil
 }
+
+// MaxFoundKeyLength is the longest remote key a find may match: that of
+// status.versions[].key.
+const MaxFoundKeyLength = 1024
 
 // findKey is the Secret key of remote key: '/' becomes '_'.
 func findKey(remote string) string { return strings.ReplaceAll(remote, "/", "_") }

@@ -195,3 +195,34 @@ func TestFindBoundsTheObjectsItReads(t *testing.T) {
 		t.Errorf("%d reads after a find over its bound, want none", s.reads)
 	}
 }
+
+// endless is a store whose listing never ends: each page names the next.
+type endless struct{ listingStore }
+
+func (e *endless) List(_ context.Context, req ListRequest) (ListPage, error) {
+	n := len(req.PageToken)
+	return ListPage{Items: []ListItem{{Key: "k" + strings.Repeat("x", n)}}, NextPageToken: req.PageToken + "x"}, nil
+}
+
+// A find's own limits are the ExternalSecret's input errors
+// (PropertyError, naming what to narrow), never the store's
+// configuration: a listing of more than MaxListPages pages, and a matched
+// key longer than status can record.
+func TestFindLimitsAreTheFindsErrors(t *testing.T) {
+	check := func(name string, ops Ops, want string) {
+		t.Helper()
+		c, err := NewClient("test", ops)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = NewFetcher(nil, nil).Sync(context.Background(), Input{Spec: findSpec(v1alpha1.ExternalSecretDataFrom{Find: &v1alpha1.ExternalSecretFind{Path: "k"}}), Store: "s", Reader: c})
+		var fe *FindError
+		if !errors.As(err, &fe) || failure.Classify(err).Reason != failure.PropertyError || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want a PropertyError saying %q", name, err, want)
+		}
+	}
+	e := &endless{}
+	check("endless pages", Ops{Reader: e, Lister: e}, "pages")
+	long := &listingStore{values: map[string]string{"k" + strings.Repeat("y", MaxFoundKeyLength): "v"}}
+	check("a long key", Ops{Reader: long, Lister: long}, "characters")
+}

@@ -68,9 +68,15 @@ type ListItem struct {
 type TooManyError struct {
 	Prefix string
 	Max    int
+	// Pages: the listing took more than Max pages (MaxListPages), rather
+	// than matching more than Max keys.
+	Pages bool
 }
 
 func (e *TooManyError) Error() string {
+	if e.Pages {
+		return fmt.Sprintf("listing keys under %q took more than %d pages; narrow the path", e.Prefix, e.Max)
+	}
 	return fmt.Sprintf("listing keys under %q matched more than %d; narrow the path or the name", e.Prefix, e.Max)
 }
 
@@ -92,7 +98,7 @@ func ListAll(ctx context.Context, l Lister, req ListRequest, name *regexp.Regexp
 	req.PageToken = ""
 	for pages := 0; ; pages++ {
 		if pages == MaxListPages {
-			return nil, fmt.Errorf("listing keys under %q took more than %d pages; narrow the path: %w", req.Prefix, MaxListPages, ErrInvalidConfig)
+			return nil, &TooManyError{Prefix: req.Prefix, Max: MaxListPages, Pages: true}
 		}
 		page, err := l.List(ctx, req)
 		if err != nil {
