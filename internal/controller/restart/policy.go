@@ -93,26 +93,36 @@ func (u Usage) relevant(keys []string) []string {
 	return out
 }
 
+// usages collects, by name, how a pod template uses the objects of one
+// kind (TemplateSecrets, TemplateConfigMaps).
+type usages map[string]*Usage
+
+// use is name's usage, made on first use.
+func (m usages) use(name string) *Usage {
+	if m[name] == nil {
+		m[name] = &Usage{}
+	}
+	return m[name]
+}
+
+// items records a volume or projected source of name: the keys it lists,
+// or the whole object when it lists none.
+func (m usages) items(name string, items []corev1.KeyToPath) {
+	u := m.use(name)
+	if len(items) == 0 {
+		u.Whole = true
+	}
+	for _, it := range items {
+		u.addKey(it.Key)
+	}
+}
+
 // TemplateSecrets tells which Secrets a pod template references and how:
 // volumes (secret and projected sources, with or without items), envFrom
 // and env of every container and init container, and image pull secrets.
 func TemplateSecrets(spec *corev1.PodSpec) map[string]*Usage {
-	out := map[string]*Usage{}
-	use := func(name string) *Usage {
-		if out[name] == nil {
-			out[name] = &Usage{}
-		}
-		return out[name]
-	}
-	items := func(name string, items []corev1.KeyToPath) {
-		u := use(name)
-		if len(items) == 0 {
-			u.Whole = true
-		}
-		for _, it := range items {
-			u.addKey(it.Key)
-		}
-	}
+	out := usages{}
+	use, items := out.use, out.items
 	for _, v := range spec.Volumes {
 		if v.Secret != nil && v.Secret.SecretName != "" {
 			items(v.Secret.SecretName, v.Secret.Items)

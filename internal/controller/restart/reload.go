@@ -190,22 +190,8 @@ func Strategy(ann map[string]string) (string, error) {
 // how: configMap volumes and projected sources (with or without items),
 // and envFrom and env of every container and init container.
 func TemplateConfigMaps(spec *corev1.PodSpec) map[string]*Usage {
-	out := map[string]*Usage{}
-	use := func(name string) *Usage {
-		if out[name] == nil {
-			out[name] = &Usage{}
-		}
-		return out[name]
-	}
-	items := func(name string, items []corev1.KeyToPath) {
-		u := use(name)
-		if len(items) == 0 {
-			u.Whole = true
-		}
-		for _, it := range items {
-			u.addKey(it.Key)
-		}
-	}
+	out := usages{}
+	use, items := out.use, out.items
 	for _, v := range spec.Volumes {
 		if v.ConfigMap != nil && v.ConfigMap.Name != "" {
 			items(v.ConfigMap.Name, v.ConfigMap.Items)
