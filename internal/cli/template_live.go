@@ -12,10 +12,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
-	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
+	"github.com/watchword-dev/watchword/internal/storeaccess"
 )
 
 // LiveTemplateInput is what `watchword template --live` renders: an

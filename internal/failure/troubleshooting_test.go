@@ -16,7 +16,7 @@ import (
 // TestEveryReasonHasATroubleshootingSection: docs/troubleshooting.md has a
 // section (a heading "### `Reason`") for every reason this package
 // declares and for every reason of the ChangesWatched condition in
-// internal/controller/conditions, and no section for a reason that does
+// internal/conditions, and no section for a reason that does
 // not exist. The reasons are read from the source, so a new one fails
 // this test until it is documented.
 func TestEveryReasonHasATroubleshootingSection(t *testing.T) {
@@ -34,7 +34,7 @@ func TestEveryReasonHasATroubleshootingSection(t *testing.T) {
 		}
 	}
 	// The reasons of ChangesWatched are the Watch* constants.
-	reasons = append(reasons, constants(t, filepath.Join("..", "controller", "conditions", "conditions.go"),
+	reasons = append(reasons, constants(t, filepath.Join("..", "conditions", "conditions.go"),
 		func(name string, _ ast.Expr) bool { return strings.HasPrefix(name, "Watch") })...)
 	if len(reasons) < 30 {
 		t.Fatalf("found only %d reasons (%v): the test reads the wrong source", len(reasons), reasons)

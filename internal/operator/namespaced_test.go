@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
-	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
 	"github.com/watchword-dev/watchword/internal/failure"
+	"github.com/watchword-dev/watchword/internal/storeaccess"
 )
 
 // The cache of a namespaced operator answers for ClusterSecretStores and

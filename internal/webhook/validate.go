@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
-	"github.com/watchword-dev/watchword/internal/controller/publishing"
-	"github.com/watchword-dev/watchword/internal/controller/targetindex"
+	"github.com/watchword-dev/watchword/internal/publishing"
+	"github.com/watchword-dev/watchword/internal/targetindex"
 )
 
 // Paths the webhook serves; the ValidatingWebhookConfiguration names them.

@@ -26,9 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
-	"github.com/watchword-dev/watchword/internal/controller/secretwatch"
 	"github.com/watchword-dev/watchword/internal/localcluster"
 	"github.com/watchword-dev/watchword/internal/operator"
+	"github.com/watchword-dev/watchword/internal/secretwatch"
 	"github.com/watchword-dev/watchword/test/awsfake"
 )
 

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
-	"github.com/watchword-dev/watchword/internal/controller/conditions"
+	"github.com/watchword-dev/watchword/internal/conditions"
 )
 
 func withFind(find v1alpha1.ExternalSecretFind, rewrites ...v1alpha1.ExternalSecretRewrite) esOpt {

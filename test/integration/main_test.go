@@ -88,7 +88,7 @@ func TestMain(m *testing.M) {
 	opts.Registry = registry()
 	// The suite's tests run at once and assert each object's own events:
 	// no cap on Normal events, which would sum some of them up (the cap
-	// has tests of its own, internal/controller/events).
+	// has tests of its own, internal/events).
 	opts.NormalEventsPerSecond = 0
 	// A restart held for a rollout is told after 2 s rather than 5 min,
 	// so that the tests of stuck rollouts see it.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/cli"
-	"github.com/watchword-dev/watchword/internal/controller/conditions"
+	"github.com/watchword-dev/watchword/internal/conditions"
 )
 
 // TestRefreshEndsOnItsOwnFailure: `watchword refresh` of an ExternalSecret

@@ -396,7 +396,7 @@ func startRestarter(t *testing.T, class string, rate restart.Rate, tune ...func(
 	opts.Registry = registry()
 	// The suite's tests run at once and assert each object's own events:
 	// no cap on Normal events, which would sum some of them up (the cap
-	// has tests of its own, internal/controller/events).
+	// has tests of its own, internal/events).
 	opts.NormalEventsPerSecond = 0
 	opts.MetricsAddr, opts.HealthAddr = "0", "0"
 	opts.ControllerClass = class

@@ -11,9 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/metadata"
 
-	"github.com/watchword-dev/watchword/internal/controller/secretwatch"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/provider"
+	"github.com/watchword-dev/watchword/internal/secretwatch"
 )
 
 func TestSecretWatchByName(t *testing.T) {

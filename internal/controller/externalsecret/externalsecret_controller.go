@@ -22,13 +22,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
-	"github.com/watchword-dev/watchword/internal/controller/conditions"
-	"github.com/watchword-dev/watchword/internal/controller/steps"
-	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
-	"github.com/watchword-dev/watchword/internal/controller/targetindex"
+	"github.com/watchword-dev/watchword/internal/conditions"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/metrics"
+	"github.com/watchword-dev/watchword/internal/steps"
+	"github.com/watchword-dev/watchword/internal/storeaccess"
+	"github.com/watchword-dev/watchword/internal/targetindex"
 )
 
 // Reconciler reconciles ExternalSecrets.

@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
-	"github.com/watchword-dev/watchword/internal/controller/publishing"
-	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
-	"github.com/watchword-dev/watchword/internal/controller/targetindex"
 	"github.com/watchword-dev/watchword/internal/provider"
+	"github.com/watchword-dev/watchword/internal/publishing"
+	"github.com/watchword-dev/watchword/internal/storeaccess"
+	"github.com/watchword-dev/watchword/internal/targetindex"
 )
 
 // Field indexes on ExternalSecrets.
@@ -30,9 +30,6 @@ const (
 	// of the store read from and of every store published to, now or in
 	// the last status.
 	IndexStore = "watchword.store"
-	// IndexTarget holds the target Secret's name when it is not the
-	// ExternalSecret's own (targetindex).
-	IndexTarget = "watchword.target"
 	// IndexTemplate holds the names of template ConfigMaps.
 	IndexTemplate = "watchword.templateConfigMap"
 	// IndexStoreSecret, on stores, holds "NS/NAME" of every credential
@@ -66,7 +63,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if err := idx.IndexField(ctx, &v1alpha1.ExternalSecret{}, IndexStore, storeKeys); err != nil {
 		return err
 	}
-	if err := targetindex.Register(ctx, idx, IndexTarget, nil); err != nil {
+	if err := targetindex.Register(ctx, idx, targetindex.Field, nil); err != nil {
 		return err
 	}
 	if err := idx.IndexField(ctx, &v1alpha1.ExternalSecret{}, IndexTemplate, func(o client.Object) []string {
@@ -261,7 +258,7 @@ func indexStoreSecrets(ctx context.Context, mgr ctrl.Manager, reg provider.Regis
 // unless the change is the echo of this instance's own last write.
 func (r *Reconciler) targetChanged(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], deleted bool) {
 	if w, ok := r.ownWrites.Load(o.GetNamespace() + "/" + o.GetName()); deleted || !ok || w.(ownWrite).resourceVersion != o.GetResourceVersion() {
-		keys, _ := targetindex.Keys(ctx, r.Client, IndexTarget, o.GetNamespace(), o.GetName())
+		keys, _ := targetindex.Keys(ctx, r.Client, targetindex.Field, o.GetNamespace(), o.GetName())
 		for _, key := range keys {
 			q.Add(reconcile.Request{NamespacedName: key})
 		}

@@ -11,12 +11,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
-	"github.com/watchword-dev/watchword/internal/controller/conditions"
-	"github.com/watchword-dev/watchword/internal/controller/publishing"
-	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
-	"github.com/watchword-dev/watchword/internal/controller/targetindex"
+	"github.com/watchword-dev/watchword/internal/conditions"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
+	"github.com/watchword-dev/watchword/internal/publishing"
+	"github.com/watchword-dev/watchword/internal/storeaccess"
+	"github.com/watchword-dev/watchword/internal/targetindex"
 )
 
 // publisherKind is the kind in the ownership marker of what an

@@ -23,12 +23,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
-	"github.com/watchword-dev/watchword/internal/controller/conditions"
-	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
+	"github.com/watchword-dev/watchword/internal/conditions"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
 	fakeprovider "github.com/watchword-dev/watchword/internal/provider/fake"
+	"github.com/watchword-dev/watchword/internal/storeaccess"
 )
 
 // These tests drive the reconciler against controller-runtime's fake

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
-	"github.com/watchword-dev/watchword/internal/controller/publishing"
+	"github.com/watchword-dev/watchword/internal/publishing"
 )
 
 // kind is the publisher kind in ownership markers and messages.

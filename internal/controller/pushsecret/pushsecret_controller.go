@@ -23,12 +23,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
-	"github.com/watchword-dev/watchword/internal/controller/publishing"
-	"github.com/watchword-dev/watchword/internal/controller/steps"
-	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
+	"github.com/watchword-dev/watchword/internal/publishing"
+	"github.com/watchword-dev/watchword/internal/steps"
+	"github.com/watchword-dev/watchword/internal/storeaccess"
 )
 
 // Finalizer lets a PushSecret of deletionPolicy Delete unpublish what it

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
-	"github.com/watchword-dev/watchword/internal/controller/publishing"
 	"github.com/watchword-dev/watchword/internal/failure"
+	"github.com/watchword-dev/watchword/internal/publishing"
 )
 
 // selectData picks the fields to publish from the source Secret's data:

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
-	"github.com/watchword-dev/watchword/internal/controller/targetindex"
+	"github.com/watchword-dev/watchword/internal/targetindex"
 )
 
 // The ExternalSecret side of the opt-in: spec.target.restartWorkloads

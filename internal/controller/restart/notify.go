@@ -9,9 +9,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
-	"github.com/watchword-dev/watchword/internal/controller/externalsecret"
-	"github.com/watchword-dev/watchword/internal/controller/targetindex"
 	"github.com/watchword-dev/watchword/internal/notify"
+	"github.com/watchword-dev/watchword/internal/targetindex"
 )
 
 // Notifier is told of restarts and of held restarts, as their events
@@ -40,7 +39,7 @@ func (r *Reconciler) notifyHeld(ctx context.Context, ref Ref, at time.Time, v Ve
 	}
 	sources := map[string][]*v1alpha1.ExternalSecret{}
 	for name := range owed {
-		writers, err := targetindex.Writers(ctx, r.Client, externalsecret.IndexTarget, ref.Namespace, name)
+		writers, err := targetindex.Writers(ctx, r.Client, targetindex.Field, ref.Namespace, name)
 		if err != nil {
 			ctrl.LoggerFrom(ctx).V(1).Info("listing the writers of a Secret for a notification", "secret", name, "error", err.Error())
 			continue

@@ -13,8 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
-	"github.com/watchword-dev/watchword/internal/controller/externalsecret"
-	"github.com/watchword-dev/watchword/internal/controller/targetindex"
+	"github.com/watchword-dev/watchword/internal/targetindex"
 )
 
 // reloadKey is the key under which a bad reload annotation is warned
@@ -49,7 +48,7 @@ func (r *Reconciler) consumed(ctx context.Context, ref Ref, obj client.Object, o
 			for o, u := range rl.Objects {
 				written := false
 				if o.Kind == KindSecret {
-					writers, werr := targetindex.Writers(ctx, r.Client, externalsecret.IndexTarget, ref.Namespace, o.Name)
+					writers, werr := targetindex.Writers(ctx, r.Client, targetindex.Field, ref.Namespace, o.Name)
 					if werr != nil {
 						return nil, nil, false, fmt.Errorf("listing the ExternalSecrets of Secret %q: %w", o.Name, werr)
 					}

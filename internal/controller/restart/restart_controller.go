@@ -40,10 +40,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
-	"github.com/watchword-dev/watchword/internal/controller/externalsecret"
-	"github.com/watchword-dev/watchword/internal/controller/targetindex"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/metrics"
+	"github.com/watchword-dev/watchword/internal/targetindex"
 )
 
 // Event reasons.
@@ -497,7 +496,7 @@ func (r *Reconciler) rotations(ctx context.Context, ns string, used map[string]U
 		if _, watched := objectOf(name); watched {
 			continue
 		}
-		writers, err := targetindex.Writers(ctx, r.Client, externalsecret.IndexTarget, ns, name)
+		writers, err := targetindex.Writers(ctx, r.Client, targetindex.Field, ns, name)
 		if err != nil {
 			return nil, nil, fmt.Errorf("listing the ExternalSecrets of Secret %q: %w", name, err)
 		}

@@ -20,10 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
-	"github.com/watchword-dev/watchword/internal/controller/storeaccess"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/metrics"
+	"github.com/watchword-dev/watchword/internal/storeaccess"
 )
 
 // Publisher publishes destinations through the stores of one controller

@@ -17,6 +17,12 @@ import (
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 )
 
+// Field is the cache's index field the ExternalSecret controller
+// registers (Register) and other readers of the same cache look up
+// (Writers, Keys): the target's name of every ExternalSecret whose target
+// is named otherwise than itself.
+const Field = "watchword.target"
+
 // Name is the name of the Secret an ExternalSecret writes.
 func Name(es *v1alpha1.ExternalSecret) string {
 	if es.Spec.Target.Name != "" {
