@@ -409,8 +409,8 @@ type ExternalSecretSpec struct {
 }
 
 // ExternalSecretPublication is where an ExternalSecret publishes its data:
-// a destination in the shape of seed 002's publishConnectionDetailsTo (a
-// name, metadata, and configRef naming the store), the same block as a
+// a destination in the shape of Crossplane's publishConnectionDetailsTo
+// (a name, metadata, and configRef naming the store), the same block as a
 // PushSecret destination, and what becomes of the published copy when the
 // ExternalSecret or the destination goes.
 type ExternalSecretPublication struct {

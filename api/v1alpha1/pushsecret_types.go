@@ -72,7 +72,7 @@ type PushSecretMetadata struct {
 }
 
 // PushSecretDestination is one remote secret to publish to, in the shape
-// of seed 002's publishConnectionDetailsTo: a name, metadata, and the
+// of Crossplane's publishConnectionDetailsTo: a name, metadata, and the
 // store. A PushSecret and an ExternalSecret's publishConnectionDetailsTo
 // both use it.
 type PushSecretDestination struct {

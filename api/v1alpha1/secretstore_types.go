@@ -28,7 +28,7 @@ type SecretStoreSpec struct {
 	Controller string `json:"controller,omitempty"`
 
 	// defaultScope confines what publishers write through this store to
-	// one scope (seed 002): a parent path under a Vault mount
+	// one scope: a parent path under a Vault mount
 	// (<mount>/<scope>/), a namespace of a Kubernetes store's cluster, a
 	// name prefix (<scope>.) for a store without scopes. Empty: publishers
 	// write where the store points. A ClusterSecretStore has no default
