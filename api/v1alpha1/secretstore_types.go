@@ -151,7 +151,9 @@ type SecretStoreStatus struct {
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// observedGeneration is the generation that was last validated.
+	// observedGeneration is the generation that was last found valid (a
+	// failed check leaves it; the Ready condition says which generation it
+	// describes).
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 

@@ -25,6 +25,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/conditions"
 	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
+	"github.com/watchword-dev/watchword/internal/steps"
 	"github.com/watchword-dev/watchword/internal/storeaccess"
 )
 
@@ -73,6 +74,25 @@ func (r *Reconciler) newObject() client.Object {
 	return &v1alpha1.SecretStore{}
 }
 
+// scope is one reconcile of one store.
+type scope struct {
+	obj, before  client.Object
+	status       *v1alpha1.SecretStoreStatus
+	beforeStatus *v1alpha1.SecretStoreStatus
+	resolved     *storeaccess.Resolved
+	// checkErr is the outcome of the check: nil when the store is valid.
+	// It is the store's state, recorded in its status, not a failed step.
+	checkErr error
+}
+
+// checkSteps is a reconcile of a store, in order.
+var checkSteps = []steps.Step[*Reconciler, *scope]{
+	{Name: "provider", Run: (*Reconciler).nameProvider},
+	{Name: "check", Run: (*Reconciler).checkStore},
+	{Name: "watch", Run: (*Reconciler).reportWatch},
+	{Name: "record", Run: (*Reconciler).record},
+}
+
 // Reconcile validates one store.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cached := r.newObject()
@@ -80,52 +100,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	// The cache hands out shared objects of the store kinds: copy first.
-	obj := cached.DeepCopyObject().(client.Object)
-	var resolved *storeaccess.Resolved
-	var status *v1alpha1.SecretStoreStatus
-	switch s := obj.(type) {
+	s := &scope{obj: cached.DeepCopyObject().(client.Object)}
+	switch o := s.obj.(type) {
 	case *v1alpha1.SecretStore:
-		resolved, status = storeaccess.FromSecretStore(s), &s.Status
+		s.resolved, s.status = storeaccess.FromSecretStore(o), &o.Status
 	case *v1alpha1.ClusterSecretStore:
-		resolved, status = storeaccess.FromClusterSecretStore(s), &s.Status
+		s.resolved, s.status = storeaccess.FromClusterSecretStore(o), &o.Status
 	}
-	if resolved.Controller != r.Class {
+	if s.resolved.Controller != r.Class {
 		return ctrl.Result{}, nil
 	}
-	before := obj.DeepCopyObject().(client.Object)
-	beforeStatus := status.DeepCopy()
-
-	name, _, _ := r.Clients.Registry().Lookup(resolved.Store.Spec)
-	if name == "" {
-		if blocks := provider.SetBlocks(resolved.Store.Spec); len(blocks) == 1 {
-			name = blocks[0]
-		}
+	s.before, s.beforeStatus = s.obj.DeepCopyObject().(client.Object), s.status.DeepCopy()
+	if _, err := steps.Run(ctx, r, checkSteps, s); err != nil {
+		return ctrl.Result{}, err
 	}
-	status.Provider = name
-	err := r.check(ctx, resolved)
-	conditions.Set(&status.Conditions, checked(err), obj.GetGeneration())
-	status.Phase = v1alpha1.StorePhaseRunning
-	if err != nil {
-		status.Phase = v1alpha1.StorePhasePending
-	}
-	status.ObservedGeneration = obj.GetGeneration()
-	if r.Watches != nil {
-		var watch *conditions.WatchState
-		if st, ok := r.Watches.State(resolved.Store.Kind, resolved.Store.Namespace, resolved.Store.Name); ok {
-			watch = &st
-		}
-		conditions.SetWatch(&status.Conditions, watch, obj.GetGeneration())
-	}
-	if !apiequality.Semantic.DeepEqual(beforeStatus, status) {
-		if err != nil {
-			class, msg := failure.Describe(err)
-			r.Recorder.Event(obj, corev1.EventTypeWarning, string(class.Reason), msg)
-		}
-		if perr := r.Client.Status().Patch(ctx, obj, client.MergeFrom(before)); perr != nil {
-			return ctrl.Result{}, failure.Redacted(client.IgnoreNotFound(perr))
-		}
-	}
-	switch {
+	switch err := s.checkErr; {
 	case err == nil:
 		return ctrl.Result{RequeueAfter: recheck}, nil
 	case failure.Terminal(err):
@@ -135,6 +124,67 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The work queue tries again with backoff (RetryBackoff).
 		return ctrl.Result{}, failure.Redacted(err)
 	}
+}
+
+// nameProvider records the provider the store's block names.
+func (r *Reconciler) nameProvider(_ context.Context, s *scope) (bool, error) {
+	name, _, _ := r.Clients.Registry().Lookup(s.resolved.Store.Spec)
+	if name == "" {
+		if blocks := provider.SetBlocks(s.resolved.Store.Spec); len(blocks) == 1 {
+			name = blocks[0]
+		}
+	}
+	s.status.Provider = name
+	return false, nil
+}
+
+// checkStore validates the configuration and credentials and sets Ready
+// and the phase from the outcome. observedGeneration moves only when the
+// generation was found valid: a failed check has observed the spec but not
+// accepted it, and the Ready condition's own observedGeneration says which
+// generation it describes.
+func (r *Reconciler) checkStore(ctx context.Context, s *scope) (bool, error) {
+	s.checkErr = r.check(ctx, s.resolved)
+	gen := s.obj.GetGeneration()
+	conditions.Set(&s.status.Conditions, checked(s.checkErr), gen)
+	s.status.Phase = v1alpha1.StorePhaseRunning
+	if s.checkErr != nil {
+		s.status.Phase = v1alpha1.StorePhasePending
+		return false, nil
+	}
+	s.status.ObservedGeneration = gen
+	return false, nil
+}
+
+// reportWatch sets ChangesWatched from the state of the store's change
+// feed, when the feeds are known.
+func (r *Reconciler) reportWatch(_ context.Context, s *scope) (bool, error) {
+	if r.Watches == nil {
+		return false, nil
+	}
+	var watch *conditions.WatchState
+	st := s.resolved.Store
+	if state, ok := r.Watches.State(st.Kind, st.Namespace, st.Name); ok {
+		watch = &state
+	}
+	conditions.SetWatch(&s.status.Conditions, watch, s.obj.GetGeneration())
+	return false, nil
+}
+
+// record writes the status when it changed, with a Warning event for a
+// failed check.
+func (r *Reconciler) record(ctx context.Context, s *scope) (bool, error) {
+	if apiequality.Semantic.DeepEqual(s.beforeStatus, s.status) {
+		return false, nil
+	}
+	if s.checkErr != nil {
+		class, msg := failure.Describe(s.checkErr)
+		r.Recorder.Event(s.obj, corev1.EventTypeWarning, string(class.Reason), msg)
+	}
+	if err := r.Client.Status().Patch(ctx, s.obj, client.MergeFrom(s.before)); err != nil {
+		return false, failure.Redacted(client.IgnoreNotFound(err))
+	}
+	return false, nil
 }
 
 // checked is the outcome of a store's check: valid, or the failure alone.
