@@ -173,7 +173,7 @@ func DefaultOptions() Options {
 // (Options.QPS, Options.Burst) so that it does not pace a large sync. The
 // benchmark's sync of 10,000 ExternalSecrets on a two-core machine went
 // at up to about 250 a second, against a bound of the API server's writes
-// of up to about 330 a second (docs/benchmark.md, second round), and an
+// of up to about 330 a second (docs/benchmark.md), and an
 // ExternalSecret costs the controller about three requests in a sync (at
 // first its target's create, its status write and an event; on a change
 // its target's read and update and its status write): up to about 1,000

@@ -16,7 +16,7 @@ import (
 // answer only what the controller uses: the status as stored and the new
 // resourceVersion. controller-runtime's client decodes the whole answer,
 // managedFields included, into the object: in a sync of 10,000 that was
-// half the CPU of the controller's status writes (docs/benchmark.md). The
+// half the CPU of the controller's status writes (test/bench/FINDINGS.md). The
 // request is client-go's own, as the client would send it.
 type statusPut struct {
 	rest rest.Interface
