@@ -229,6 +229,25 @@ type PushSecretDestinationStatus struct {
 	// data (written or read back).
 	// +optional
 	CheckedTime *metav1.Time `json:"checkedTime,omitempty"`
+
+	// scope is where the remote secret was last written: the publisher's
+	// namespace through a ClusterSecretStore, the SecretStore's
+	// defaultScope, or "" for the store's own place. Absent on entries
+	// written before scopes were recorded.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Scope *string `json:"scope,omitempty"`
+
+	// formerScopes are scopes the remote secret was written in before the
+	// store's defaultScope changed. The copy in each is deleted, if this
+	// publisher's marker is on it, once the copy in the current scope is
+	// written; a scope leaves the list when its copy is gone or is not
+	// the publisher's.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=atomic
+	FormerScopes []string `json:"formerScopes,omitempty"`
 }
 
 // PushSecretStatus is the observed state of a PushSecret.

@@ -11,12 +11,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
@@ -147,14 +149,28 @@ func (p *Publisher) Resolve(ctx context.Context, kind, ns string, ref v1alpha1.S
 //
 // Through a SecretStore, the store's own defaultScope confines it, if set.
 func (p *Publisher) client(ctx context.Context, store *storeaccess.Resolved, ns string) (*engine.Client, error) {
+	return p.scoped(ctx, store, Scope(store, ns))
+}
+
+// scoped is the store's client confined to scope ("" for none).
+func (p *Publisher) scoped(ctx context.Context, store *storeaccess.Resolved, scope string) (*engine.Client, error) {
 	c, err := p.Clients.Get(ctx, store)
 	if err != nil {
 		return nil, err
 	}
-	if scope := Scope(store, ns); scope != "" {
+	if scope != "" {
 		return c.InScope(scope)
 	}
 	return c, nil
+}
+
+// entryClient is the client of the scope an entry was written in, when
+// the entry records it, and otherwise that of the publisher's namespace.
+func (p *Publisher) entryClient(ctx context.Context, store *storeaccess.Resolved, ns string, e v1alpha1.PushSecretDestinationStatus) (*engine.Client, error) {
+	if e.Scope != nil {
+		return p.scoped(ctx, store, *e.Scope)
+	}
+	return p.client(ctx, store, ns)
 }
 
 // Scope is the scope a publisher of namespace ns writes in through store:
@@ -187,11 +203,12 @@ func (p *Publisher) Publish(ctx context.Context, req Request) (v1alpha1.PushSecr
 	if err != nil {
 		return entry, err
 	}
+	scope := Scope(store, req.Object.GetNamespace())
 	pub := PublicationFor(req.Publication, d)
 	fill := publicationDigest(string(req.Object.GetUID()), store.ID(), pub)
 	hash := p.Keys.Seal(fill)
 	var unchanged, sealedNow bool
-	if prev != nil && prev.State == v1alpha1.PushPublished {
+	if prev != nil && prev.State == v1alpha1.PushPublished && (prev.Scope == nil || *prev.Scope == scope) {
 		unchanged, sealedNow = p.Keys.Match(prev.DataHash, fill)
 	}
 	if unchanged && !sealedNow {
@@ -201,6 +218,12 @@ func (p *Publisher) Publish(ctx context.Context, req Request) (v1alpha1.PushSecr
 	}
 	due := req.ReadBack > 0 && (prev == nil || prev.CheckedTime == nil || !req.Now.Time.Before(prev.CheckedTime.Add(req.ReadBack)))
 	if unchanged && !due {
+		if entry.Scope == nil {
+			// Written before scopes were recorded, in the scope it has
+			// now (the data would differ otherwise).
+			entry.Scope = &scope
+		}
+		p.deleteFormer(ctx, req, store, &entry)
 		return entry, nil
 	}
 	c, err := p.client(ctx, store, req.Object.GetNamespace())
@@ -217,6 +240,10 @@ func (p *Publisher) Publish(ctx context.Context, req Request) (v1alpha1.PushSecr
 		switch {
 		case rerr == nil && SameFields(obj, pub.Fields):
 			entry.CheckedTime = &req.Now
+			if entry.Scope == nil {
+				entry.Scope = &scope
+			}
+			p.deleteFormer(ctx, req, store, &entry)
 			return entry, nil
 		case rerr == nil || errors.Is(rerr, engine.ErrNotFound):
 			repair = true
@@ -232,6 +259,12 @@ func (p *Publisher) Publish(ctx context.Context, req Request) (v1alpha1.PushSecr
 	entry.State, entry.Reason, entry.Message = v1alpha1.PushPublished, string(failure.Published), ""
 	entry.Version, entry.DataHash = version, hash
 	entry.PublishedTime, entry.CheckedTime = &now, &now
+	if prev != nil && prev.Scope != nil && *prev.Scope != scope && prev.PublishedTime != nil && prev.State != v1alpha1.PushNotOwned {
+		// The store's defaultScope changed: the copy in the scope written
+		// before is deleted now that this one is written.
+		entry.FormerScopes = appendScope(entry.FormerScopes, *prev.Scope)
+	}
+	entry.Scope = &scope
 	where := fmt.Sprintf("%q of %s", d.Name, DescribeStore(req.Object.GetNamespace(), entry))
 	entry.Capabilities = c.Capabilities().String()
 	if repair {
@@ -242,7 +275,74 @@ func (p *Publisher) Publish(ctx context.Context, req Request) (v1alpha1.PushSecr
 		count(req.Kind, req.Object.GetNamespace(), entry, string(failure.Published))
 		p.Recorder.Eventf(req.Object, corev1.EventTypeNormal, string(failure.Published), "published keys %s to remote secret %s", KeyList(req.Keys), where)
 	}
+	p.deleteFormer(ctx, req, store, &entry)
 	return entry, nil
+}
+
+// appendScope adds scope to the former scopes once; the oldest goes when
+// the list is full (its copy is then left where it is).
+func appendScope(scopes []string, scope string) []string {
+	if slices.Contains(scopes, scope) {
+		return scopes
+	}
+	if len(scopes) >= maxFormerScopes {
+		scopes = scopes[1:]
+	}
+	return append(scopes, scope)
+}
+
+// maxFormerScopes bounds status.formerScopes (the API's MaxItems).
+const maxFormerScopes = 8
+
+// deleteFormer deletes the copies a destination left in the scopes it
+// was written in before (formerScopes), once its copy in the current
+// scope is written: each only if it carries this publisher's marker. A
+// scope leaves the list when its copy is deleted, is not there, or is
+// another's (with an event); one whose deletion failed stays, for the
+// next reconcile. It never fails the destination.
+func (p *Publisher) deleteFormer(ctx context.Context, req Request, store *storeaccess.Resolved, entry *v1alpha1.PushSecretDestinationStatus) {
+	if len(entry.FormerScopes) == 0 || entry.State != v1alpha1.PushPublished {
+		return
+	}
+	ns := req.Object.GetNamespace()
+	var keep []string
+	for _, scope := range entry.FormerScopes {
+		if entry.Scope != nil && scope == *entry.Scope {
+			continue
+		}
+		where := fmt.Sprintf("%q in former scope %q of %s", entry.Name, scope, DescribeStore(ns, *entry))
+		err := p.deleteIn(ctx, store, scope, entry.Name, Owner(req.Kind, req.Object, false))
+		switch {
+		case err == nil:
+			count(req.Kind, ns, *entry, string(failure.Unpublished))
+			p.Recorder.Eventf(req.Object, corev1.EventTypeNormal, string(failure.Unpublished),
+				"deleted remote secret %s: the store's defaultScope changed and the secret is now published in scope %q", where, *entry.Scope)
+		case errors.Is(err, engine.ErrNotFound):
+		case errors.Is(err, engine.ErrNotOwned) || failure.Terminal(err):
+			_, msg := failure.Describe(err)
+			count(req.Kind, ns, *entry, string(failure.Retained))
+			p.Recorder.Eventf(req.Object, corev1.EventTypeWarning, string(failure.Retained), "remote secret %s is left in place: %s", where, msg)
+		default:
+			ctrl.LoggerFrom(ctx).V(1).Info("deleting the copy in a former scope failed; tried again later",
+				"destination", entry.Name, "reason", failure.Classify(err).Reason)
+			keep = append(keep, scope)
+		}
+	}
+	entry.FormerScopes = keep
+}
+
+// deleteIn deletes the remote secret name in scope if owner's marker is
+// on it.
+func (p *Publisher) deleteIn(ctx context.Context, store *storeaccess.Resolved, scope, name string, owner engine.Owner) error {
+	c, err := p.scoped(ctx, store, scope)
+	if err != nil {
+		return err
+	}
+	w, err := c.AsWriter()
+	if err != nil {
+		return err
+	}
+	return w.DeleteSecret(ctx, name, owner)
 }
 
 // Failed records a destination's failure in its status entry, and tells
@@ -328,7 +428,15 @@ func (p *Publisher) Unpublish(ctx context.Context, kind string, obj client.Objec
 		}
 		return err
 	}
-	c, err := p.client(ctx, store, obj.GetNamespace())
+	for _, scope := range e.FormerScopes {
+		// Copies left in scopes of before a defaultScope change go with
+		// the destination, if ours.
+		ferr := p.deleteIn(ctx, store, scope, e.Name, Owner(kind, obj, false))
+		if ferr != nil && !errors.Is(ferr, engine.ErrNotFound) && !errors.Is(ferr, engine.ErrNotOwned) && !failure.Terminal(ferr) {
+			return ferr
+		}
+	}
+	c, err := p.entryClient(ctx, store, obj.GetNamespace(), e)
 	if err != nil {
 		return err
 	}

@@ -145,3 +145,61 @@ func TestOneTenantsInvalidKeysHoldNoOtherTenant(t *testing.T) {
 		t.Errorf("the other tenant's ExternalSecret: %s", describeES(held))
 	}
 }
+
+// TestDefaultScopeChangeMovesThePublishedCopy: when a SecretStore's
+// defaultScope changes, its publishers write in the new scope, and the
+// copy in the old one is deleted once the new one is written, only
+// because it carries the publisher's marker. A move into a scope where a
+// foreign secret of the name stands is refused (NotOwned), and the copy
+// in the scope before is kept, so nothing published is lost.
+func TestDefaultScopeChangeMovesThePublishedCopy(t *testing.T) {
+	ns := newNamespace(t, nil)
+	a, b, c := newNamespace(t, nil), newNamespace(t, nil), newNamespace(t, nil)
+	publisherStore(t, ns, "scoped", a)
+	allowPublisher(t, ns, "publisher-scoped", b, c)
+	updateStore(t, ns, "scoped", func(s *v1alpha1.SecretStore) {
+		s.Spec.Kubernetes.RemoteNamespace = ns
+		s.Spec.DefaultScope = a
+	})
+	createSecret(t, ns, "src", map[string]string{"password": sentinel})
+	newPush(t, ns, "p", "src", pushTo("creds", viaStore("SecretStore", "scoped")))
+	waitPushReady(t, ns, "p")
+	waitSecretData(t, a, "creds", map[string]string{"password": sentinel})
+
+	updateStore(t, ns, "scoped", func(s *v1alpha1.SecretStore) { s.Spec.DefaultScope = b })
+	waitSecretData(t, b, "creds", map[string]string{"password": sentinel})
+	eventually(t, wait, func() (bool, string) {
+		_, err := getSecret(a, "creds")
+		return apierrors.IsNotFound(err), fmt.Sprintf("the copy in the former scope %s: %v", a, err)
+	})
+	eventually(t, wait, func() (bool, string) {
+		st := getPush(t, ns, "p").Status.Destinations
+		if len(st) != 1 || st[0].Scope == nil || *st[0].Scope != b || len(st[0].FormerScopes) != 0 {
+			return false, fmt.Sprintf("destinations %+v", st)
+		}
+		return true, ""
+	})
+
+	createSecret(t, c, "creds", map[string]string{"password": "theirs"})
+	updateStore(t, ns, "scoped", func(s *v1alpha1.SecretStore) { s.Spec.DefaultScope = c })
+	eventually(t, wait, func() (bool, string) {
+		st := getPush(t, ns, "p").Status.Destinations
+		return len(st) == 1 && st[0].State == v1alpha1.PushNotOwned, fmt.Sprintf("destinations %+v", st)
+	})
+	waitSecretData(t, c, "creds", map[string]string{"password": "theirs"})
+	waitSecretData(t, b, "creds", map[string]string{"password": sentinel})
+}
+
+// allowPublisher lets the service account sa of ns write Secrets in the
+// namespaces scopes too.
+func allowPublisher(t *testing.T, ns, sa string, scopes ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, scope := range scopes {
+		must(t, k8s.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: scope, Name: sa},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create", "update", "delete"}}}}))
+		must(t, k8s.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: scope, Name: sa},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: sa},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}}))
+	}
+}
