@@ -1,0 +1,387 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
+	"github.com/watchword-dev/watchword/internal/provider"
+	"github.com/watchword-dev/watchword/internal/provider/providertest"
+	"github.com/watchword-dev/watchword/pkg/conformance"
+	"github.com/watchword-dev/watchword/test/webhookserver"
+)
+
+// token is the API's credential, which no error may hold.
+const token = "tok-3c9f1e7a"
+
+// deps hands out Secret keys from a map keyed "name/key".
+type deps map[string]string
+
+func (d deps) SecretValue(_ context.Context, sel v1alpha1.SecretKeySelector) ([]byte, error) {
+	v, ok := d[sel.Name+"/"+sel.Key]
+	if !ok {
+		return nil, fmt.Errorf("secret %s/%s: %w", sel.Name, sel.Key, engine.ErrNotFound)
+	}
+	return []byte(v), nil
+}
+func (d deps) ConfigMapValue(context.Context, string, string, string) ([]byte, error) {
+	return nil, errors.New("no ConfigMaps")
+}
+func (deps) ServiceAccountToken(context.Context, v1alpha1.ServiceAccountSelector) (string, int64, error) {
+	return "", 0, errors.New("no service accounts")
+}
+func (deps) LocalConfig() *rest.Config { return nil }
+
+var creds = deps{"api/token": token}
+
+func store(spec *v1alpha1.WebhookProvider) provider.Store {
+	return provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "ns", Name: "webhook",
+		Spec: &v1alpha1.SecretStoreProvider{Webhook: spec}}
+}
+
+// apiSpec is a store of the test API, writable.
+func apiSpec(url string) *v1alpha1.WebhookProvider {
+	return &v1alpha1.WebhookProvider{
+		URL:     url + "/v1/secrets/{{ .remoteRef.key }}",
+		Headers: map[string]string{"Authorization": "Bearer {{ .api.token }}"},
+		Secrets: []v1alpha1.WebhookSecret{{Name: "api", SecretRef: v1alpha1.SecretKeySelector{Name: "api", Key: "token"}}},
+		Result:  &v1alpha1.WebhookResult{JSONPath: "$.data", VersionHeader: "ETag"},
+		Push: &v1alpha1.WebhookPush{
+			Put: v1alpha1.WebhookRequest{Method: "PUT", URL: url + "/v1/secrets/{{ .remoteRef.key }}",
+				Headers: map[string]string{"Content-Type": "application/json"},
+				Body:    `{"data": {{ .fields | toJson }}, "owner": {{ .owner | toJson }}}`},
+			Delete:        &v1alpha1.WebhookRequest{Method: "DELETE", URL: url + "/v1/secrets/{{ .remoteRef.key }}"},
+			OwnerJSONPath: "$.owner",
+		},
+	}
+}
+
+func newOps(t *testing.T, spec *v1alpha1.WebhookProvider) engine.Ops {
+	t.Helper()
+	ops, err := Factory{}.New(context.Background(), store(spec), creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ops.Closer.Close() })
+	return ops
+}
+
+func TestConformance(t *testing.T) {
+	api := webhookserver.Start(token)
+	defer api.Close()
+	conformance.Run(t, conformance.Harness{
+		Name: "webhook",
+		Ops:  newOps(t, apiSpec(api.URL)),
+		Seed: func(_ context.Context, key string, fields map[string][]byte) error {
+			data := map[string]string{}
+			for k, v := range fields {
+				data[k] = string(v)
+			}
+			api.Seed(key, data)
+			return nil
+		},
+		Unseed: func(_ context.Context, key string) error { api.Remove(key); return nil },
+	})
+}
+
+func TestRefsAreComplete(t *testing.T) {
+	providertest.RefsAreComplete(t, Factory{}, "webhook")
+}
+
+func TestCapabilitiesAreDocumented(t *testing.T) {
+	providertest.CapabilitiesAreDocumented(t, "webhook", newOps(t, apiSpec("http://127.0.0.1:1")))
+	readOnly := apiSpec("http://127.0.0.1:1")
+	readOnly.Push = nil
+	if got := newOps(t, readOnly).Capabilities(); got != engine.CanRead {
+		t.Errorf("a store without push has capabilities %s, want read", got)
+	}
+}
+
+// fault serves every request with h, after checking the credential.
+func fault(t *testing.T, h http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	return s
+}
+
+func noLeak(t *testing.T, err error, values ...string) {
+	t.Helper()
+	for _, v := range values {
+		if strings.Contains(err.Error(), v) {
+			t.Errorf("the error holds a value: %v", err)
+		}
+	}
+}
+
+func TestFailingAnswers(t *testing.T) {
+	cases := []struct {
+		name    string
+		handler http.HandlerFunc
+		spec    func(*v1alpha1.WebhookProvider)
+		class   error
+		after   time.Duration
+	}{
+		{name: "500", class: engine.ErrUnavailable, handler: func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "boom "+token, http.StatusInternalServerError)
+		}},
+		{name: "429 with Retry-After", class: engine.ErrThrottled, after: 7 * time.Second, handler: func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Retry-After", "7")
+			w.WriteHeader(http.StatusTooManyRequests)
+		}},
+		{name: "503 with Retry-After date", class: engine.ErrThrottled, handler: func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Retry-After", time.Now().Add(time.Hour).UTC().Format(http.TimeFormat))
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}},
+		{name: "401", class: engine.ErrUnauthenticated, handler: func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusUnauthorized)
+		}},
+		{name: "403", class: engine.ErrPermissionDenied, handler: func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusForbidden)
+		}},
+		{name: "404", class: engine.ErrNotFound, handler: func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusNotFound)
+		}},
+		{name: "400 echoing the request", class: engine.ErrInvalidConfig, handler: func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			http.Error(w, fmt.Sprintf("bad request %s %s %s", r.URL, r.Header.Get("Authorization"), b), http.StatusBadRequest)
+		}, spec: func(s *v1alpha1.WebhookProvider) {
+			s.Method, s.Body = "POST", `{"token": "{{ .api.token }}"}`
+			s.URL += "?k={{ .api.token }}"
+		}},
+		{name: "oversized", class: engine.ErrInvalidConfig, handler: func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, `{"data": "`+strings.Repeat(token, 1<<16)+`"}`)
+		}, spec: func(s *v1alpha1.WebhookProvider) { s.MaxResponseBytes = 4096 }},
+		{name: "slow", class: engine.ErrUnavailable, handler: func(_ http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+		}, spec: func(s *v1alpha1.WebhookProvider) { s.Timeout = &metav1.Duration{Duration: 200 * time.Millisecond} }},
+		{name: "not JSON", class: engine.ErrInvalidConfig, handler: func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, "plain "+token)
+		}},
+		{name: "nothing at jsonPath", class: engine.ErrNotFound, handler: func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, `{"other": "`+token+`"}`)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := fault(t, tc.handler)
+			spec := apiSpec(s.URL)
+			spec.Result = &v1alpha1.WebhookResult{JSONPath: "$.data"}
+			spec.Push = nil
+			if tc.spec != nil {
+				tc.spec(spec)
+			}
+			ops := newOps(t, spec)
+			_, err := ops.Reader.GetSecret(context.Background(), engine.Ref{Key: "db"})
+			if !errors.Is(err, tc.class) {
+				t.Fatalf("got %v, want class %v", err, tc.class)
+			}
+			noLeak(t, err, token)
+			if after, ok := failure.RetryAfter(err); tc.after > 0 && (!ok || after != tc.after) {
+				t.Errorf("RetryAfter = %s, %v; want %s", after, ok, tc.after)
+			}
+			if tc.name == "503 with Retry-After date" {
+				if after, ok := failure.RetryAfter(err); !ok || after < 59*time.Minute {
+					t.Errorf("RetryAfter = %s, %v; want about an hour", after, ok)
+				}
+			}
+		})
+	}
+}
+
+func TestRedirectToAnotherHostIsRefused(t *testing.T) {
+	var leaked atomic.Bool
+	other := fault(t, func(_ http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			leaked.Store(true)
+		}
+	})
+	otherURL := strings.Replace(other.URL, "127.0.0.1", "localhost", 1)
+	s := fault(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, otherURL+"/x", http.StatusFound)
+	})
+	_, err := newOps(t, apiSpec(s.URL)).Reader.GetSecret(context.Background(), engine.Ref{Key: "db"})
+	if !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Fatalf("got %v, want ErrInvalidConfig", err)
+	}
+	if leaked.Load() {
+		t.Error("the credential header reached another host")
+	}
+}
+
+func TestURLEscapesValues(t *testing.T) {
+	var got atomic.Value
+	s := fault(t, func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.URL.EscapedPath() + "?" + r.URL.RawQuery)
+		_, _ = io.WriteString(w, `{"data": "v"}`)
+	})
+	spec := apiSpec(s.URL)
+	spec.Push = nil
+	spec.Result = &v1alpha1.WebhookResult{JSONPath: "$.data"}
+	spec.URL = s.URL + "/v1/secrets/{{ .remoteRef.key }}?token={{ .api.token | upper }}&v={{ .remoteRef.version }}"
+	ops := newOps(t, spec)
+	obj, err := ops.Reader.GetSecret(context.Background(), engine.Ref{Key: "team a/db&x=1?#", Version: "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "/v1/secrets/team%20a/db%26x%3D1%3F%23?token=" + strings.ToUpper(token) + "&v=7"
+	if got.Load() != want {
+		t.Errorf("request %q, want %q", got.Load(), want)
+	}
+	if string(obj.Value) != "v" || obj.Version != "7" {
+		t.Errorf("object %q at %q, want v at the version asked (the url selects it)", obj.Value, obj.Version)
+	}
+	_, err = ops.Reader.GetSecret(context.Background(), engine.Ref{Key: "a/../admin"})
+	if failure.Classify(err).Reason != failure.RemoteNameInvalid {
+		t.Errorf("a key with a .. segment: got %v, want RemoteNameInvalid", err)
+	}
+}
+
+func TestResults(t *testing.T) {
+	cases := []struct {
+		name, body, path, versionPath string
+		value, version                string
+		fields                        map[string]string
+		class                         error
+	}{
+		{name: "string", body: `{"v": {"s": "abc"}, "rev": 3}`, path: "$.v.s", versionPath: "$.rev", value: "abc", version: "3"},
+		{name: "object", body: `{"v": {"u": "x", "n": 5, "z": null}}`, path: "{.v}", value: `{"n":5,"u":"x","z":null}`,
+			fields: map[string]string{"u": "x", "n": "5", "z": ""}},
+		{name: "whole object", body: `{"u": "x"}`, value: `{"u": "x"}`, fields: map[string]string{"u": "x"}},
+		{name: "whole text", body: `plain`, value: "plain"},
+		{name: "array element", body: `{"items": [{"v": "a"}, {"v": "b"}]}`, path: "$.items[1].v", value: "b"},
+		{name: "several", body: `{"items": [{"v": "a"}, {"v": "b"}]}`, path: "$.items[*].v", class: engine.ErrNotFound},
+		{name: "no version", body: `{"v": "a"}`, path: "$.v", versionPath: "$.rev", class: engine.ErrInvalidConfig},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := fault(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, tc.body) })
+			spec := apiSpec(s.URL)
+			spec.Push = nil
+			spec.Result = &v1alpha1.WebhookResult{JSONPath: tc.path, VersionJSONPath: tc.versionPath}
+			obj, err := newOps(t, spec).Reader.GetSecret(context.Background(), engine.Ref{Key: "k"})
+			if tc.class != nil {
+				if !errors.Is(err, tc.class) {
+					t.Fatalf("got %v, want class %v", err, tc.class)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(obj.Value) != tc.value || obj.Version != tc.version {
+				t.Errorf("got %q at %q, want %q at %q", obj.Value, obj.Version, tc.value, tc.version)
+			}
+			if len(obj.Fields) != len(tc.fields) {
+				t.Errorf("got %d fields, want %d", len(obj.Fields), len(tc.fields))
+			}
+			for k, v := range tc.fields {
+				if string(obj.Fields[k]) != v {
+					t.Errorf("field %s = %q, want %q", k, obj.Fields[k], v)
+				}
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	cases := map[string]func(*v1alpha1.WebhookProvider){
+		"reserved secret name": func(s *v1alpha1.WebhookProvider) { s.Secrets[0].Name = "remoteRef" },
+		"bad secret name":      func(s *v1alpha1.WebhookProvider) { s.Secrets[0].Name = "a-b" },
+		"body with GET":        func(s *v1alpha1.WebhookProvider) { s.Body = "x" },
+		"bad template":         func(s *v1alpha1.WebhookProvider) { s.URL += "{{ .remoteRef.key" },
+		"bad jsonPath":         func(s *v1alpha1.WebhookProvider) { s.Result.JSONPath = "$.[" },
+		"both versions":        func(s *v1alpha1.WebhookProvider) { s.Result.VersionJSONPath = "$.v" },
+		"bad header":           func(s *v1alpha1.WebhookProvider) { s.Headers["Bad Name"] = "x" },
+		"bad put method":       func(s *v1alpha1.WebhookProvider) { s.Push.Put.Method = "GET" },
+		"timeout too long":     func(s *v1alpha1.WebhookProvider) { s.Timeout = &metav1.Duration{Duration: time.Minute} },
+	}
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := apiSpec("http://127.0.0.1:1")
+			mutate(spec)
+			if err := (Factory{}).Validate(store(spec)); !errors.Is(err, engine.ErrInvalidConfig) {
+				t.Errorf("got %v, want ErrInvalidConfig", err)
+			}
+		})
+	}
+	if err := (Factory{}).Validate(store(apiSpec("http://127.0.0.1:1"))); err != nil {
+		t.Errorf("the valid spec: %v", err)
+	}
+}
+
+func TestTemplateFailures(t *testing.T) {
+	s := fault(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"data": "v"}`) })
+	spec := apiSpec(s.URL)
+	spec.Push = nil
+	spec.Headers["X-Other"] = "{{ .api.missing }}"
+	_, err := newOps(t, spec).Reader.GetSecret(context.Background(), engine.Ref{Key: "k"})
+	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("a template naming a key the store does not read: got %v", err)
+	}
+	spec = apiSpec(s.URL)
+	spec.Push = nil
+	spec.Headers["X-Other"] = "{{ .api.token }}\nInjected: 1"
+	_, err = newOps(t, spec).Reader.GetSecret(context.Background(), engine.Ref{Key: "k"})
+	if !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("a header with a line break: got %v", err)
+	}
+	noLeak(t, err, token)
+}
+
+// Without ownerJSONPath every remote secret is unmarked: a write over one
+// needs adopt, and a delete is refused.
+func TestNoMarker(t *testing.T) {
+	api := webhookserver.Start(token)
+	defer api.Close()
+	spec := apiSpec(api.URL)
+	spec.Push.OwnerJSONPath = ""
+	w := newOps(t, spec).Writer
+	ctx := context.Background()
+	owner := engine.Owner{ID: "PushSecret/ns/p"}
+	if _, err := w.PutSecret(ctx, "new", engine.Publication{Fields: map[string][]byte{"a": []byte("1")}}, owner); err != nil {
+		t.Fatalf("creating: %v", err)
+	}
+	_, err := w.PutSecret(ctx, "new", engine.Publication{Fields: map[string][]byte{"a": []byte("2")}}, owner)
+	if !errors.Is(err, engine.ErrNotOwned) {
+		t.Errorf("writing over it without adopt: got %v, want ErrNotOwned", err)
+	}
+	owner.Adopt = true
+	if _, err = w.PutSecret(ctx, "new", engine.Publication{Fields: map[string][]byte{"a": []byte("2")}}, owner); err != nil {
+		t.Errorf("writing over it with adopt: %v", err)
+	}
+	if err = w.DeleteSecret(ctx, "new", owner); !errors.Is(err, engine.ErrNotOwned) {
+		t.Errorf("deleting: got %v, want ErrNotOwned", err)
+	}
+}
+
+// A server that echoes the request in a 400 leaks nothing through a
+// write's error.
+func TestWriteErrorsHoldNoValue(t *testing.T) {
+	api := webhookserver.Start(token)
+	defer api.Close()
+	spec := apiSpec(api.URL)
+	spec.Push.Put.Body = `{"broken": {{ .fields | toJson }}}` // no "data": the API answers 400 and echoes it
+	_, err := newOps(t, spec).Writer.PutSecret(context.Background(), "k",
+		engine.Publication{Fields: map[string][]byte{"password": []byte("hunter2-value")}}, engine.Owner{ID: "o"})
+	if !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Fatalf("got %v, want ErrInvalidConfig", err)
+	}
+	noLeak(t, err, "hunter2-value", token)
+}
