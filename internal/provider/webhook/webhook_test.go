@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -37,8 +38,12 @@ func (d deps) SecretValue(_ context.Context, sel v1alpha1.SecretKeySelector) ([]
 	}
 	return []byte(v), nil
 }
-func (d deps) ConfigMapValue(context.Context, string, string, string) ([]byte, error) {
-	return nil, errors.New("no ConfigMaps")
+func (d deps) ConfigMapValue(_ context.Context, _, name, key string) ([]byte, error) {
+	v, ok := d["configmap:"+name+"/"+key]
+	if !ok {
+		return nil, fmt.Errorf("configmap %s/%s: %w", name, key, engine.ErrNotFound)
+	}
+	return []byte(v), nil
 }
 func (deps) ServiceAccountToken(context.Context, v1alpha1.ServiceAccountSelector) (string, int64, error) {
 	return "", 0, errors.New("no service accounts")
@@ -384,4 +389,47 @@ func TestWriteErrorsHoldNoValue(t *testing.T) {
 		t.Fatalf("got %v, want ErrInvalidConfig", err)
 	}
 	noLeak(t, err, "hunter2-value", token)
+}
+
+// A server whose certificate chains to the store's CA bundle (given
+// inline, or from a ConfigMap) is reached; without the bundle it is not.
+// The read is a POST whose body is a template.
+func TestTLSWithCABundleAndPOST(t *testing.T) {
+	s := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.Method != http.MethodPost || string(b) != `{"name":"app/db"}` {
+			http.Error(w, "unexpected request", http.StatusBadRequest)
+			return
+		}
+		_, _ = io.WriteString(w, `{"value": "from-tls"}`)
+	}))
+	defer s.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
+	spec := func() *v1alpha1.WebhookProvider {
+		sp := apiSpec(s.URL)
+		sp.Push = nil
+		sp.Method, sp.Body = "POST", `{"name":{{ .remoteRef.key | toJson }}}`
+		sp.URL = s.URL + "/lookup"
+		sp.Result = &v1alpha1.WebhookResult{JSONPath: "$.value"}
+		return sp
+	}
+	inline := spec()
+	inline.CABundle = ca
+	fromConfigMap := spec()
+	fromConfigMap.CAProvider = &v1alpha1.CAProvider{Type: "ConfigMap", Name: "ca", Key: "ca.crt"}
+	d := deps{"api/token": token, "configmap:ca/ca.crt": string(ca)}
+	for name, sp := range map[string]*v1alpha1.WebhookProvider{"caBundle": inline, "caProvider": fromConfigMap} {
+		ops, err := Factory{}.New(context.Background(), store(sp), d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, err := ops.Reader.GetSecret(context.Background(), engine.Ref{Key: "app/db"})
+		if err != nil || string(obj.Value) != "from-tls" {
+			t.Errorf("%s: got %q, %v", name, obj.Value, err)
+		}
+	}
+	_, err := newOps(t, spec()).Reader.GetSecret(context.Background(), engine.Ref{Key: "app/db"})
+	if !errors.Is(err, engine.ErrUnavailable) {
+		t.Errorf("without the CA bundle: got %v, want ErrUnavailable", err)
+	}
 }
