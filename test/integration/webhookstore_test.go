@@ -106,3 +106,37 @@ func TestWebhookPublishes(t *testing.T) {
 		t.Error("the unmarked secret was deleted")
 	}
 }
+
+// TestWebhookReadsVaultsHTTPAPI points a webhook store at an API it was
+// not written for, a real Vault server's KV v2 HTTP API, as a user would
+// from docs/providers.md: the token in a header, the value at
+// $.data.data, the version at $.data.metadata.version, and a pinned
+// version asked for in the url.
+func TestWebhookReadsVaultsHTTPAPI(t *testing.T) {
+	needVault(t)
+	ns := newNamespace(t, nil)
+	key := "webhook/" + randomHex(t) + "/db"
+	must(t, vaultSrv.PutKV2("secret", key, map[string]any{"user": "app", "password": "first"}))
+	must(t, vaultSrv.PutKV2("secret", key, map[string]any{"user": "app", "password": sentinel}))
+	createSecret(t, ns, "vault", map[string]string{"token": vaultSrv.RootToken})
+	must(t, k8s.Create(context.Background(), &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vault-http"},
+		Spec: v1alpha1.SecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{Webhook: &v1alpha1.WebhookProvider{
+			URL:     vaultSrv.Addr() + "/v1/secret/data/{{ .remoteRef.key }}{{ if .remoteRef.version }}?version={{ .remoteRef.version }}{{ end }}",
+			Headers: map[string]string{"X-Vault-Token": "{{ .vault.token }}"},
+			Secrets: []v1alpha1.WebhookSecret{{Name: "vault", SecretRef: v1alpha1.SecretKeySelector{Name: "vault", Key: "token"}}},
+			Result:  &v1alpha1.WebhookResult{JSONPath: "$.data.data", VersionJSONPath: "$.data.metadata.version"},
+		}}}}))
+	newES(t, ns, "current", "vault-http", withData("password", key, "password"), withDataFrom(key, ""))
+	pinned := func(es *v1alpha1.ExternalSecret) {
+		es.Spec.Data = append(es.Spec.Data, v1alpha1.ExternalSecretData{SecretKey: "password",
+			RemoteRef: v1alpha1.RemoteReference{Key: key, Property: "password", Version: "1"}})
+	}
+	newES(t, ns, "pinned", "vault-http", pinned)
+	waitSecretData(t, ns, "current", map[string]string{"password": sentinel, "user": "app"})
+	waitSecretData(t, ns, "pinned", map[string]string{"password": "first"})
+	if v := waitReady(t, ns, "current").Status.Versions; len(v) == 0 || v[0].Version != "2" {
+		t.Errorf("status versions %+v: expected Vault's version 2", v)
+	}
+	newES(t, ns, "missing", "vault-http", withData("x", "webhook/nothing-here", ""))
+	waitCondition(t, ns, "missing", "NotFound", "HTTP 404")
+}

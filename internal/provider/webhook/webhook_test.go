@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -432,4 +433,40 @@ func TestTLSWithCABundleAndPOST(t *testing.T) {
 	if !errors.Is(err, engine.ErrUnavailable) {
 		t.Errorf("without the CA bundle: got %v, want ErrUnavailable", err)
 	}
+}
+
+// FuzzEscapeURL: whatever a value holds, what escapeURL makes of it
+// inserted into a URL stays one path (no query, fragment or user info),
+// keeps its '/' segments, decodes back to the value, and never has a '.'
+// or '..' segment.
+func FuzzEscapeURL(f *testing.F) {
+	for _, s := range []string{"a/b", "team a/db&x=1?#", "..", "a/./b", "%2e%2e", "ü/€", "", "a//b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		out, err := escapeURL(v)
+		if err != nil {
+			for _, seg := range strings.Split(v, "/") {
+				if seg == "." || seg == ".." {
+					return
+				}
+			}
+			t.Fatalf("refused %q: %v", v, err)
+		}
+		u, err := url.Parse("https://h.example/p/" + out)
+		if err != nil {
+			t.Fatalf("%q escapes to %q, which does not parse: %v", v, out, err)
+		}
+		if u.RawQuery != "" || u.Fragment != "" || u.User != nil || u.Host != "h.example" {
+			t.Fatalf("%q escapes to %q, which leaves the path", v, out)
+		}
+		if u.Path != "/p/"+v {
+			t.Fatalf("%q escapes to %q, which decodes to %q", v, out, u.Path)
+		}
+		for _, seg := range strings.Split(out, "/") {
+			if seg == "." || seg == ".." {
+				t.Fatalf("%q escapes to %q, with a dot segment", v, out)
+			}
+		}
+	})
 }
