@@ -470,3 +470,32 @@ func FuzzEscapeURL(f *testing.F) {
 		}
 	})
 }
+
+// A 429's Retry-After holds the store at its call gate, the door every
+// call of the operator passes: the calls after it, of any key, wait
+// without reaching the server, and tell how long is left.
+func TestRetryAfterHoldsTheStore(t *testing.T) {
+	var calls atomic.Int32
+	s := fault(t, func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Retry-After", "120")
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	spec := apiSpec(s.URL)
+	spec.Push = nil
+	c, err := engine.NewClient("webhook", newOps(t, spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gated := c.Wrap(engine.NewGate(engine.GateLimits{}, nil, nil).Wrap)
+	for i, key := range []string{"a", "b", "c"} {
+		_, err = gated.GetSecret(context.Background(), engine.Ref{Key: key})
+		after, ok := failure.RetryAfter(err)
+		if !errors.Is(err, engine.ErrThrottled) || !ok || after <= 100*time.Second || after > 120*time.Second {
+			t.Errorf("read %d: got %v (retry after %s, %v), want throttled for up to 120s", i, err, after, ok)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d calls reached the server, want 1: the others wait for its Retry-After", n)
+	}
+}
