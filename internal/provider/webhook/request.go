@@ -66,9 +66,9 @@ func (c *Client) do(ctx context.Context, req *request, data map[string]any, what
 // url template fixes it.
 func (c *Client) at(req *request) string {
 	if req.host != "" {
-		return fmt.Sprintf(" (%s %s of %s)", req.method, req.host, req.field)
+		return fmt.Sprintf(" (%s %s, %s.url)", req.method, req.host, req.field)
 	}
-	return fmt.Sprintf(" (%s of %s)", req.method, req.field)
+	return fmt.Sprintf(" (%s, %s.url)", req.method, req.field)
 }
 
 // build renders the request. A template that fails is ErrInvalidConfig:
@@ -212,7 +212,7 @@ func statusError(what string, resp *http.Response) error {
 	case code == http.StatusUnauthorized:
 		e.msg, e.class = fmt.Sprintf("%s: the server refused the credentials the headers carry (HTTP 401)", what), engine.ErrUnauthenticated
 	case code == http.StatusForbidden:
-		e.msg, e.class = fmt.Sprintf("%s: the server does not allow it to the credentials the headers carry (HTTP 403)", what), engine.ErrPermissionDenied
+		e.msg, e.class = fmt.Sprintf("%s: the server forbids it to the credentials the headers carry (HTTP 403)", what), engine.ErrPermissionDenied
 	case code == http.StatusTooManyRequests:
 		e.msg, e.class = fmt.Sprintf("%s: the server asked to slow down (HTTP 429)", what), engine.ErrThrottled
 	case code == http.StatusConflict || code == http.StatusPreconditionFailed:
@@ -242,7 +242,7 @@ func retryAfter(v string, now time.Time) time.Duration {
 		return time.Duration(min(max(secs, 0), 24*3600)) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return min(t.Sub(now), 24*time.Hour)
+		return min(t.Sub(now), 24*time.Hour).Round(time.Second)
 	}
 	return 0
 }

@@ -198,6 +198,7 @@ func TestFailingAnswers(t *testing.T) {
 			if !errors.Is(err, tc.class) {
 				t.Fatalf("got %v, want class %v", err, tc.class)
 			}
+			t.Logf("error: %v", err)
 			noLeak(t, err, token)
 			if after, ok := failure.RetryAfter(err); tc.after > 0 && (!ok || after != tc.after) {
 				t.Errorf("RetryAfter = %s, %v; want %s", after, ok, tc.after)
