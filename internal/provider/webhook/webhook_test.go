@@ -500,3 +500,32 @@ func TestRetryAfterHoldsTheStore(t *testing.T) {
 		t.Errorf("%d calls reached the server, want 1: the others wait for its Retry-After", n)
 	}
 }
+
+// The Basic authentication of docs/providers.md: two entries of one name,
+// each a key of the same Secret, and the key in a query parameter.
+func TestBasicAuthAsDocumented(t *testing.T) {
+	s := fault(t, func(w http.ResponseWriter, r *http.Request) {
+		user, pw, ok := r.BasicAuth()
+		if !ok || user != "reader" || pw != "p@ss:word" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		_, _ = io.WriteString(w, "value of "+r.URL.Query().Get("name"))
+	})
+	spec := &v1alpha1.WebhookProvider{
+		URL:     s.URL + "/secrets?name={{ .remoteRef.key }}",
+		Headers: map[string]string{"Authorization": `Basic {{ print .auth.username ":" .auth.password | b64enc }}`},
+		Secrets: []v1alpha1.WebhookSecret{
+			{Name: "auth", SecretRef: v1alpha1.SecretKeySelector{Name: "api-login", Key: "username"}},
+			{Name: "auth", SecretRef: v1alpha1.SecretKeySelector{Name: "api-login", Key: "password"}},
+		},
+	}
+	ops, err := Factory{}.New(context.Background(), store(spec), deps{"api-login/username": "reader", "api-login/password": "p@ss:word"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := ops.Reader.GetSecret(context.Background(), engine.Ref{Key: "team/db&x"})
+	if err != nil || string(obj.Value) != "value of team/db&x" {
+		t.Errorf("got %q, %v", obj.Value, err)
+	}
+}
