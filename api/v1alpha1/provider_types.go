@@ -7,7 +7,7 @@ import (
 // SecretStoreProvider is the union of provider blocks. Exactly one is set.
 // Both store specs embed it inline, so this one rule validates the spec of
 // either kind.
-// +kubebuilder:validation:XValidation:rule="[has(self.alibaba), has(self.awsps), has(self.awssm), has(self.azurekv), has(self.barbican), has(self.fake), has(self.gcpsm), has(self.kubernetes), has(self.plugin), has(self.vault)].exists_one(x, x)",message="set exactly one provider block in spec (one of: alibaba, awsps, awssm, azurekv, barbican, fake, gcpsm, kubernetes, plugin, vault)"
+// +kubebuilder:validation:XValidation:rule="[has(self.alibaba), has(self.awsps), has(self.awssm), has(self.azurekv), has(self.barbican), has(self.fake), has(self.gcpsm), has(self.kubernetes), has(self.plugin), has(self.vault), has(self.webhook)].exists_one(x, x)",message="set exactly one provider block in spec (one of: alibaba, awsps, awssm, azurekv, barbican, fake, gcpsm, kubernetes, plugin, vault, webhook)"
 type SecretStoreProvider struct {
 	// alibaba reads and writes secrets of Alibaba Cloud KMS Secrets Manager.
 	// +optional
@@ -52,6 +52,11 @@ type SecretStoreProvider struct {
 	// vault reads from a KV engine of HashiCorp Vault or OpenBao.
 	// +optional
 	Vault *VaultProvider `json:"vault,omitempty"`
+
+	// webhook reads from, and with push publishes to, any HTTP API, with
+	// requests made of templates.
+	// +optional
+	Webhook *WebhookProvider `json:"webhook,omitempty"`
 }
 
 // PluginProvider configures a store served by an out-of-tree plugin.

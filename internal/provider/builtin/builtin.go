@@ -16,6 +16,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/provider/kubernetes"
 	"github.com/watchword-dev/watchword/internal/provider/plugin"
 	"github.com/watchword-dev/watchword/internal/provider/vault"
+	"github.com/watchword-dev/watchword/internal/provider/webhook"
 )
 
 // Registry returns the built-in providers, keyed by the name of their block
@@ -32,5 +33,6 @@ func Registry() provider.Registry {
 		"kubernetes": kubernetes.Factory{},
 		"plugin":     plugin.Factory{},
 		"vault":      vault.Factory{},
+		"webhook":    webhook.Factory{},
 	}
 }
