@@ -156,7 +156,8 @@ FUZZ_TARGETS := \
 	./internal/pluginwire:FuzzParseEndpoint \
 	./internal/refreshhook:FuzzParseNotification \
 	./internal/controller/restart:FuzzParseWindow \
-	./internal/cli:FuzzConvert
+	./internal/cli:FuzzConvert \
+	./internal/provider/webhook:FuzzEscapeURL
 # FUZZTIME is how long make fuzz runs each target.
 FUZZTIME ?= 60s
 
