@@ -314,6 +314,7 @@ type webhookFlags struct {
 	port                                                  int
 	host, certDir, namespace, service, secret, configName string
 	validity                                              time.Duration
+	clientCA, clientNames                                 string
 }
 
 func (w *webhookFlags) add(fs *flag.FlagSet) {
@@ -325,6 +326,8 @@ func (w *webhookFlags) add(fs *flag.FlagSet) {
 	fs.StringVar(&w.secret, "webhook-cert-secret", "watchword-webhook-cert", "Secret that holds the self-issued certificate")
 	fs.StringVar(&w.configName, "webhook-configuration", "watchword", "ValidatingWebhookConfiguration whose caBundle the controller keeps (its RBAC allows only watchword)")
 	fs.DurationVar(&w.validity, "webhook-cert-validity", 365*24*time.Hour, "validity of a self-issued certificate; it is renewed when a third is left (at least 1h)")
+	fs.StringVar(&w.clientCA, "webhook-client-ca", "", "PEM file of the CA that signs the API server's webhook client certificate: callers without a certificate it signed are refused at the TLS handshake (empty: callers are not authenticated)")
+	fs.StringVar(&w.clientNames, "webhook-client-names", "", "with --webhook-client-ca, comma-separated common names or DNS names a caller's certificate must have one of (empty: any the CA signed)")
 }
 
 // apply sets o.Webhook from the flags.
@@ -335,7 +338,17 @@ func (w *webhookFlags) apply(o *operator.Options) error {
 	if w.port < 0 || w.port > 65535 {
 		return fmt.Errorf("--webhook-port %d: use a port from 1 to 65535 (0: no webhook)", w.port)
 	}
-	opts := &webhook.Options{Host: w.host, Port: w.port, CertDir: w.certDir}
+	opts := &webhook.Options{Host: w.host, Port: w.port, CertDir: w.certDir, ClientCAFile: w.clientCA}
+	if w.clientNames != "" {
+		if w.clientCA == "" {
+			return fmt.Errorf("--webhook-client-names needs --webhook-client-ca: the names are checked on certificates that CA signed")
+		}
+		for _, n := range strings.Split(w.clientNames, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				opts.ClientNames = append(opts.ClientNames, n)
+			}
+		}
+	}
 	if w.certDir == "" {
 		if errs := validation.IsDNS1123Label(w.namespace); len(errs) > 0 {
 			return fmt.Errorf("--webhook-namespace %q: name the namespace of the webhook's Service (or set $POD_NAMESPACE): %s", w.namespace, strings.Join(errs, "; "))

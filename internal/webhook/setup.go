@@ -23,6 +23,14 @@ type Options struct {
 	CertDir string
 	// Certs configure the self-issued certificate.
 	Certs CertOptions
+	// ClientCAFile, when set, makes the server authenticate its callers:
+	// only a client certificate signed by a CA of this PEM bundle (the
+	// API server's webhook client certificate) is let in (Callers).
+	ClientCAFile string
+	// ClientNames, with ClientCAFile, are the subject common names or DNS
+	// names a caller's certificate must have one of; empty: any the CA
+	// signed.
+	ClientNames []string
 }
 
 // Setup registers the indexes, the webhook server and, without CertDir,
@@ -34,6 +42,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	// HTTP/2 is off, as controller-runtime advises, against its
 	// rapid-reset and stream-exhaustion attacks.
 	tlsOpts := []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"}; c.MinVersion = tls.VersionTLS12 }}
+	if opts.ClientCAFile != "" {
+		callers, err := NewCallers(opts.ClientCAFile, opts.ClientNames)
+		if err != nil {
+			return err
+		}
+		tlsOpts = append(tlsOpts, callers.Configure)
+	}
 	serverOpts := ctrlwebhook.Options{Host: opts.Host, Port: opts.Port}
 	if opts.CertDir != "" {
 		serverOpts.CertDir = opts.CertDir

@@ -77,7 +77,20 @@ func TestMain(m *testing.M) {
 	// Debug lines are written too, to the leak scanner at least.
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(logTo, leakLog)), zap.Level(zapcore.DebugLevel)))
 	var err error
-	cluster, err = localcluster.Start(localcluster.Options{})
+	// The API server presents a client certificate to admission webhooks,
+	// for the test of webhook caller authentication.
+	webhookDir, err := os.MkdirTemp("", "watchword-webhook-client-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	apiArgs, caFile, err := webhookClientArgs(webhookDir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "the webhook client certificate:", err)
+		os.Exit(1)
+	}
+	webhookClientCA = caFile
+	cluster, err = localcluster.Start(localcluster.Options{APIServerArgs: apiArgs})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
 		os.Exit(1)
@@ -136,6 +149,7 @@ func TestMain(m *testing.M) {
 	cancel()
 	<-done
 	_ = cluster.Stop()
+	_ = os.RemoveAll(webhookDir)
 	os.Exit(code)
 }
 

@@ -51,13 +51,15 @@ type admissionWebhook struct {
 // It stops when the test ends, or earlier by stop.
 func startWebhook(t *testing.T, ns string, validity, check time.Duration) *admissionWebhook {
 	t.Helper()
-	return startWebhookWith(t, ns, validity, check, "", nil)
+	return startWebhookWith(t, ns, validity, check, "", nil, "")
 }
 
 // startWebhookWith is startWebhook; with certDir, the operator serves the
 // certificate found there instead, and the configuration's caBundle is
-// set to caBundle by the test, as cert-manager's CA injector would.
-func startWebhookWith(t *testing.T, ns string, validity, check time.Duration, certDir string, caBundle []byte) *admissionWebhook {
+// set to caBundle by the test, as cert-manager's CA injector would. With
+// clientCA, it lets in only callers with a client certificate that CA
+// signed.
+func startWebhookWith(t *testing.T, ns string, validity, check time.Duration, certDir string, caBundle []byte, clientCA string) *admissionWebhook {
 	t.Helper()
 	ctx := context.Background()
 	addr, err := freeLoopbackAddr()
@@ -94,7 +96,7 @@ func startWebhookWith(t *testing.T, ns string, validity, check time.Duration, ce
 		Namespace: ns, SecretName: w.secret, ConfigName: w.config,
 		DNSNames: []string{"watchword-webhook." + ns + ".svc"}, IPs: []net.IP{net.ParseIP("127.0.0.1")},
 		Validity: validity, CheckPeriod: check,
-	}, CertDir: certDir}
+	}, CertDir: certDir, ClientCAFile: clientCA}
 	runCtx, cancel := context.WithCancel(context.Background())
 	op, err := operator.New(runCtx, restCfg, opts)
 	if err != nil {
@@ -455,7 +457,7 @@ func TestWebhookServesMountedCertificatesWithoutTouchingCABundle(t *testing.T) {
 	caPEM, certPEM, keyPEM := issueForLoopback(t)
 	must(t, os.WriteFile(filepath.Join(dir, "tls.crt"), certPEM, 0o600))
 	must(t, os.WriteFile(filepath.Join(dir, "tls.key"), keyPEM, 0o600))
-	w := startWebhookWith(t, ns, 0, 0, dir, caPEM)
+	w := startWebhookWith(t, ns, 0, 0, dir, caPEM, "")
 
 	createSecret(t, ns, "source", map[string]string{"k": "v"})
 	newPush(t, ns, "first", "source", pushTo("remote-db", viaStore(v1alpha1.SecretStoreKind, "remote")))
