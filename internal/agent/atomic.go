@@ -119,7 +119,7 @@ func (w *AtomicWriter) Write(t Target) (bool, error) {
 	if w.Current(t) {
 		return false, nil
 	}
-	if err := os.MkdirAll(w.Dir, 0o755); err != nil {
+	if err := os.MkdirAll(w.Dir, 0o755); err != nil { //nolint:gosec // the consumer, which may run as another user, reads below it
 		return false, fmt.Errorf("creating the directory: %w", pathless(err))
 	}
 	oldTS, _ := os.Readlink(filepath.Join(w.Dir, dataLink))
@@ -151,7 +151,7 @@ func (w *AtomicWriter) writeVersion(t Target) (string, error) {
 		return "", fmt.Errorf("%s: %w", what, pathless(err))
 	}
 	// MkdirTemp makes it 0700; readers of the files need to pass.
-	if err := os.Chmod(tmp, 0o755); err != nil {
+	if err := os.Chmod(tmp, 0o755); err != nil { //nolint:gosec // readers of the files need to pass; the files keep their own modes
 		return fail("setting the mode of the version directory", err)
 	}
 	for _, name := range slices.Sorted(maps.Keys(t.Files)) {

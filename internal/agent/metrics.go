@@ -79,7 +79,7 @@ func Serve(ctx context.Context, addr string, a *Agent, bound func(string)) error
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.Registry, promhttp.HandlerOpts{}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
+	go func() { //nolint:gosec // the shutdown starts once ctx is done, so it cannot use ctx; its own deadline bounds it
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -36,7 +36,7 @@ func Redact(err error) string {
 // for a condition already, so the walk stops there.
 func redact(text string, err error) string {
 	for e := err; e != nil; {
-		switch v := e.(type) {
+		switch v := e.(type) { //nolint:errorlint // walks the chain one link at a time, stopping at the first of ours
 		case *Error:
 			return text
 		case Safe:

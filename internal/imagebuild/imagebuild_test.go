@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"io"
 	"path/filepath"
 	"slices"
@@ -204,7 +205,7 @@ func readLayer(t *testing.T, l v1.Layer) ([]string, map[string]entry) {
 	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return names, files
 		}
 		if err != nil {

@@ -79,10 +79,17 @@ func (c *Callers) load(force bool) (*x509.CertPool, error) {
 }
 
 // Configure makes a TLS server configuration ask every caller for a
-// certificate and refuse the handshake of one that Verify refuses.
+// certificate and refuse the handshake of one that Verify refuses. The
+// check is VerifyConnection's, which runs on resumed sessions too.
 func (c *Callers) Configure(cfg *tls.Config) {
 	cfg.ClientAuth = tls.RequireAnyClientCert
-	cfg.VerifyPeerCertificate = func(raw [][]byte, _ [][]*x509.Certificate) error { return c.Verify(raw) }
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		raw := make([][]byte, 0, len(cs.PeerCertificates))
+		for _, cert := range cs.PeerCertificates {
+			raw = append(raw, cert.Raw)
+		}
+		return c.Verify(raw)
+	}
 }
 
 // Verify checks a caller's certificate chain (leaf first, as sent).

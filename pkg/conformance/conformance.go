@@ -393,7 +393,7 @@ var classes = []struct {
 
 func className(class error) string {
 	for _, c := range classes {
-		if c.err == class {
+		if errors.Is(class, c.err) {
 			return c.name
 		}
 	}

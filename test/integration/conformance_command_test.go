@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -49,7 +50,7 @@ func TestConformanceCommandAgainstAClusterStore(t *testing.T) {
 		cmd := exec.Command(bin, append([]string{"conformance", "--kubeconfig", kubeconfig}, args...)...)
 		out, err := cmd.CombinedOutput()
 		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			code = ee.ExitCode()
 		} else {
 			must(t, err)

@@ -243,7 +243,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, res ctrl.Result,
 	default:
 		r.pending.Delete(key)
 	}
-	if refused := failure.Rejected(perr, failure.StatusRejected); refused != perr {
+	if refused := failure.Rejected(perr, failure.StatusRejected); refused != perr { //nolint:errorlint // the very error: Rejected returns it unchanged when the API server did not refuse the write
 		return r.statusRefused(ctx, s, res, err, refused)
 	}
 	switch {
