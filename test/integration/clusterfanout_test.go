@@ -155,6 +155,12 @@ func TestClusterExternalSecretSelectsByLabelNameAndRegex(t *testing.T) {
 	waitGone(t, &v1alpha1.ExternalSecret{ObjectMeta: metav1.ObjectMeta{Namespace: byLabel, Name: p}})
 	waitGone(t, target)
 	waitSecretData(t, byName, p, map[string]string{"v": "cluster-value", "again": "cluster-value"})
+
+	t.Log("deleting the ClusterExternalSecret removes what it stamped")
+	must(t, k8s.Delete(context.Background(), ces))
+	for _, ns := range []string{byName, byRegex, later} {
+		waitGone(t, &v1alpha1.ExternalSecret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p}})
+	}
 }
 
 func TestClusterExternalSecretLeavesOthersAloneAndReportsFailedNamespaces(t *testing.T) {

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -305,11 +306,15 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, err error) (ctrl
 		st.ObservedGeneration = gen
 	}
 	conditions.Set(&st.Conditions, outcome, gen)
-	if perr := r.Client.Status().Patch(ctx, s.obj, client.MergeFrom(s.before)); perr != nil {
-		if apierrors.IsNotFound(perr) {
-			return ctrl.Result{}, nil
+	// A reconcile that changed nothing (most of those a stamp's status
+	// change queues) writes nothing.
+	if !equality.Semantic.DeepEqual(r.Kind.Status(s.before), st) {
+		if perr := r.Client.Status().Patch(ctx, s.obj, client.MergeFrom(s.before)); perr != nil {
+			if apierrors.IsNotFound(perr) {
+				return ctrl.Result{}, nil
+			}
+			return ctrl.Result{}, failure.Redacted(fmt.Errorf("writing the status of %s %q: %w", r.Kind.Name, s.obj.GetName(), perr))
 		}
-		return ctrl.Result{}, failure.Redacted(fmt.Errorf("writing the status of %s %q: %w", r.Kind.Name, s.obj.GetName(), perr))
 	}
 	if err != nil && !failure.Terminal(err) {
 		return ctrl.Result{}, failure.Redacted(err)
