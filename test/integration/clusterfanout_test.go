@@ -144,6 +144,16 @@ func TestClusterExternalSecretSelectsByLabelNameAndRegex(t *testing.T) {
 	}
 	waitFanOut(t, p, failure.Provisioned, byLabel, byName, byRegex, later)
 
+	t.Log("a stamp edited by hand is written back")
+	updateES(t, byName, p, func(es *v1alpha1.ExternalSecret) {
+		es.Spec.Data = es.Spec.Data[:1]
+		es.Labels["team"] = "someone-else"
+	})
+	eventually(t, wait, func() (bool, string) {
+		es := getES(t, byName, p)
+		return len(es.Spec.Data) == 2 && es.Labels["team"] == "platform", fmt.Sprintf("data %d entries, labels %v", len(es.Spec.Data), es.Labels)
+	})
+
 	t.Log("a namespace that stops matching loses its ExternalSecret and target")
 	target, err := getSecret(byLabel, p)
 	must(t, err)
@@ -278,11 +288,23 @@ func TestClusterExternalSecretReadsEachKeyOncePerRefreshWindow(t *testing.T) {
 		t.Errorf("the first sync of %d namespaces × %d keys made %d store reads, want about %d", namespaces, keys, first, keys)
 	}
 	// Three more refresh windows: every ExternalSecret refreshes in each.
+	putsBefore := externalSecretPuts(t)
+	t.Logf("updates of ExternalSecrets so far: %v", putsBefore)
 	time.Sleep(3 * window)
 	cycles := readCount(store) - first
+	if puts := externalSecretPuts(t) - putsBefore; puts != 0 {
+		t.Errorf("%v updates of ExternalSecrets over 3 refresh windows with nothing changed, want 0: a stamp is written again and again", puts)
+	}
 	t.Logf("%d namespaces × %d keys: %d reads at the first sync, %d over 3 refresh windows of %s", namespaces, keys, first, cycles, window)
 	if cycles < keys || cycles > 3*2*keys {
 		t.Errorf("3 refresh windows made %d store reads, want about %d (one per key per window; %d without sharing)", cycles, 3*keys, 3*namespaces*keys)
+	}
+	// The stamps were written once: their refreshes and status changes,
+	// each of which queues the ClusterExternalSecret, rewrote no spec.
+	for _, ns := range all {
+		if es := getES(t, ns, p); es.Generation != 1 {
+			t.Errorf("the ExternalSecret in %s is at generation %d, want 1", ns, es.Generation)
+		}
 	}
 }
 
@@ -361,4 +383,24 @@ func init() {
 				invalid: []string{`{` + spec + `, namespaces: [a], refreshTime: "0"}`, `{` + spec + `, namespaces: [a], refreshTime: hourly}`}},
 		)
 	}
+}
+
+// externalSecretPuts is the API server's count of updates of
+// ExternalSecrets (not of their status), from its metrics.
+func externalSecretPuts(t *testing.T) float64 {
+	t.Helper()
+	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	must(t, err)
+	var n float64
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="externalsecrets"`) ||
+			!strings.Contains(line, `verb="PUT"`) || !strings.Contains(line, `subresource=""`) {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); err == nil {
+			n += v
+		}
+	}
+	return n
 }

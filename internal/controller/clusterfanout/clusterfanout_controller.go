@@ -187,7 +187,7 @@ func (r *Reconciler) stamp(ctx context.Context, s *scope, ns string) (notReady s
 	if !cur.GetDeletionTimestamp().IsZero() {
 		return fmt.Sprintf("%s %q is being deleted; it is stamped again once it is gone", r.Kind.Stamped, s.spec.Name), nil
 	}
-	if cur.GetAnnotations()[HashAnnotation] != s.hash {
+	if r.stale(s, cur) {
 		r.setDesired(s, cur)
 		if err := r.Client.Update(ctx, cur); err != nil {
 			return "", fmt.Errorf("updating %s %q: %w", r.Kind.Stamped, s.spec.Name, err)
@@ -198,6 +198,17 @@ func (r *Reconciler) stamp(ctx context.Context, s *scope, ns string) (notReady s
 		return fmt.Sprintf("%s: %s %q is not Ready", reason, r.Kind.Stamped, s.spec.Name), nil
 	}
 	return "", nil
+}
+
+// stale tells whether a stamp differs from what the cluster object gives
+// it: stamped from an older spec (its hash), or edited by hand (a field,
+// label or annotation the cluster object sets holds another value; the
+// API server's defaults do not count).
+func (r *Reconciler) stale(s *scope, cur client.Object) bool {
+	return cur.GetAnnotations()[HashAnnotation] != s.hash ||
+		!covers(s.spec.Payload, r.Kind.StampSpec(cur)) ||
+		!covers(s.spec.Metadata.Labels, cur.GetLabels()) ||
+		!covers(s.spec.Metadata.Annotations, cur.GetAnnotations())
 }
 
 // create writes a new stamp into ns.

@@ -25,8 +25,10 @@ type Kind struct {
 	Spec func(client.Object) Spec
 	// Status is the cluster object's status, to be written.
 	Status func(client.Object) *v1alpha1.FanOutStatus
-	// SetSpec sets the spec of a stamped object from its cluster object.
-	SetSpec func(cluster, stamp client.Object)
+	// SetSpec sets the spec of a stamped object from its cluster object;
+	// StampSpec returns a stamped object's spec.
+	SetSpec   func(cluster, stamp client.Object)
+	StampSpec func(client.Object) any
 	// Ready tells a stamped object's Ready condition: known is false while
 	// it has none yet.
 	Ready func(client.Object) (ready, known bool, reason string)
@@ -62,6 +64,7 @@ var ExternalSecrets = Kind{
 	SetSpec: func(cluster, stamp client.Object) {
 		stamp.(*v1alpha1.ExternalSecret).Spec = *cluster.(*v1alpha1.ClusterExternalSecret).Spec.ExternalSecretSpec.DeepCopy()
 	},
+	StampSpec: func(o client.Object) any { return o.(*v1alpha1.ExternalSecret).Spec },
 	Ready: func(o client.Object) (bool, bool, string) {
 		es := o.(*v1alpha1.ExternalSecret)
 		c := conditions.FindES(es.Status.Conditions, v1alpha1.ConditionReady)
@@ -92,6 +95,7 @@ var PushSecrets = Kind{
 	SetSpec: func(cluster, stamp client.Object) {
 		stamp.(*v1alpha1.PushSecret).Spec = *cluster.(*v1alpha1.ClusterPushSecret).Spec.PushSecretSpec.DeepCopy()
 	},
+	StampSpec: func(o client.Object) any { return o.(*v1alpha1.PushSecret).Spec },
 	Ready: func(o client.Object) (bool, bool, string) {
 		ps := o.(*v1alpha1.PushSecret)
 		for _, c := range ps.Status.Conditions {
