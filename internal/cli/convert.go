@@ -188,7 +188,7 @@ func convertDoc(src string, doc []byte, findings *[]Finding) ([][]byte, error) {
 		}
 		return passThrough("not an External Secrets Operator object: passed through unchanged", Note), nil
 	}
-	if !esoVersions[version] || (version == "v1alpha1" && head.Kind != "PushSecret") {
+	if !esoVersions[version] || (version == "v1alpha1" && head.Kind != "PushSecret" && head.Kind != "ClusterPushSecret") {
 		return passThrough(fmt.Sprintf("API version %s of %s is not converted (v1 and v1beta1 are, and v1alpha1 for PushSecret; ESO converts older versions when it serves them as v1): passed through unchanged", version, head.Kind), Dropped), nil
 	}
 	var m map[string]any
@@ -206,7 +206,11 @@ func convertDoc(src string, doc []byte, findings *[]Finding) ([][]byte, error) {
 		out = c.pushSecret(m)
 	case "ClusterExternalSecret":
 		if out = c.clusterExternalSecret(m); len(out) == 0 {
-			return passThrough("no ExternalSecret could be written from it (see above): passed through unchanged (it stays an External Secrets Operator object)", Dropped), nil
+			return passThrough("no ClusterExternalSecret could be written from it (see above): passed through unchanged (it stays an External Secrets Operator object)", Dropped), nil
+		}
+	case "ClusterPushSecret":
+		if out = c.clusterPushSecret(m); len(out) == 0 {
+			return passThrough("no ClusterPushSecret could be written from it (see above): passed through unchanged (it stays an External Secrets Operator object)", Dropped), nil
 		}
 	default:
 		return passThrough(fmt.Sprintf("Watchword has no %s: passed through unchanged (it stays an External Secrets Operator object)", head.Kind), Dropped), nil
@@ -254,6 +258,10 @@ func checkTyped(o map[string]any) error {
 		target = &v1alpha1.ClusterSecretStore{}
 	case "PushSecret":
 		target = &v1alpha1.PushSecret{}
+	case "ClusterExternalSecret":
+		target = &v1alpha1.ClusterExternalSecret{}
+	case "ClusterPushSecret":
+		target = &v1alpha1.ClusterPushSecret{}
 	default:
 		return fmt.Errorf("internal error: converted an object to kind %v", o["kind"])
 	}

@@ -117,7 +117,7 @@ func TestConvertedCorpusMatchesCRDs(t *testing.T) {
 			checked[kind]++
 		}
 	}
-	for _, kind := range []string{"SecretStore", "ClusterSecretStore", "ExternalSecret", "PushSecret"} {
+	for _, kind := range []string{"SecretStore", "ClusterSecretStore", "ExternalSecret", "PushSecret", "ClusterExternalSecret", "ClusterPushSecret"} {
 		if checked[kind] == 0 {
 			t.Errorf("no converted %s was checked", kind)
 		}

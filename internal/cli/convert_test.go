@@ -140,6 +140,8 @@ func TestConvertCoversEveryKindAndVersion(t *testing.T) {
 		"external-secrets.io/v1 SecretStore", "external-secrets.io/v1beta1 SecretStore",
 		"external-secrets.io/v1 ClusterSecretStore", "external-secrets.io/v1beta1 ClusterSecretStore",
 		"external-secrets.io/v1alpha1 PushSecret",
+		"external-secrets.io/v1 ClusterExternalSecret", "external-secrets.io/v1beta1 ClusterExternalSecret",
+		"external-secrets.io/v1alpha1 ClusterPushSecret",
 	} {
 		if !seen[want] {
 			t.Errorf("the corpus has no %s", want)

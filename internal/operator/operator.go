@@ -430,6 +430,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if err := addPushSecrets(ctx, mgr, metaClient, clients, recorder, clock, digestKeys, opts); err != nil {
 		return nil, err
 	}
+	if err := addClusterFanOut(ctx, mgr, opts); err != nil {
+		return nil, err
+	}
 	if err := warmCaches(ctx, mgr); err != nil {
 		return nil, err
 	}
