@@ -5,8 +5,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
-	"github.com/watchword-dev/watchword/internal/controller/conditions"
-	"github.com/watchword-dev/watchword/internal/controller/publishing"
+	"github.com/watchword-dev/watchword/internal/conditions"
+	"github.com/watchword-dev/watchword/internal/publishing"
 )
 
 // Kind is what the fan-out needs to know of one cluster-wide kind and the
