@@ -248,7 +248,32 @@ type RemoteReference struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Property string `json:"property,omitempty"`
+
+	// decodingStrategy decodes the value (each field's value, in a
+	// dataFrom entry) after the property is selected: None (the default)
+	// keeps it as the store holds it, Base64 and Base64URL decode it
+	// (padded, as RFC 4648 sections 4 and 5 write it) and fail the sync
+	// when it is not, Auto tries Base64, then Base64URL, and keeps the
+	// value as it is when neither decodes it.
+	// +optional
+	DecodingStrategy DecodingStrategy `json:"decodingStrategy,omitempty"`
 }
+
+// DecodingStrategy says how a fetched value is decoded before it is
+// written.
+// +kubebuilder:validation:Enum=None;Base64;Base64URL;Auto
+type DecodingStrategy string
+
+const (
+	// DecodeNone keeps the value as the store holds it.
+	DecodeNone DecodingStrategy = "None"
+	// DecodeBase64 decodes standard base64 (RFC 4648 section 4).
+	DecodeBase64 DecodingStrategy = "Base64"
+	// DecodeBase64URL decodes URL-safe base64 (RFC 4648 section 5).
+	DecodeBase64URL DecodingStrategy = "Base64URL"
+	// DecodeAuto tries Base64, then Base64URL, else keeps the value.
+	DecodeAuto DecodingStrategy = "Auto"
+)
 
 // ExternalSecretData maps one remote value to one Secret key.
 type ExternalSecretData struct {
@@ -327,6 +352,12 @@ type ExternalSecretFind struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=16
 	Tags map[string]string `json:"tags,omitempty"`
+
+	// decodingStrategy decodes the value of every object the find
+	// matches, as remoteRef.decodingStrategy does: None (the default),
+	// Base64, Base64URL or Auto.
+	// +optional
+	DecodingStrategy DecodingStrategy `json:"decodingStrategy,omitempty"`
 }
 
 // FindName is a regular expression over remote keys.

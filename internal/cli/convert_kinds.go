@@ -252,9 +252,7 @@ func (c *converter) remoteRef(r map[string]any, path string) map[string]any {
 	if s := takeString(r, "conversionStrategy"); s != "" && s != "Default" {
 		c.drop(path+".conversionStrategy", fmt.Sprintf("conversionStrategy %s is not supported: the value is written as the store returns it", s))
 	}
-	if s := takeString(r, "decodingStrategy"); s != "" && s != "None" {
-		c.drop(path+".decodingStrategy", fmt.Sprintf("decodingStrategy %s is not supported: decode in a template with b64dec", s))
-	}
+	c.decoding(r, out, path)
 	if s := takeString(r, "nullBytePolicy"); s != "" && s != "Ignore" {
 		c.drop(path+".nullBytePolicy", fmt.Sprintf("nullBytePolicy %s is not supported", s))
 	}
@@ -337,17 +335,30 @@ func (c *converter) find(f map[string]any, path string) map[string]any {
 	if tags := takeMap(f, "tags"); len(tags) > 0 {
 		out["tags"] = tags
 	}
-	for _, k := range []string{"conversionStrategy", "decodingStrategy"} {
-		if v := takeString(f, k); v != "" && v != "Default" && v != "None" {
-			c.drop(path+"."+k, fmt.Sprintf("%s %s is not supported: values are written as the store holds them", k, v))
-		}
+	decoding := map[string]any{}
+	c.decoding(f, decoding, path)
+	if v := takeString(f, "conversionStrategy"); v != "" && v != "Default" {
+		c.drop(path+".conversionStrategy", fmt.Sprintf("conversionStrategy %s is not supported: values are written as the store holds them", v))
 	}
 	c.leftovers(f, path)
 	if len(out) == 0 {
 		c.drop(path, "a find without a path, a name or tags is not carried: it would copy the whole store")
 		return nil
 	}
+	maps.Copy(out, decoding)
 	return out
+}
+
+// decoding carries a decodingStrategy: Watchword has ESO's four, with the
+// same meaning; None, the default, is left out.
+func (c *converter) decoding(from, to map[string]any, path string) {
+	switch s := takeString(from, "decodingStrategy"); s {
+	case "", "None":
+	case "Base64", "Base64URL", "Auto":
+		to["decodingStrategy"] = s
+	default:
+		c.drop(path+".decodingStrategy", fmt.Sprintf("decodingStrategy %s is not known (None, Base64, Base64URL, Auto are)", s))
+	}
 }
 
 // rewrites converts ESO rewrite rules: a regexp rule carries over; a

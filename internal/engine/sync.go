@@ -172,6 +172,9 @@ func RenderFound(spec *v1alpha1.ExternalSecretSpec, objs map[Ref]Object, found F
 		if err != nil {
 			return nil, err
 		}
+		if b, err = decodeValue(d.RemoteRef.DecodingStrategy, ref.Key, valueName(d.RemoteRef.Property), b); err != nil {
+			return nil, err
+		}
 		data[d.SecretKey] = b
 	}
 	res := &Result{Data: data, Versions: versionsOf(objs), OldestRead: oldest, Found: foundCounts(found)}
@@ -195,6 +198,9 @@ func dataFromEntry(i int, d v1alpha1.ExternalSecretDataFrom, objs map[Ref]Object
 		if err != nil {
 			return nil, err
 		}
+		if err = decodeFields(r.DecodingStrategy, ref.Key, fields, fieldName); err != nil {
+			return nil, err
+		}
 		if len(d.Rewrite) == 0 {
 			return fields, nil
 		}
@@ -212,10 +218,24 @@ func dataFromEntry(i int, d v1alpha1.ExternalSecretDataFrom, objs map[Ref]Object
 		if err != nil {
 			return nil, err
 		}
+		if b, err = decodeValue(d.Find.DecodingStrategy, k, "the value", b); err != nil {
+			return nil, err
+		}
 		data[k], from[k] = b, fmt.Sprintf("remote key %q", k)
 	}
 	return rewriteKeys(i, d.Rewrite, data, from, findKey)
 }
+
+// valueName names the value a data[] entry selects, for an error.
+func valueName(property string) string {
+	if property == "" {
+		return "the value"
+	}
+	return fmt.Sprintf("the value of property %q", property)
+}
+
+// fieldName names a field of a dataFrom entry's object, for an error.
+func fieldName(field string) string { return fmt.Sprintf("field %q", field) }
 
 func versionsOf(objs map[Ref]Object) []v1alpha1.RemoteVersion {
 	seen := map[v1alpha1.RemoteVersion]bool{}
