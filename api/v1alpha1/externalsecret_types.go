@@ -394,18 +394,46 @@ type RewriteRegExp struct {
 	Target string `json:"target"`
 }
 
+// RefreshPolicy says when an ExternalSecret's data is read again.
+// +kubebuilder:validation:Enum=Periodic;OnChange;CreatedOnce
+type RefreshPolicy string
+
+const (
+	// RefreshPeriodic reads again every refreshInterval.
+	RefreshPeriodic RefreshPolicy = "Periodic"
+	// RefreshOnChange reads again only when an input changes.
+	RefreshOnChange RefreshPolicy = "OnChange"
+	// RefreshCreatedOnce reads once, and again only to repair the target
+	// or for the force-sync annotation.
+	RefreshCreatedOnce RefreshPolicy = "CreatedOnce"
+)
+
 // ExternalSecretSpec declares what to fetch, from where, and where to write
 // it.
 // +kubebuilder:validation:XValidation:rule="(has(self.data) && size(self.data) > 0) || (has(self.dataFrom) && size(self.dataFrom) > 0)",message="set at least one entry in data or dataFrom"
+// +kubebuilder:validation:XValidation:rule="!has(self.refreshPolicy) || self.refreshPolicy == 'Periodic' || !has(self.refreshInterval) || self.refreshInterval in ['0', '0s', '1h', '1h0m0s']",message="refreshInterval is not used with refreshPolicy OnChange or CreatedOnce: remove it (or set it to 0), or use refreshPolicy Periodic",fieldPath=".refreshInterval"
 type ExternalSecretSpec struct {
 	// secretStoreRef names the store to read from.
 	// +required
 	SecretStoreRef StoreRef `json:"secretStoreRef"`
 
+	// refreshPolicy is Periodic (the default: read again every
+	// refreshInterval), OnChange (read only when an input changes: this
+	// spec, the store's spec, a templateFrom source, or the force-sync
+	// annotation; never on a timer or a store's change notice) or
+	// CreatedOnce (read once; after a successful sync only a target that
+	// is gone or was changed by someone else, or the force-sync
+	// annotation, makes it read again: a change of the spec is not
+	// synced). With OnChange and CreatedOnce
+	// refreshInterval is not used: leave it unset (or 0).
+	// +optional
+	RefreshPolicy RefreshPolicy `json:"refreshPolicy,omitempty"`
+
 	// refreshInterval is how often the data is read again, as a Go
-	// duration (30s, 15m, 1h). 0 syncs once, and again only when an input
-	// changes: this spec, the store's spec (its generation), a templateFrom
-	// ConfigMap, or the force-sync annotation.
+	// duration (30s, 15m, 1h), with refreshPolicy Periodic. 0 syncs once,
+	// and again only when an input changes: this spec, the store's spec
+	// (its generation), a templateFrom ConfigMap, the force-sync
+	// annotation, or a store's change notice for a key it reads.
 	// +optional
 	// +kubebuilder:default="1h"
 	// +kubebuilder:validation:Type=string

@@ -32,15 +32,17 @@ func (c *converter) externalSecret(m map[string]any) []map[string]any {
 	interval, hasInterval := take(spec, "refreshInterval")
 	switch policy := takeString(spec, "refreshPolicy"); policy {
 	case "", "Periodic":
+		set(dst, "refreshPolicy", policy)
 		if hasInterval {
 			dst["refreshInterval"] = interval
 		}
-	case "OnChange":
-		// Watchword's refreshInterval 0 syncs again only when an input changes.
-		dst["refreshInterval"] = "0"
-	case "CreatedOnce":
-		dst["refreshInterval"] = "0"
-		c.drop("spec.refreshPolicy", "CreatedOnce has no equivalent: written as refreshInterval 0, which syncs once and again when the ExternalSecret, its store or a templateFrom ConfigMap changes")
+	case "OnChange", "CreatedOnce":
+		// Neither has a periodic refresh: ESO ignores refreshInterval,
+		// and Watchword refuses one that is not 0 (or its default).
+		dst["refreshPolicy"] = policy
+		if s, _ := interval.(string); hasInterval && s != "0" && s != "0s" {
+			c.note("spec.refreshInterval", fmt.Sprintf("not used with refreshPolicy %s: left out", policy))
+		}
 	default:
 		c.drop("spec.refreshPolicy", fmt.Sprintf("refreshPolicy %s is not known", policy))
 	}

@@ -5,8 +5,11 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 )
@@ -51,13 +54,7 @@ func TestDecodingStrategyDecodesAndKeepsTheTargetOnBadInput(t *testing.T) {
 		"keys_one": binary, "keys_two": "plain value",
 	})
 
-	updateStore(t, ns, "store", func(s *v1alpha1.SecretStore) {
-		for i := range s.Spec.Fake.Data {
-			if s.Spec.Fake.Data[i].Key == "cert" {
-				s.Spec.Fake.Data[i].Value = "LEAKED-IF-SHOWN not base64"
-			}
-		}
-	})
+	updateStore(t, ns, "store", setFake("cert", "LEAKED-IF-SHOWN not base64"))
 	es := waitCondition(t, ns, "decoded", "PropertyError", `remote key "cert"`, "is not base64", "decodingStrategy Base64")
 	if msg := readyCond(es).Message; strings.Contains(msg, "LEAKED-IF-SHOWN") {
 		t.Errorf("Ready's message %q holds the value", msg)
@@ -85,4 +82,105 @@ func TestDecodingStrategyUnknownIsRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `Unsupported value: "Hex"`) {
 		t.Fatalf("err = %v, want the strategy refused", err)
 	}
+}
+
+func withPolicy(p v1alpha1.RefreshPolicy) esOpt {
+	return func(es *v1alpha1.ExternalSecret) { es.Spec.RefreshPolicy = p }
+}
+
+func setFake(key, value string) func(*v1alpha1.SecretStore) {
+	return func(s *v1alpha1.SecretStore) {
+		for i := range s.Spec.Fake.Data {
+			if s.Spec.Fake.Data[i].Key == key {
+				s.Spec.Fake.Data[i].Value = value
+			}
+		}
+	}
+}
+
+// TestRefreshPolicyCreatedOnce: synced once, a CreatedOnce ExternalSecret
+// reads no more, not even when its store or its spec changes, while a
+// Periodic one beside it follows the store; a target that is deleted is
+// made again from a new read.
+func TestRefreshPolicyCreatedOnce(t *testing.T) {
+	ns := newNamespace(t, nil)
+	fakeStore(t, ns, "store", fakeEntry{key: "token", value: "first"})
+	newES(t, ns, "once", "store", withPolicy(v1alpha1.RefreshCreatedOnce), withData("token", "token", ""))
+	waitSecretData(t, ns, "once", map[string]string{"token": "first"})
+	if es := waitReady(t, ns, "once"); es.Status.Phase != v1alpha1.PhaseCompleted {
+		t.Errorf("phase = %s, want Completed", es.Status.Phase)
+	}
+
+	updateStore(t, ns, "store", setFake("token", "second"))
+	updateES(t, ns, "once", func(es *v1alpha1.ExternalSecret) {
+		es.Spec.Data = append(es.Spec.Data, v1alpha1.ExternalSecretData{SecretKey: "again", RemoteRef: v1alpha1.RemoteReference{Key: "token"}})
+	})
+	// An ExternalSecret created after both changes syncs from the new
+	// store; by then the controller has seen both.
+	newES(t, ns, "periodic", "store", withData("token", "token", ""))
+	waitSecretData(t, ns, "periodic", map[string]string{"token": "second"})
+	s, err := getSecret(ns, "once")
+	must(t, err)
+	if len(s.Data) != 1 || string(s.Data["token"]) != "first" {
+		t.Errorf("CreatedOnce target changed after its first sync: keys %v", keysOf(s.Data))
+	}
+
+	must(t, k8s.Delete(context.Background(), s))
+	waitSecretData(t, ns, "once", map[string]string{"token": "second", "again": "second"})
+}
+
+// TestRefreshPolicyOnChange: an OnChange ExternalSecret syncs again when
+// its spec changes, and has no periodic refresh.
+func TestRefreshPolicyOnChange(t *testing.T) {
+	ns := newNamespace(t, nil)
+	fakeStore(t, ns, "store", fakeEntry{key: "a", value: "A"}, fakeEntry{key: "b", value: "B"})
+	newES(t, ns, "onchange", "store", withPolicy(v1alpha1.RefreshOnChange), withData("a", "a", ""))
+	waitSecretData(t, ns, "onchange", map[string]string{"a": "A"})
+	updateES(t, ns, "onchange", func(es *v1alpha1.ExternalSecret) {
+		es.Spec.Data = append(es.Spec.Data, v1alpha1.ExternalSecretData{SecretKey: "b", RemoteRef: v1alpha1.RemoteReference{Key: "b"}})
+	})
+	waitSecretData(t, ns, "onchange", map[string]string{"a": "A", "b": "B"})
+	if es := waitReady(t, ns, "onchange"); es.Status.Phase != v1alpha1.PhaseCompleted {
+		t.Errorf("phase = %s, want Completed (no periodic refresh)", es.Status.Phase)
+	}
+}
+
+// TestRefreshPolicyRefusesAnInterval: an interval beside OnChange or
+// CreatedOnce, which would not be used, is refused at admission; the
+// default one and 0 are not.
+func TestRefreshPolicyRefusesAnInterval(t *testing.T) {
+	ns := newNamespace(t, nil)
+	for _, tc := range []struct {
+		policy   v1alpha1.RefreshPolicy
+		interval *metav1.Duration
+		refused  bool
+	}{
+		{v1alpha1.RefreshOnChange, &metav1.Duration{Duration: 15 * time.Minute}, true},
+		{v1alpha1.RefreshCreatedOnce, &metav1.Duration{Duration: time.Minute}, true},
+		{v1alpha1.RefreshCreatedOnce, nil, false},
+		{v1alpha1.RefreshOnChange, &metav1.Duration{}, false},
+		{v1alpha1.RefreshPeriodic, &metav1.Duration{Duration: 15 * time.Minute}, false},
+	} {
+		es := &v1alpha1.ExternalSecret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "policy-"},
+			Spec: v1alpha1.ExternalSecretSpec{SecretStoreRef: v1alpha1.StoreRef{Name: "store"}, RefreshPolicy: tc.policy, RefreshInterval: tc.interval,
+				Data: []v1alpha1.ExternalSecretData{{SecretKey: "k", RemoteRef: v1alpha1.RemoteReference{Key: "k"}}}}}
+		err := k8s.Create(context.Background(), es, client.DryRunAll)
+		switch {
+		case tc.refused && (err == nil || !strings.Contains(err.Error(), "refreshInterval is not used with refreshPolicy OnChange or CreatedOnce")):
+			t.Errorf("%s with %v: err = %v, want the interval refused", tc.policy, tc.interval, err)
+		case !tc.refused && err != nil:
+			t.Errorf("%s with %v: %v", tc.policy, tc.interval, err)
+		}
+	}
+}
+
+// The CEL rules of these fields, in TestCRDRules' list (kept here, beside
+// their tests).
+func init() {
+	ruleCases = append(ruleCases,
+		ruleCase{rule: "refreshInterval is not used with refreshPolicy OnChange or CreatedOnce", kinds: []string{kindES},
+			valid: `{secretStoreRef: {name: s}, refreshPolicy: OnChange, refreshInterval: "0", data: [{secretKey: k, remoteRef: {key: k}}]}`,
+			invalid: []string{`{secretStoreRef: {name: s}, refreshPolicy: OnChange, refreshInterval: 15m, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+				`{secretStoreRef: {name: s}, refreshPolicy: CreatedOnce, refreshInterval: 2h, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
+	)
 }
