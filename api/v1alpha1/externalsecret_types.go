@@ -54,6 +54,7 @@ const (
 
 // ExternalSecretTarget describes the Kubernetes Secret that is written.
 // +kubebuilder:validation:XValidation:rule="!has(self.adopt) || !self.adopt || !has(self.creationPolicy) || self.creationPolicy == 'Owner'",message="adopt: true works only with creationPolicy Owner (a Merge target is never owned, and None writes no Secret): remove adopt or set creationPolicy: Owner",fieldPath=".adopt"
+// +kubebuilder:validation:XValidation:rule="!has(self.immutable) || !self.immutable || !has(self.creationPolicy) || self.creationPolicy == 'Owner'",message="immutable: true works only with creationPolicy Owner (Watchword makes immutable only a Secret it creates and owns): remove immutable or set creationPolicy: Owner",fieldPath=".immutable"
 type ExternalSecretTarget struct {
 	// name of the Secret. Defaults to the ExternalSecret's name. It is
 	// immutable: it may be set to the name already in effect (the
@@ -82,6 +83,16 @@ type ExternalSecretTarget struct {
 	// +optional
 	// +kubebuilder:default=Delete
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// immutable writes the Secret with immutable: true (Kubernetes then
+	// refuses any change of its data, and its readers need not watch it).
+	// When the data to write changes later, the Secret keeps the data it
+	// has and the ExternalSecret reports TargetImmutable naming the keys
+	// that differ: delete the Secret to have it written again with the new
+	// data. Labels and annotations are still updated. Only with
+	// creationPolicy Owner.
+	// +optional
+	Immutable bool `json:"immutable,omitempty"`
 
 	// template is a blueprint for the Secret.
 	// +optional

@@ -103,7 +103,11 @@ func (c *converter) target(t map[string]any) map[string]any {
 		c.drop(path+".deletionPolicy", fmt.Sprintf("deletionPolicy %s (what ESO does when the remote secrets are deleted) has no equivalent: Watchword keeps the Secret's last good data and reports the missing key", p))
 	}
 	if v, ok := take(t, "immutable"); ok && v == true {
-		c.drop(path+".immutable", "Watchword does not write immutable Secrets")
+		if p, _ := out["creationPolicy"].(string); p == "" || p == "Owner" {
+			out["immutable"] = true
+		} else {
+			c.drop(path+".immutable", fmt.Sprintf("Watchword makes immutable only a Secret it creates and owns (creationPolicy Owner), not with %s", p))
+		}
 	}
 	if _, ok := take(t, "manifest"); ok {
 		c.drop(path+".manifest", "Watchword writes Secrets only, not other kinds")

@@ -174,6 +174,40 @@ func TestRefreshPolicyRefusesAnInterval(t *testing.T) {
 	}
 }
 
+// TestImmutableTargetKeepsItsDataAndIsWrittenAgainWhenDeleted: the target
+// is written immutable; when the store's value changes it keeps its data
+// and the ExternalSecret reports TargetImmutable naming the key (not the
+// value); deleting the Secret has it written again, immutable, with the
+// new data.
+func TestImmutableTargetKeepsItsDataAndIsWrittenAgainWhenDeleted(t *testing.T) {
+	ns := newNamespace(t, nil)
+	fakeStore(t, ns, "store", fakeEntry{key: "token", value: "first"}, fakeEntry{key: "user", value: "app"})
+	newES(t, ns, "frozen", "store", withData("token", "token", ""), withData("user", "user", ""),
+		func(es *v1alpha1.ExternalSecret) { es.Spec.Target.Immutable = true })
+	s := waitSecretData(t, ns, "frozen", map[string]string{"token": "first", "user": "app"})
+	if s.Immutable == nil || !*s.Immutable {
+		t.Fatalf("the target is not immutable: %v", s.Immutable)
+	}
+
+	updateStore(t, ns, "store", setFake("token", "SECOND-VALUE"))
+	es := waitCondition(t, ns, "frozen", "TargetImmutable", `Secret "frozen" is immutable`, "keys token:", "delete the Secret")
+	if msg := readyCond(es).Message; strings.Contains(msg, "SECOND-VALUE") || strings.Contains(msg, "first") {
+		t.Errorf("Ready's message %q holds a value", msg)
+	}
+	s, err := getSecret(ns, "frozen")
+	must(t, err)
+	if string(s.Data["token"]) != "first" {
+		t.Errorf("the immutable target lost its data: token = %q", s.Data["token"])
+	}
+
+	must(t, k8s.Delete(context.Background(), s))
+	s = waitSecretData(t, ns, "frozen", map[string]string{"token": "SECOND-VALUE", "user": "app"})
+	if s.Immutable == nil || !*s.Immutable {
+		t.Errorf("the target written again is not immutable")
+	}
+	waitReady(t, ns, "frozen")
+}
+
 // The CEL rules of these fields, in TestCRDRules' list (kept here, beside
 // their tests).
 func init() {
@@ -182,5 +216,9 @@ func init() {
 			valid: `{secretStoreRef: {name: s}, refreshPolicy: OnChange, refreshInterval: "0", data: [{secretKey: k, remoteRef: {key: k}}]}`,
 			invalid: []string{`{secretStoreRef: {name: s}, refreshPolicy: OnChange, refreshInterval: 15m, data: [{secretKey: k, remoteRef: {key: k}}]}`,
 				`{secretStoreRef: {name: s}, refreshPolicy: CreatedOnce, refreshInterval: 2h, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
+		ruleCase{rule: "immutable: true works only with creationPolicy Owner", kinds: []string{kindES},
+			valid: `{secretStoreRef: {name: s}, target: {immutable: true}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+			invalid: []string{`{secretStoreRef: {name: s}, target: {creationPolicy: Merge, immutable: true}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+				`{secretStoreRef: {name: s}, target: {creationPolicy: None, immutable: true}, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
 	)
 }
