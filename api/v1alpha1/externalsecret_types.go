@@ -381,12 +381,30 @@ type FindName struct {
 	RegExp string `json:"regexp"`
 }
 
-// ExternalSecretRewrite is one renaming of Secret keys.
+// ExternalSecretRewrite is one renaming of Secret keys: a regular
+// expression or a template.
+// +kubebuilder:validation:XValidation:rule="has(self.regexp) != has(self.transform)",message="set exactly one of regexp or transform in a rewrite rule"
 type ExternalSecretRewrite struct {
 	// regexp replaces, in every Secret key of the entry, each match of
 	// source with target.
+	// +optional
+	RegExp *RewriteRegExp `json:"regexp,omitempty"`
+
+	// transform renders a Go template for every Secret key of the entry,
+	// the key being .value; the output is the new key.
+	// +optional
+	Transform *RewriteTransform `json:"transform,omitempty"`
+}
+
+// RewriteTransform renames keys with a template.
+type RewriteTransform struct {
+	// template is a Go text/template with Watchword's template functions
+	// (docs/templates.md), rendered with the key as .value, such as
+	// {{ .value | upper }} or {{ .value | replace "-" "_" }}.
 	// +required
-	RegExp RewriteRegExp `json:"regexp"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Template string `json:"template"`
 }
 
 // RewriteRegExp replaces the matches of a regular expression.

@@ -367,8 +367,8 @@ func (c *converter) decoding(from, to map[string]any, path string) {
 	}
 }
 
-// rewrites converts ESO rewrite rules: a regexp rule carries over; a
-// template transform is not supported, and is left out.
+// rewrites converts ESO rewrite rules: a regexp rule and a template
+// transform carry over, in order.
 func (c *converter) rewrites(rules []any, path string) []any {
 	var out []any
 	for i, r := range rules {
@@ -377,8 +377,11 @@ func (c *converter) rewrites(rules []any, path string) []any {
 		if m == nil {
 			continue
 		}
-		if _, ok := take(m, "transform"); ok {
-			c.drop(p+".transform", "rewrite by template is not supported: rename the keys with a regexp rule, or a template")
+		if tr := takeMap(m, "transform"); tr != nil {
+			tmpl := takeString(tr, "template")
+			c.checkTemplate(tmpl, p+".transform.template")
+			out = append(out, map[string]any{"transform": map[string]any{"template": tmpl}})
+			c.leftovers(tr, p+".transform")
 		}
 		if re := takeMap(m, "regexp"); re != nil {
 			out = append(out, map[string]any{"regexp": map[string]any{"source": takeString(re, "source"), "target": takeString(re, "target")}})

@@ -208,6 +208,21 @@ func TestImmutableTargetKeepsItsDataAndIsWrittenAgainWhenDeleted(t *testing.T) {
 	waitReady(t, ns, "frozen")
 }
 
+// TestRewriteTransformRenamesKeys: a transform rule renames the keys of a
+// dataFrom entry, in order with a regexp rule, as the docs' example says.
+func TestRewriteTransformRenamesKeys(t *testing.T) {
+	ns := newNamespace(t, nil)
+	fakeStore(t, ns, "store", fakeEntry{key: "app/config", value: `{"db-user":"app","db-password":"pw"}`})
+	newES(t, ns, "renamed", "store", func(es *v1alpha1.ExternalSecret) {
+		es.Spec.DataFrom = []v1alpha1.ExternalSecretDataFrom{{RemoteRef: &v1alpha1.RemoteReference{Key: "app/config"},
+			Rewrite: []v1alpha1.ExternalSecretRewrite{
+				{Transform: &v1alpha1.RewriteTransform{Template: `{{ .value | replace "-" "_" | upper }}`}},
+				rewriteRule("^", "APP_"),
+			}}}
+	})
+	waitSecretData(t, ns, "renamed", map[string]string{"APP_DB_USER": "app", "APP_DB_PASSWORD": "pw"})
+}
+
 // The CEL rules of these fields, in TestCRDRules' list (kept here, beside
 // their tests).
 func init() {
@@ -220,5 +235,9 @@ func init() {
 			valid: `{secretStoreRef: {name: s}, target: {immutable: true}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
 			invalid: []string{`{secretStoreRef: {name: s}, target: {creationPolicy: Merge, immutable: true}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
 				`{secretStoreRef: {name: s}, target: {creationPolicy: None, immutable: true}, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
+		ruleCase{rule: "set exactly one of regexp or transform in a rewrite rule", kinds: []string{kindES},
+			valid: `{secretStoreRef: {name: s}, dataFrom: [{remoteRef: {key: k}, rewrite: [{transform: {template: "{{ .value | upper }}"}}, {regexp: {source: a, target: b}}]}]}`,
+			invalid: []string{`{secretStoreRef: {name: s}, dataFrom: [{remoteRef: {key: k}, rewrite: [{}]}]}`,
+				`{secretStoreRef: {name: s}, dataFrom: [{remoteRef: {key: k}, rewrite: [{transform: {template: x}, regexp: {source: a, target: b}}]}]}`}},
 	)
 }
