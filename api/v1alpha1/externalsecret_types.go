@@ -175,8 +175,9 @@ type ExternalSecretTemplate struct {
 	// +kubebuilder:validation:MaxProperties=256
 	Data map[string]string `json:"data,omitempty"`
 
-	// templateFrom renders templates kept in ConfigMaps of the
-	// ExternalSecret's namespace.
+	// templateFrom renders templates kept in ConfigMaps or Secrets of the
+	// ExternalSecret's namespace, or given literally, in order; the keys
+	// of data and metadata win over theirs.
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=atomic
@@ -203,23 +204,69 @@ type ExternalSecretTemplateMetadata struct {
 	Labels map[string]string `json:"labels,omitempty"`
 }
 
-// TemplateFrom names a source of templates.
+// TemplateFrom names a source of templates: a ConfigMap, a Secret or a
+// literal.
+// +kubebuilder:validation:XValidation:rule="[has(self.configMap), has(self.secret), has(self.literal)].filter(x, x).size() == 1",message="set exactly one of configMap, secret or literal in a templateFrom entry"
 type TemplateFrom struct {
 	// configMap holds templates: each named item is rendered into the
-	// Secret key of the same name.
-	// +required
-	ConfigMap TemplateRef `json:"configMap"`
+	// Secret key of the same name (templateAs Values), or into the keys
+	// its output names (templateAs KeysAndValues).
+	// +optional
+	ConfigMap *TemplateRef `json:"configMap,omitempty"`
+
+	// secret holds templates, as configMap does, in a Secret of the
+	// ExternalSecret's namespace: only the named items are read.
+	// +optional
+	Secret *TemplateRef `json:"secret,omitempty"`
+
+	// literal is a template whose output is a YAML map of keys to
+	// values, each written to the target as a key of its own.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=65536
+	Literal *string `json:"literal,omitempty"`
+
+	// target is where the rendered keys go: Data (the default), the
+	// Secret's Annotations or its Labels.
+	// +optional
+	// +kubebuilder:default=Data
+	Target TemplateTarget `json:"target,omitempty"`
 }
 
-// TemplateRef names a ConfigMap and the items of it to render.
+// TemplateTarget is the part of the Secret a templateFrom entry writes.
+// +kubebuilder:validation:Enum=Data;Annotations;Labels
+type TemplateTarget string
+
+const (
+	// TemplateTargetData writes the Secret's data.
+	TemplateTargetData TemplateTarget = "Data"
+	// TemplateTargetAnnotations writes the Secret's annotations.
+	TemplateTargetAnnotations TemplateTarget = "Annotations"
+	// TemplateTargetLabels writes the Secret's labels.
+	TemplateTargetLabels TemplateTarget = "Labels"
+)
+
+// TemplateScope says how an item of a template source is rendered.
+// +kubebuilder:validation:Enum=Values;KeysAndValues
+type TemplateScope string
+
+const (
+	// TemplateScopeValues renders the item into the key of its name.
+	TemplateScopeValues TemplateScope = "Values"
+	// TemplateScopeKeysAndValues renders the item into a YAML map of keys
+	// to values.
+	TemplateScopeKeysAndValues TemplateScope = "KeysAndValues"
+)
+
+// TemplateRef names a ConfigMap or a Secret and the items of it to render.
 type TemplateRef struct {
-	// name of the ConfigMap, in the ExternalSecret's namespace.
+	// name of the ConfigMap or Secret, in the ExternalSecret's namespace.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 
-	// items lists the keys of the ConfigMap to render.
+	// items lists the keys to render.
 	// +required
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=64
@@ -227,15 +274,22 @@ type TemplateRef struct {
 	Items []TemplateRefItem `json:"items"`
 }
 
-// TemplateRefItem is one key of a template ConfigMap.
+// TemplateRefItem is one key of a template ConfigMap or Secret.
 type TemplateRefItem struct {
-	// key in the ConfigMap; the rendered result goes into the Secret key of
-	// the same name.
+	// key in the ConfigMap or Secret; with templateAs Values the rendered
+	// result goes into the key of the same name.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
 	Key string `json:"key"`
+
+	// templateAs is Values (the default: the rendered item is the value
+	// of its key) or KeysAndValues (the rendered item is a YAML map of
+	// keys to values).
+	// +optional
+	// +kubebuilder:default=Values
+	TemplateAs TemplateScope `json:"templateAs,omitempty"`
 }
 
 // RemoteReference points at one remote object, or a field of it.

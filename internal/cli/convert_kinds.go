@@ -181,42 +181,71 @@ func (c *converter) templateFrom(e any, path string) map[string]any {
 	if f == nil {
 		return nil
 	}
-	target := takeString(f, "target")
-	if target != "" && !strings.EqualFold(target, "Data") {
-		c.drop(path, fmt.Sprintf("templateFrom with target %s is not supported: Watchword renders templateFrom into the Secret's data only", target))
+	out := map[string]any{}
+	switch target := takeString(f, "target"); {
+	case target == "" || strings.EqualFold(target, "Data"):
+	case strings.EqualFold(target, "Annotations"):
+		out["target"] = "Annotations"
+	case strings.EqualFold(target, "Labels"):
+		out["target"] = "Labels"
+	default:
+		c.drop(path, fmt.Sprintf("templateFrom with target %s is not known (Data, Annotations and Labels are)", target))
 		return nil
 	}
 	if v := takeString(f, "valuesDecodingStrategy"); v != "" && v != "None" {
 		c.drop(path+".valuesDecodingStrategy", "not supported: decode in the template (b64dec)")
 	}
-	if _, ok := take(f, "secret"); ok {
-		c.drop(path+".secret", "templates kept in Secrets are not supported: Watchword reads them from ConfigMaps")
+	if lit, ok := take(f, "literal"); ok {
+		s, _ := lit.(string)
+		c.checkTemplate(s, path+".literal")
+		out["literal"] = s
 	}
-	if _, ok := take(f, "literal"); ok {
-		c.drop(path+".literal", "literal templates (a rendered YAML map of keys) are not supported: move each key into template.data")
+	for _, kind := range []string{"configMap", "secret"} {
+		if ref := takeMap(f, kind); ref != nil {
+			if r := c.templateRef(ref, path+"."+kind); r != nil {
+				out[kind] = r
+			}
+		}
 	}
-	cm := takeMap(f, "configMap")
 	c.leftovers(f, path)
-	if cm == nil {
+	sources := 0
+	for _, k := range []string{"literal", "configMap", "secret"} {
+		if out[k] != nil {
+			sources++
+		}
+	}
+	if sources != 1 {
+		c.drop(path, "a templateFrom entry needs exactly one of configMap, secret or literal: not carried")
 		return nil
 	}
+	return out
+}
+
+// templateRef carries the name and items of a templateFrom configMap or
+// secret.
+func (c *converter) templateRef(ref map[string]any, path string) map[string]any {
 	var items []any
-	for i, it := range takeList(cm, "items") {
+	for i, it := range takeList(ref, "items") {
 		item, _ := it.(map[string]any)
-		ipath := pathIndex(path+".configMap.items", i)
-		if as := takeString(item, "templateAs"); as != "" && as != "Values" {
-			c.drop(ipath, fmt.Sprintf("templateAs %s is not supported: Watchword renders each item into the Secret key of the same name (templateAs Values)", as))
+		ipath := pathIndex(path+".items", i)
+		out := map[string]any{"key": takeString(item, "key")}
+		switch as := takeString(item, "templateAs"); as {
+		case "", "Values":
+		case "KeysAndValues":
+			out["templateAs"] = as
+		default:
+			c.drop(ipath, fmt.Sprintf("templateAs %s is not known (Values and KeysAndValues are)", as))
 			continue
 		}
-		items = append(items, map[string]any{"key": takeString(item, "key")})
+		items = append(items, out)
 		c.leftovers(item, ipath)
 	}
-	name := takeString(cm, "name")
-	c.leftovers(cm, path+".configMap")
+	name := takeString(ref, "name")
+	c.leftovers(ref, path)
 	if len(items) == 0 {
 		return nil
 	}
-	return map[string]any{"configMap": map[string]any{"name": name, "items": items}}
+	return map[string]any{"name": name, "items": items}
 }
 
 // checkTemplate reports a template that does not parse with Watchword's

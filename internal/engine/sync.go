@@ -257,42 +257,35 @@ func versionsOf(objs map[Ref]Object) []v1alpha1.RemoteVersion {
 }
 
 // applyTemplate renders the template over res.Data and replaces or merges
-// the result into it.
+// the result into it. templateFrom entries apply in order, then data and
+// metadata, which win (as External Secrets Operator orders them).
 func applyTemplate(t *v1alpha1.ExternalSecretTemplate, res *Result, sources map[string]map[string]string) error {
 	ctx := templateContext(res.Data)
-	rendered := map[string][]byte{}
+	from, err := renderTemplateFrom(t.TemplateFrom, sources, ctx)
+	if err != nil {
+		return err
+	}
+	rendered := from.data
 	for _, name := range slices.Sorted(maps.Keys(t.Data)) {
-		b, err := renderTemplate(name, t.Data[name], ctx)
-		if err != nil {
-			return err
+		b, rerr := renderTemplate(name, t.Data[name], ctx)
+		if rerr != nil {
+			return rerr
 		}
 		rendered[name] = b
 	}
-	for _, from := range t.TemplateFrom {
-		cm, ok := sources[from.ConfigMap.Name]
-		if !ok {
-			return &TemplateError{Name: from.ConfigMap.Name, Problem: "ConfigMap not found in the ExternalSecret's namespace"}
-		}
-		for _, item := range from.ConfigMap.Items {
-			text, ok := cm[item.Key]
-			if !ok {
-				return &TemplateError{Name: from.ConfigMap.Name + "/" + item.Key, Problem: fmt.Sprintf("ConfigMap %q has no key %q", from.ConfigMap.Name, item.Key)}
-			}
-			b, err := renderTemplate(item.Key, text, ctx)
-			if err != nil {
-				return err
-			}
-			rendered[item.Key] = b
-		}
-	}
-	var err error
-	if res.Labels, err = renderLabels(t.Metadata.Labels, ctx); err != nil {
+	labels, err := renderLabels(t.Metadata.Labels, ctx)
+	if err != nil {
 		return err
 	}
-	if res.Annotations, err = renderAnnotations(t.Metadata.Annotations, ctx); err != nil {
+	annotations, err := renderAnnotations(t.Metadata.Annotations, ctx)
+	if err != nil {
 		return err
 	}
+	res.Labels, res.Annotations = mergeMeta(from.labels, labels), mergeMeta(from.annotations, annotations)
 	res.Type = t.Type
+	// As External Secrets Operator does: any templateFrom entry, even one
+	// for labels or annotations only, makes the template the data's
+	// source (mergePolicy Merge keeps the fetched keys).
 	if len(t.Data) == 0 && len(t.TemplateFrom) == 0 {
 		return nil
 	}
@@ -302,6 +295,16 @@ func applyTemplate(t *v1alpha1.ExternalSecretTemplate, res *Result, sources map[
 		res.Data = rendered
 	}
 	return nil
+}
+
+// mergeMeta is base with over's entries winning; nil when both are empty.
+func mergeMeta(base, over map[string]string) map[string]string {
+	if len(base) == 0 {
+		return over
+	}
+	out := maps.Clone(base)
+	maps.Copy(out, over)
+	return out
 }
 
 // RenderData renders templates (a field to a Go text/template) over data,

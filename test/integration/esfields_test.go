@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -223,6 +224,41 @@ func TestRewriteTransformRenamesKeys(t *testing.T) {
 	waitSecretData(t, ns, "renamed", map[string]string{"APP_DB_USER": "app", "APP_DB_PASSWORD": "pw"})
 }
 
+// TestTemplateFromSecretAndLiteral: templates kept in a Secret of the
+// namespace (only the named items), and a literal whose output is a YAML
+// map of keys, render the target and its annotations; a template Secret
+// that does not exist yet is TemplateNotFound until it is created, and a
+// change of it renders the target again.
+func TestTemplateFromSecretAndLiteral(t *testing.T) {
+	ns := newNamespace(t, nil)
+	fakeStore(t, ns, "store", fakeEntry{key: "db", value: `{"user":"app","password":"pw"}`})
+	owner := "example.com/owner: '{{ .user }}-team'"
+	newES(t, ns, "rendered", "store", withDataFrom("db", ""), withTemplate(&v1alpha1.ExternalSecretTemplate{
+		TemplateFrom: []v1alpha1.TemplateFrom{
+			{Secret: &v1alpha1.TemplateRef{Name: "templates", Items: []v1alpha1.TemplateRefItem{
+				{Key: "dsn"}, {Key: "pairs", TemplateAs: v1alpha1.TemplateScopeKeysAndValues}}}},
+			{Literal: ptrTo("username: '{{ .user }}'\nport: 5432\n")},
+			{Literal: &owner, Target: v1alpha1.TemplateTargetAnnotations},
+		}}))
+	waitCondition(t, ns, "rendered", "TemplateNotFound", `template Secret "templates" not found`)
+
+	createSecret(t, ns, "templates", map[string]string{
+		"dsn":    "postgres://{{ .user }}:{{ .password }}@db",
+		"pairs":  "USER: '{{ .user | upper }}'",
+		"unused": "{{ .nothing.at.all }}",
+	})
+	s := waitSecretData(t, ns, "rendered", map[string]string{"dsn": "postgres://app:pw@db", "USER": "APP", "username": "app", "port": "5432"})
+	waitReady(t, ns, "rendered")
+	if got := s.Annotations["example.com/owner"]; got != "app-team" {
+		t.Errorf("annotation example.com/owner = %q, want app-team", got)
+	}
+
+	updateSecret(t, ns, "templates", func(s *corev1.Secret) { s.Data["dsn"] = []byte("mysql://{{ .user }}@db") })
+	waitSecretData(t, ns, "rendered", map[string]string{"dsn": "mysql://app@db", "USER": "APP", "username": "app", "port": "5432"})
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
 // The CEL rules of these fields, in TestCRDRules' list (kept here, beside
 // their tests).
 func init() {
@@ -239,5 +275,9 @@ func init() {
 			valid: `{secretStoreRef: {name: s}, dataFrom: [{remoteRef: {key: k}, rewrite: [{transform: {template: "{{ .value | upper }}"}}, {regexp: {source: a, target: b}}]}]}`,
 			invalid: []string{`{secretStoreRef: {name: s}, dataFrom: [{remoteRef: {key: k}, rewrite: [{}]}]}`,
 				`{secretStoreRef: {name: s}, dataFrom: [{remoteRef: {key: k}, rewrite: [{transform: {template: x}, regexp: {source: a, target: b}}]}]}`}},
+		ruleCase{rule: "set exactly one of configMap, secret or literal in a templateFrom entry", kinds: []string{kindES},
+			valid: `{secretStoreRef: {name: s}, target: {template: {templateFrom: [{literal: "a: b"}, {secret: {name: t, items: [{key: k}]}}, {configMap: {name: t, items: [{key: k}]}}]}}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+			invalid: []string{`{secretStoreRef: {name: s}, target: {template: {templateFrom: [{target: Labels}]}}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+				`{secretStoreRef: {name: s}, target: {template: {templateFrom: [{literal: "a: b", secret: {name: t, items: [{key: k}]}}]}}, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
 	)
 }
