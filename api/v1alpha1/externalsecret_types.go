@@ -206,7 +206,7 @@ type ExternalSecretTemplateMetadata struct {
 
 // TemplateFrom names a source of templates: a ConfigMap, a Secret or a
 // literal.
-// +kubebuilder:validation:XValidation:rule="[has(self.configMap), has(self.secret), has(self.literal)].filter(x, x).size() == 1",message="set exactly one of configMap, secret or literal in a templateFrom entry"
+// +kubebuilder:validation:ExactlyOneOf=configMap;secret;literal
 type TemplateFrom struct {
 	// configMap holds templates: each named item is rendered into the
 	// Secret key of the same name (templateAs Values), or into the keys
@@ -437,7 +437,7 @@ type FindName struct {
 
 // ExternalSecretRewrite is one renaming of Secret keys: a regular
 // expression or a template.
-// +kubebuilder:validation:XValidation:rule="has(self.regexp) != has(self.transform)",message="set exactly one of regexp or transform in a rewrite rule"
+// +kubebuilder:validation:ExactlyOneOf=regexp;transform
 type ExternalSecretRewrite struct {
 	// regexp replaces, in every Secret key of the entry, each match of
 	// source with target.
