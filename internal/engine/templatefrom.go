@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -141,9 +142,22 @@ func renderKeysAndValues(name, text string, ctx any, put func(string, []byte) er
 		case nil:
 			v = ""
 		default:
-			return &TemplateError{Name: name, Problem: fmt.Sprintf("rendered value of key %q is a list or a map, not a string: quote it or render it with toJson", k)}
+			// Keys of the output may come from secret data: the entry is
+			// named, never the key.
+			return &TemplateError{Name: name, Problem: "a rendered value is a list or a map, not a string: quote it or render it with toJson"}
 		}
 		if err := put(k, []byte(v)); err != nil {
+			var te *TemplateError
+			if errors.As(err, &te) {
+				what := "a key"
+				switch te.Kind {
+				case "label":
+					what = "a label"
+				case "annotation":
+					what = "an annotation"
+				}
+				return &TemplateError{Name: name, Problem: fmt.Sprintf("in the rendered output, %s %s", what, strings.TrimPrefix(te.Problem, "rendered "))}
+			}
 			return err
 		}
 	}

@@ -57,7 +57,7 @@ func TestTemplateFrom(t *testing.T) {
 			want: map[string]string{}, wantLabel: map[string]string{"tier": "gold"}},
 		{name: "a label value that is not one", tmpl: v1alpha1.ExternalSecretTemplate{TemplateFrom: []v1alpha1.TemplateFrom{
 			literal("team: '{{ .password }} x'", v1alpha1.TemplateTargetLabels)}},
-			wantErr: `template label "team": rendered value is not a valid label value`},
+			wantErr: `template "templateFrom[0].literal": in the rendered output, a label value is not a valid label value`},
 		{name: "output that is not a map", tmpl: v1alpha1.ExternalSecretTemplate{TemplateFrom: []v1alpha1.TemplateFrom{
 			literal("- {{ .password }}", "")}},
 			wantErr: `template "templateFrom[0].literal": rendered output is not a YAML map of keys to values`},
@@ -66,10 +66,10 @@ func TestTemplateFrom(t *testing.T) {
 			wantErr: `template "templateFrom[0].literal": rendered output is not YAML`},
 		{name: "a nested value", tmpl: v1alpha1.ExternalSecretTemplate{TemplateFrom: []v1alpha1.TemplateFrom{
 			literal("a:\n  b: {{ .password }}", "")}},
-			wantErr: `rendered value of key "a" is a list or a map`},
+			wantErr: `a rendered value is a list or a map`},
 		{name: "a key that is not a Secret key", tmpl: v1alpha1.ExternalSecretTemplate{TemplateFrom: []v1alpha1.TemplateFrom{
 			literal("'a b': x", "")}},
-			wantErr: `template "a b": is not a valid Secret key`},
+			wantErr: `template "templateFrom[0].literal": in the rendered output, a key is not a valid Secret key`},
 		{name: "a missing Secret", tmpl: v1alpha1.ExternalSecretTemplate{TemplateFrom: []v1alpha1.TemplateFrom{
 			{Secret: &v1alpha1.TemplateRef{Name: "gone", Items: []v1alpha1.TemplateRefItem{{Key: "x"}}}}}},
 			wantErr: `template "gone": Secret not found`},
@@ -123,4 +123,42 @@ func keysOf(m map[string][]byte) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// FuzzTemplateFromLiteral feeds literal templates and fetched values to
+// templateFrom. Properties: no panic; an error is a TemplateError; a
+// fetched value never reaches an error message; every data key written is
+// a valid Secret key.
+func FuzzTemplateFromLiteral(f *testing.F) {
+	const canary = "CANARY-9c1e"
+	for _, s := range []string{
+		"a: '{{ .v }}'", "a: {{ .v }}\nb: 2", "- {{ .v }}", "a: [{{ .v }}", "{{ .v }}: x", "a:\n  b: {{ .v }}", "", "null", "'': x",
+	} {
+		f.Add(s, canary)
+		f.Add(s, canary+": x\n- y")
+		f.Add(s, canary+" x")
+	}
+	f.Fuzz(func(t *testing.T, lit, value string) {
+		if !strings.Contains(value, canary) {
+			return
+		}
+		spec := &v1alpha1.ExternalSecretSpec{DataFrom: []v1alpha1.ExternalSecretDataFrom{{RemoteRef: &v1alpha1.RemoteReference{Key: "src"}}},
+			Target: v1alpha1.ExternalSecretTarget{Template: &v1alpha1.ExternalSecretTemplate{TemplateFrom: []v1alpha1.TemplateFrom{literal(lit, "")}}}}
+		res, err := Render(spec, map[Ref]Object{{Key: "src"}: {Fields: map[string][]byte{"v": []byte(value)}}}, nil, time.Time{})
+		if err != nil {
+			var te *TemplateError
+			if !errors.As(err, &te) {
+				t.Fatalf("err = %v (%T), want a TemplateError", err, err)
+			}
+			if strings.Contains(err.Error(), "CANARY") && !strings.Contains(lit, "CANARY") {
+				t.Fatalf("the error %q holds the fetched value", err)
+			}
+			return
+		}
+		for k := range res.Data {
+			if !validSecretKey(k) {
+				t.Fatalf("key %q is not a Secret key", k)
+			}
+		}
+	})
 }
