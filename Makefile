@@ -151,6 +151,7 @@ FUZZ_TARGETS := \
 	./internal/engine:FuzzParsePath \
 	./internal/engine:FuzzRender \
 	./internal/engine:FuzzDecodeValue \
+	./internal/engine:FuzzTemplateFromLiteral \
 	./api/v1alpha1:FuzzParseDuration \
 	./internal/pluginwire:FuzzPluginStatus \
 	./internal/pluginwire:FuzzParseEndpoint \

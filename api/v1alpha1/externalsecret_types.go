@@ -54,6 +54,7 @@ const (
 
 // ExternalSecretTarget describes the Kubernetes Secret that is written.
 // +kubebuilder:validation:XValidation:rule="!has(self.adopt) || !self.adopt || !has(self.creationPolicy) || self.creationPolicy == 'Owner'",message="adopt: true works only with creationPolicy Owner (a Merge target is never owned, and None writes no Secret): remove adopt or set creationPolicy: Owner",fieldPath=".adopt"
+// +kubebuilder:validation:XValidation:rule="!has(self.immutable) || !self.immutable || !has(self.creationPolicy) || self.creationPolicy == 'Owner'",message="immutable: true works only with creationPolicy Owner (Watchword makes immutable only a Secret it creates and owns): remove immutable or set creationPolicy: Owner",fieldPath=".immutable"
 type ExternalSecretTarget struct {
 	// name of the Secret. Defaults to the ExternalSecret's name. It is
 	// immutable: it may be set to the name already in effect (the
@@ -82,6 +83,16 @@ type ExternalSecretTarget struct {
 	// +optional
 	// +kubebuilder:default=Delete
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// immutable writes the Secret with immutable: true (Kubernetes then
+	// refuses any change of its data, and its readers need not watch it).
+	// When the data to write changes later, the Secret keeps the data it
+	// has and the ExternalSecret reports TargetImmutable naming the keys
+	// that differ: delete the Secret to have it written again with the new
+	// data. Labels and annotations are still updated. Only with
+	// creationPolicy Owner.
+	// +optional
+	Immutable bool `json:"immutable,omitempty"`
 
 	// template is a blueprint for the Secret.
 	// +optional
@@ -164,8 +175,9 @@ type ExternalSecretTemplate struct {
 	// +kubebuilder:validation:MaxProperties=256
 	Data map[string]string `json:"data,omitempty"`
 
-	// templateFrom renders templates kept in ConfigMaps of the
-	// ExternalSecret's namespace.
+	// templateFrom renders templates kept in ConfigMaps or Secrets of the
+	// ExternalSecret's namespace, or given literally, in order; the keys
+	// of data and metadata win over theirs.
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=atomic
@@ -192,23 +204,69 @@ type ExternalSecretTemplateMetadata struct {
 	Labels map[string]string `json:"labels,omitempty"`
 }
 
-// TemplateFrom names a source of templates.
+// TemplateFrom names a source of templates: a ConfigMap, a Secret or a
+// literal.
+// +kubebuilder:validation:ExactlyOneOf=configMap;secret;literal
 type TemplateFrom struct {
 	// configMap holds templates: each named item is rendered into the
-	// Secret key of the same name.
-	// +required
-	ConfigMap TemplateRef `json:"configMap"`
+	// Secret key of the same name (templateAs Values), or into the keys
+	// its output names (templateAs KeysAndValues).
+	// +optional
+	ConfigMap *TemplateRef `json:"configMap,omitempty"`
+
+	// secret holds templates, as configMap does, in a Secret of the
+	// ExternalSecret's namespace: only the named items are read.
+	// +optional
+	Secret *TemplateRef `json:"secret,omitempty"`
+
+	// literal is a template whose output is a YAML map of keys to
+	// values, each written to the target as a key of its own.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=65536
+	Literal *string `json:"literal,omitempty"`
+
+	// target is where the rendered keys go: Data (the default), the
+	// Secret's Annotations or its Labels.
+	// +optional
+	// +kubebuilder:default=Data
+	Target TemplateTarget `json:"target,omitempty"`
 }
 
-// TemplateRef names a ConfigMap and the items of it to render.
+// TemplateTarget is the part of the Secret a templateFrom entry writes.
+// +kubebuilder:validation:Enum=Data;Annotations;Labels
+type TemplateTarget string
+
+const (
+	// TemplateTargetData writes the Secret's data.
+	TemplateTargetData TemplateTarget = "Data"
+	// TemplateTargetAnnotations writes the Secret's annotations.
+	TemplateTargetAnnotations TemplateTarget = "Annotations"
+	// TemplateTargetLabels writes the Secret's labels.
+	TemplateTargetLabels TemplateTarget = "Labels"
+)
+
+// TemplateScope says how an item of a template source is rendered.
+// +kubebuilder:validation:Enum=Values;KeysAndValues
+type TemplateScope string
+
+const (
+	// TemplateScopeValues renders the item into the key of its name.
+	TemplateScopeValues TemplateScope = "Values"
+	// TemplateScopeKeysAndValues renders the item into a YAML map of keys
+	// to values.
+	TemplateScopeKeysAndValues TemplateScope = "KeysAndValues"
+)
+
+// TemplateRef names a ConfigMap or a Secret and the items of it to render.
 type TemplateRef struct {
-	// name of the ConfigMap, in the ExternalSecret's namespace.
+	// name of the ConfigMap or Secret, in the ExternalSecret's namespace.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 
-	// items lists the keys of the ConfigMap to render.
+	// items lists the keys to render.
 	// +required
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=64
@@ -216,15 +274,22 @@ type TemplateRef struct {
 	Items []TemplateRefItem `json:"items"`
 }
 
-// TemplateRefItem is one key of a template ConfigMap.
+// TemplateRefItem is one key of a template ConfigMap or Secret.
 type TemplateRefItem struct {
-	// key in the ConfigMap; the rendered result goes into the Secret key of
-	// the same name.
+	// key in the ConfigMap or Secret; with templateAs Values the rendered
+	// result goes into the key of the same name.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
 	Key string `json:"key"`
+
+	// templateAs is Values (the default: the rendered item is the value
+	// of its key) or KeysAndValues (the rendered item is a YAML map of
+	// keys to values).
+	// +optional
+	// +kubebuilder:default=Values
+	TemplateAs TemplateScope `json:"templateAs,omitempty"`
 }
 
 // RemoteReference points at one remote object, or a field of it.
@@ -248,7 +313,32 @@ type RemoteReference struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Property string `json:"property,omitempty"`
+
+	// decodingStrategy decodes the value (each field's value, in a
+	// dataFrom entry) after the property is selected: None (the default)
+	// keeps it as the store holds it, Base64 and Base64URL decode it
+	// (padded, as RFC 4648 sections 4 and 5 write it) and fail the sync
+	// when it is not, Auto tries Base64, then Base64URL, and keeps the
+	// value as it is when neither decodes it.
+	// +optional
+	DecodingStrategy DecodingStrategy `json:"decodingStrategy,omitempty"`
 }
+
+// DecodingStrategy says how a fetched value is decoded before it is
+// written.
+// +kubebuilder:validation:Enum=None;Base64;Base64URL;Auto
+type DecodingStrategy string
+
+const (
+	// DecodeNone keeps the value as the store holds it.
+	DecodeNone DecodingStrategy = "None"
+	// DecodeBase64 decodes standard base64 (RFC 4648 section 4).
+	DecodeBase64 DecodingStrategy = "Base64"
+	// DecodeBase64URL decodes URL-safe base64 (RFC 4648 section 5).
+	DecodeBase64URL DecodingStrategy = "Base64URL"
+	// DecodeAuto tries Base64, then Base64URL, else keeps the value.
+	DecodeAuto DecodingStrategy = "Auto"
+)
 
 // ExternalSecretData maps one remote value to one Secret key.
 type ExternalSecretData struct {
@@ -327,6 +417,12 @@ type ExternalSecretFind struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=16
 	Tags map[string]string `json:"tags,omitempty"`
+
+	// decodingStrategy decodes the value of every object the find
+	// matches, as remoteRef.decodingStrategy does: None (the default),
+	// Base64, Base64URL or Auto.
+	// +optional
+	DecodingStrategy DecodingStrategy `json:"decodingStrategy,omitempty"`
 }
 
 // FindName is a regular expression over remote keys.
@@ -339,12 +435,30 @@ type FindName struct {
 	RegExp string `json:"regexp"`
 }
 
-// ExternalSecretRewrite is one renaming of Secret keys.
+// ExternalSecretRewrite is one renaming of Secret keys: a regular
+// expression or a template.
+// +kubebuilder:validation:ExactlyOneOf=regexp;transform
 type ExternalSecretRewrite struct {
 	// regexp replaces, in every Secret key of the entry, each match of
 	// source with target.
+	// +optional
+	RegExp *RewriteRegExp `json:"regexp,omitempty"`
+
+	// transform renders a Go template for every Secret key of the entry,
+	// the key being .value; the output is the new key.
+	// +optional
+	Transform *RewriteTransform `json:"transform,omitempty"`
+}
+
+// RewriteTransform renames keys with a template.
+type RewriteTransform struct {
+	// template is a Go text/template with Watchword's template functions
+	// (docs/templates.md), rendered with the key as .value, such as
+	// {{ .value | upper }} or {{ .value | replace "-" "_" }}.
 	// +required
-	RegExp RewriteRegExp `json:"regexp"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Template string `json:"template"`
 }
 
 // RewriteRegExp replaces the matches of a regular expression.
@@ -363,18 +477,46 @@ type RewriteRegExp struct {
 	Target string `json:"target"`
 }
 
+// RefreshPolicy says when an ExternalSecret's data is read again.
+// +kubebuilder:validation:Enum=Periodic;OnChange;CreatedOnce
+type RefreshPolicy string
+
+const (
+	// RefreshPeriodic reads again every refreshInterval.
+	RefreshPeriodic RefreshPolicy = "Periodic"
+	// RefreshOnChange reads again only when an input changes.
+	RefreshOnChange RefreshPolicy = "OnChange"
+	// RefreshCreatedOnce reads once, and again only to repair the target
+	// or for the force-sync annotation.
+	RefreshCreatedOnce RefreshPolicy = "CreatedOnce"
+)
+
 // ExternalSecretSpec declares what to fetch, from where, and where to write
 // it.
 // +kubebuilder:validation:XValidation:rule="(has(self.data) && size(self.data) > 0) || (has(self.dataFrom) && size(self.dataFrom) > 0)",message="set at least one entry in data or dataFrom"
+// +kubebuilder:validation:XValidation:rule="!has(self.refreshPolicy) || self.refreshPolicy == 'Periodic' || !has(self.refreshInterval) || self.refreshInterval in ['0', '0s', '1h', '1h0m0s']",message="refreshInterval is not used with refreshPolicy OnChange or CreatedOnce: remove it (or set it to 0), or use refreshPolicy Periodic",fieldPath=".refreshInterval"
 type ExternalSecretSpec struct {
 	// secretStoreRef names the store to read from.
 	// +required
 	SecretStoreRef StoreRef `json:"secretStoreRef"`
 
+	// refreshPolicy is Periodic (the default: read again every
+	// refreshInterval), OnChange (read only when an input changes: this
+	// spec, the store's spec, a templateFrom source, or the force-sync
+	// annotation; never on a timer or a store's change notice) or
+	// CreatedOnce (read once; after a successful sync only a target that
+	// is gone or was changed by someone else, or the force-sync
+	// annotation, makes it read again: a change of the spec is not
+	// synced). With OnChange and CreatedOnce
+	// refreshInterval is not used: leave it unset (or 0).
+	// +optional
+	RefreshPolicy RefreshPolicy `json:"refreshPolicy,omitempty"`
+
 	// refreshInterval is how often the data is read again, as a Go
-	// duration (30s, 15m, 1h). 0 syncs once, and again only when an input
-	// changes: this spec, the store's spec (its generation), a templateFrom
-	// ConfigMap, or the force-sync annotation.
+	// duration (30s, 15m, 1h), with refreshPolicy Periodic. 0 syncs once,
+	// and again only when an input changes: this spec, the store's spec
+	// (its generation), a templateFrom ConfigMap, the force-sync
+	// annotation, or a store's change notice for a key it reads.
 	// +optional
 	// +kubebuilder:default="1h"
 	// +kubebuilder:validation:Type=string

@@ -32,15 +32,17 @@ func (c *converter) externalSecret(m map[string]any) []map[string]any {
 	interval, hasInterval := take(spec, "refreshInterval")
 	switch policy := takeString(spec, "refreshPolicy"); policy {
 	case "", "Periodic":
+		set(dst, "refreshPolicy", policy)
 		if hasInterval {
 			dst["refreshInterval"] = interval
 		}
-	case "OnChange":
-		// Watchword's refreshInterval 0 syncs again only when an input changes.
-		dst["refreshInterval"] = "0"
-	case "CreatedOnce":
-		dst["refreshInterval"] = "0"
-		c.drop("spec.refreshPolicy", "CreatedOnce has no equivalent: written as refreshInterval 0, which syncs once and again when the ExternalSecret, its store or a templateFrom ConfigMap changes")
+	case "OnChange", "CreatedOnce":
+		// Neither has a periodic refresh: ESO ignores refreshInterval,
+		// and Watchword refuses one that is not 0 (or its default).
+		dst["refreshPolicy"] = policy
+		if s, _ := interval.(string); hasInterval && s != "0" && s != "0s" {
+			c.note("spec.refreshInterval", fmt.Sprintf("not used with refreshPolicy %s: left out", policy))
+		}
 	default:
 		c.drop("spec.refreshPolicy", fmt.Sprintf("refreshPolicy %s is not known", policy))
 	}
@@ -101,7 +103,11 @@ func (c *converter) target(t map[string]any) map[string]any {
 		c.drop(path+".deletionPolicy", fmt.Sprintf("deletionPolicy %s (what ESO does when the remote secrets are deleted) has no equivalent: Watchword keeps the Secret's last good data and reports the missing key", p))
 	}
 	if v, ok := take(t, "immutable"); ok && v == true {
-		c.drop(path+".immutable", "Watchword does not write immutable Secrets")
+		if p, _ := out["creationPolicy"].(string); p == "" || p == "Owner" {
+			out["immutable"] = true
+		} else {
+			c.drop(path+".immutable", fmt.Sprintf("Watchword makes immutable only a Secret it creates and owns (creationPolicy Owner), not with %s", p))
+		}
 	}
 	if _, ok := take(t, "manifest"); ok {
 		c.drop(path+".manifest", "Watchword writes Secrets only, not other kinds")
@@ -175,42 +181,71 @@ func (c *converter) templateFrom(e any, path string) map[string]any {
 	if f == nil {
 		return nil
 	}
-	target := takeString(f, "target")
-	if target != "" && !strings.EqualFold(target, "Data") {
-		c.drop(path, fmt.Sprintf("templateFrom with target %s is not supported: Watchword renders templateFrom into the Secret's data only", target))
+	out := map[string]any{}
+	switch target := takeString(f, "target"); {
+	case target == "" || strings.EqualFold(target, "Data"):
+	case strings.EqualFold(target, "Annotations"):
+		out["target"] = "Annotations"
+	case strings.EqualFold(target, "Labels"):
+		out["target"] = "Labels"
+	default:
+		c.drop(path, fmt.Sprintf("templateFrom with target %s is not known (Data, Annotations and Labels are)", target))
 		return nil
 	}
 	if v := takeString(f, "valuesDecodingStrategy"); v != "" && v != "None" {
 		c.drop(path+".valuesDecodingStrategy", "not supported: decode in the template (b64dec)")
 	}
-	if _, ok := take(f, "secret"); ok {
-		c.drop(path+".secret", "templates kept in Secrets are not supported: Watchword reads them from ConfigMaps")
+	if lit, ok := take(f, "literal"); ok {
+		s, _ := lit.(string)
+		c.checkTemplate(s, path+".literal")
+		out["literal"] = s
 	}
-	if _, ok := take(f, "literal"); ok {
-		c.drop(path+".literal", "literal templates (a rendered YAML map of keys) are not supported: move each key into template.data")
+	for _, kind := range []string{"configMap", "secret"} {
+		if ref := takeMap(f, kind); ref != nil {
+			if r := c.templateRef(ref, path+"."+kind); r != nil {
+				out[kind] = r
+			}
+		}
 	}
-	cm := takeMap(f, "configMap")
 	c.leftovers(f, path)
-	if cm == nil {
+	sources := 0
+	for _, k := range []string{"literal", "configMap", "secret"} {
+		if out[k] != nil {
+			sources++
+		}
+	}
+	if sources != 1 {
+		c.drop(path, "a templateFrom entry needs exactly one of configMap, secret or literal: not carried")
 		return nil
 	}
+	return out
+}
+
+// templateRef carries the name and items of a templateFrom configMap or
+// secret.
+func (c *converter) templateRef(ref map[string]any, path string) map[string]any {
 	var items []any
-	for i, it := range takeList(cm, "items") {
+	for i, it := range takeList(ref, "items") {
 		item, _ := it.(map[string]any)
-		ipath := pathIndex(path+".configMap.items", i)
-		if as := takeString(item, "templateAs"); as != "" && as != "Values" {
-			c.drop(ipath, fmt.Sprintf("templateAs %s is not supported: Watchword renders each item into the Secret key of the same name (templateAs Values)", as))
+		ipath := pathIndex(path+".items", i)
+		out := map[string]any{"key": takeString(item, "key")}
+		switch as := takeString(item, "templateAs"); as {
+		case "", "Values":
+		case "KeysAndValues":
+			out["templateAs"] = as
+		default:
+			c.drop(ipath, fmt.Sprintf("templateAs %s is not known (Values and KeysAndValues are)", as))
 			continue
 		}
-		items = append(items, map[string]any{"key": takeString(item, "key")})
+		items = append(items, out)
 		c.leftovers(item, ipath)
 	}
-	name := takeString(cm, "name")
-	c.leftovers(cm, path+".configMap")
+	name := takeString(ref, "name")
+	c.leftovers(ref, path)
 	if len(items) == 0 {
 		return nil
 	}
-	return map[string]any{"configMap": map[string]any{"name": name, "items": items}}
+	return map[string]any{"name": name, "items": items}
 }
 
 // checkTemplate reports a template that does not parse with Watchword's
@@ -252,9 +287,7 @@ func (c *converter) remoteRef(r map[string]any, path string) map[string]any {
 	if s := takeString(r, "conversionStrategy"); s != "" && s != "Default" {
 		c.drop(path+".conversionStrategy", fmt.Sprintf("conversionStrategy %s is not supported: the value is written as the store returns it", s))
 	}
-	if s := takeString(r, "decodingStrategy"); s != "" && s != "None" {
-		c.drop(path+".decodingStrategy", fmt.Sprintf("decodingStrategy %s is not supported: decode in a template with b64dec", s))
-	}
+	c.decoding(r, out, path)
 	if s := takeString(r, "nullBytePolicy"); s != "" && s != "Ignore" {
 		c.drop(path+".nullBytePolicy", fmt.Sprintf("nullBytePolicy %s is not supported", s))
 	}
@@ -337,21 +370,34 @@ func (c *converter) find(f map[string]any, path string) map[string]any {
 	if tags := takeMap(f, "tags"); len(tags) > 0 {
 		out["tags"] = tags
 	}
-	for _, k := range []string{"conversionStrategy", "decodingStrategy"} {
-		if v := takeString(f, k); v != "" && v != "Default" && v != "None" {
-			c.drop(path+"."+k, fmt.Sprintf("%s %s is not supported: values are written as the store holds them", k, v))
-		}
+	decoding := map[string]any{}
+	c.decoding(f, decoding, path)
+	if v := takeString(f, "conversionStrategy"); v != "" && v != "Default" {
+		c.drop(path+".conversionStrategy", fmt.Sprintf("conversionStrategy %s is not supported: values are written as the store holds them", v))
 	}
 	c.leftovers(f, path)
 	if len(out) == 0 {
 		c.drop(path, "a find without a path, a name or tags is not carried: it would copy the whole store")
 		return nil
 	}
+	maps.Copy(out, decoding)
 	return out
 }
 
-// rewrites converts ESO rewrite rules: a regexp rule carries over; a
-// template transform is not supported, and is left out.
+// decoding carries a decodingStrategy: Watchword has ESO's four, with the
+// same meaning; None, the default, is left out.
+func (c *converter) decoding(from, to map[string]any, path string) {
+	switch s := takeString(from, "decodingStrategy"); s {
+	case "", "None":
+	case "Base64", "Base64URL", "Auto":
+		to["decodingStrategy"] = s
+	default:
+		c.drop(path+".decodingStrategy", fmt.Sprintf("decodingStrategy %s is not known (None, Base64, Base64URL, Auto are)", s))
+	}
+}
+
+// rewrites converts ESO rewrite rules: a regexp rule and a template
+// transform carry over, in order.
 func (c *converter) rewrites(rules []any, path string) []any {
 	var out []any
 	for i, r := range rules {
@@ -360,8 +406,11 @@ func (c *converter) rewrites(rules []any, path string) []any {
 		if m == nil {
 			continue
 		}
-		if _, ok := take(m, "transform"); ok {
-			c.drop(p+".transform", "rewrite by template is not supported: rename the keys with a regexp rule, or a template")
+		if tr := takeMap(m, "transform"); tr != nil {
+			tmpl := takeString(tr, "template")
+			c.checkTemplate(tmpl, p+".transform.template")
+			out = append(out, map[string]any{"transform": map[string]any{"template": tmpl}})
+			c.leftovers(tr, p+".transform")
 		}
 		if re := takeMap(m, "regexp"); re != nil {
 			out = append(out, map[string]any{"regexp": map[string]any{"source": takeString(re, "source"), "target": takeString(re, "target")}})

@@ -86,6 +86,10 @@ func TemplateLive(ctx context.Context, in LiveTemplateInput, cluster LiveCluster
 	}
 	if tmpl := es.Spec.Target.Template; tmpl != nil {
 		for _, from := range tmpl.TemplateFrom {
+			if from.ConfigMap == nil {
+				// Template Secrets are not read: the sync reports one.
+				continue
+			}
 			name := from.ConfigMap.Name
 			if _, ok := sources[name]; ok {
 				continue

@@ -108,6 +108,9 @@ func findKey(remote string) string { return strings.ReplaceAll(remote, "/", "_")
 func rewriteKeys(i int, rules []v1alpha1.ExternalSecretRewrite, data map[string][]byte, from map[string]string, then func(string) string) (map[string][]byte, error) {
 	res := make([]*regexp.Regexp, len(rules))
 	for j, r := range rules {
+		if r.RegExp == nil {
+			continue
+		}
 		re, err := regexp.Compile(r.RegExp.Source)
 		if err != nil {
 			return nil, &FindError{Entry: i, Problem: fmt.Sprintf("rewrite[%d].regexp.source is not a regular expression (%v)", j, err), terminal: true}
@@ -118,8 +121,18 @@ func rewriteKeys(i int, rules []v1alpha1.ExternalSecretRewrite, data map[string]
 	by := map[string]string{}
 	for _, k := range slices.Sorted(maps.Keys(data)) {
 		nk := k
-		for j, re := range res {
-			nk = re.ReplaceAllString(nk, rules[j].RegExp.Target)
+		for j, r := range rules {
+			switch {
+			case r.RegExp != nil:
+				nk = res[j].ReplaceAllString(nk, r.RegExp.Target)
+			case r.Transform != nil:
+				// The template sees the key only, never a value.
+				b, err := renderTemplate(fmt.Sprintf("dataFrom[%d].rewrite[%d].transform", i, j), r.Transform.Template, map[string]any{"value": nk})
+				if err != nil {
+					return nil, err
+				}
+				nk = string(b)
+			}
 		}
 		if then != nil {
 			nk = then(nk)

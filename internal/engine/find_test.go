@@ -51,7 +51,7 @@ func findSpec(entries ...v1alpha1.ExternalSecretDataFrom) *v1alpha1.ExternalSecr
 }
 
 func rewrite(source, target string) v1alpha1.ExternalSecretRewrite {
-	return v1alpha1.ExternalSecretRewrite{RegExp: v1alpha1.RewriteRegExp{Source: source, Target: target}}
+	return v1alpha1.ExternalSecretRewrite{RegExp: &v1alpha1.RewriteRegExp{Source: source, Target: target}}
 }
 
 func syncWith(t *testing.T, s *listingStore, spec *v1alpha1.ExternalSecretSpec) (*Result, error) {

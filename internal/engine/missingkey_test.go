@@ -90,7 +90,7 @@ func TestTemplateFromMissingKeys(t *testing.T) {
 	spec := &v1alpha1.ExternalSecretSpec{
 		DataFrom: []v1alpha1.ExternalSecretDataFrom{{RemoteRef: &v1alpha1.RemoteReference{Key: "src"}}},
 		Target: v1alpha1.ExternalSecretTarget{Template: &v1alpha1.ExternalSecretTemplate{
-			TemplateFrom: []v1alpha1.TemplateFrom{{ConfigMap: v1alpha1.TemplateRef{Name: "cm",
+			TemplateFrom: []v1alpha1.TemplateFrom{{ConfigMap: &v1alpha1.TemplateRef{Name: "cm",
 				Items: []v1alpha1.TemplateRefItem{{Key: "app.properties"}}}}},
 		}},
 	}

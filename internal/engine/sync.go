@@ -172,6 +172,9 @@ func RenderFound(spec *v1alpha1.ExternalSecretSpec, objs map[Ref]Object, found F
 		if err != nil {
 			return nil, err
 		}
+		if b, err = decodeValue(d.RemoteRef.DecodingStrategy, ref.Key, valueName(d.RemoteRef.Property), b); err != nil {
+			return nil, err
+		}
 		data[d.SecretKey] = b
 	}
 	res := &Result{Data: data, Versions: versionsOf(objs), OldestRead: oldest, Found: foundCounts(found)}
@@ -195,6 +198,9 @@ func dataFromEntry(i int, d v1alpha1.ExternalSecretDataFrom, objs map[Ref]Object
 		if err != nil {
 			return nil, err
 		}
+		if err = decodeFields(r.DecodingStrategy, ref.Key, fields, fieldName); err != nil {
+			return nil, err
+		}
 		if len(d.Rewrite) == 0 {
 			return fields, nil
 		}
@@ -212,10 +218,24 @@ func dataFromEntry(i int, d v1alpha1.ExternalSecretDataFrom, objs map[Ref]Object
 		if err != nil {
 			return nil, err
 		}
+		if b, err = decodeValue(d.Find.DecodingStrategy, k, "the value", b); err != nil {
+			return nil, err
+		}
 		data[k], from[k] = b, fmt.Sprintf("remote key %q", k)
 	}
 	return rewriteKeys(i, d.Rewrite, data, from, findKey)
 }
+
+// valueName names the value a data[] entry selects, for an error.
+func valueName(property string) string {
+	if property == "" {
+		return "the value"
+	}
+	return fmt.Sprintf("the value of property %q", property)
+}
+
+// fieldName names a field of a dataFrom entry's object, for an error.
+func fieldName(field string) string { return fmt.Sprintf("field %q", field) }
 
 func versionsOf(objs map[Ref]Object) []v1alpha1.RemoteVersion {
 	seen := map[v1alpha1.RemoteVersion]bool{}
@@ -237,42 +257,35 @@ func versionsOf(objs map[Ref]Object) []v1alpha1.RemoteVersion {
 }
 
 // applyTemplate renders the template over res.Data and replaces or merges
-// the result into it.
+// the result into it. templateFrom entries apply in order, then data and
+// metadata, which win (as External Secrets Operator orders them).
 func applyTemplate(t *v1alpha1.ExternalSecretTemplate, res *Result, sources map[string]map[string]string) error {
 	ctx := templateContext(res.Data)
-	rendered := map[string][]byte{}
+	from, err := renderTemplateFrom(t.TemplateFrom, sources, ctx)
+	if err != nil {
+		return err
+	}
+	rendered := from.data
 	for _, name := range slices.Sorted(maps.Keys(t.Data)) {
-		b, err := renderTemplate(name, t.Data[name], ctx)
-		if err != nil {
-			return err
+		b, rerr := renderTemplate(name, t.Data[name], ctx)
+		if rerr != nil {
+			return rerr
 		}
 		rendered[name] = b
 	}
-	for _, from := range t.TemplateFrom {
-		cm, ok := sources[from.ConfigMap.Name]
-		if !ok {
-			return &TemplateError{Name: from.ConfigMap.Name, Problem: "ConfigMap not found in the ExternalSecret's namespace"}
-		}
-		for _, item := range from.ConfigMap.Items {
-			text, ok := cm[item.Key]
-			if !ok {
-				return &TemplateError{Name: from.ConfigMap.Name + "/" + item.Key, Problem: fmt.Sprintf("ConfigMap %q has no key %q", from.ConfigMap.Name, item.Key)}
-			}
-			b, err := renderTemplate(item.Key, text, ctx)
-			if err != nil {
-				return err
-			}
-			rendered[item.Key] = b
-		}
-	}
-	var err error
-	if res.Labels, err = renderLabels(t.Metadata.Labels, ctx); err != nil {
+	labels, err := renderLabels(t.Metadata.Labels, ctx)
+	if err != nil {
 		return err
 	}
-	if res.Annotations, err = renderAnnotations(t.Metadata.Annotations, ctx); err != nil {
+	annotations, err := renderAnnotations(t.Metadata.Annotations, ctx)
+	if err != nil {
 		return err
 	}
+	res.Labels, res.Annotations = mergeMeta(from.labels, labels), mergeMeta(from.annotations, annotations)
 	res.Type = t.Type
+	// As External Secrets Operator does: any templateFrom entry, even one
+	// for labels or annotations only, makes the template the data's
+	// source (mergePolicy Merge keeps the fetched keys).
 	if len(t.Data) == 0 && len(t.TemplateFrom) == 0 {
 		return nil
 	}
@@ -282,6 +295,16 @@ func applyTemplate(t *v1alpha1.ExternalSecretTemplate, res *Result, sources map[
 		res.Data = rendered
 	}
 	return nil
+}
+
+// mergeMeta is base with over's entries winning; nil when both are empty.
+func mergeMeta(base, over map[string]string) map[string]string {
+	if len(base) == 0 {
+		return over
+	}
+	out := maps.Clone(base)
+	maps.Copy(out, over)
+	return out
 }
 
 // RenderData renders templates (a field to a Go text/template) over data,

@@ -94,6 +94,7 @@ const (
 	TemplateNotFound  Reason = "TemplateNotFound"       // terminal: the ConfigMap's creation queues the object
 	TargetConflict    Reason = "TargetConflict"         // terminal
 	TargetMissing     Reason = "TargetMissing"          // terminal: the Secret's creation queues the object
+	TargetImmutable   Reason = "TargetImmutable"        // terminal: an immutable target keeps its data; its deletion queues the object
 	TargetRejected    Reason = "TargetRejected"         // the API server refused a target write (Rejected): terminal when invalid, retried when forbidden
 	StatusRejected    Reason = "StatusRejected"         // the API server refused to store an object's status (Rejected): terminal when invalid or too large, retried when forbidden
 	WriteConflict     Reason = "WriteConflict"          // retried

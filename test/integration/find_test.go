@@ -19,7 +19,7 @@ func withFind(find v1alpha1.ExternalSecretFind, rewrites ...v1alpha1.ExternalSec
 }
 
 func rewriteRule(source, target string) v1alpha1.ExternalSecretRewrite {
-	return v1alpha1.ExternalSecretRewrite{RegExp: v1alpha1.RewriteRegExp{Source: source, Target: target}}
+	return v1alpha1.ExternalSecretRewrite{RegExp: &v1alpha1.RewriteRegExp{Source: source, Target: target}}
 }
 
 // TestFindCopiesWhatMatchesAndCountsIt: a dataFrom find lists the store,

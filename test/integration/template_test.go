@@ -47,7 +47,7 @@ func TestTemplateFromConfigMapRerendersOnChange(t *testing.T) {
 	must(t, k8s.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "elsewhere"},
 		Data: map[string]string{"x": "{{ .data.password }}"}}))
 	newES(t, ns, "cfg", "store", withDataFrom("db", ""), withTemplate(&v1alpha1.ExternalSecretTemplate{
-		TemplateFrom: []v1alpha1.TemplateFrom{{ConfigMap: v1alpha1.TemplateRef{Name: "templates", Items: []v1alpha1.TemplateRefItem{{Key: "application.properties"}}}}},
+		TemplateFrom: []v1alpha1.TemplateFrom{{ConfigMap: &v1alpha1.TemplateRef{Name: "templates", Items: []v1alpha1.TemplateRefItem{{Key: "application.properties"}}}}},
 	}))
 	waitSecretData(t, ns, "cfg", map[string]string{"application.properties": "jdbc.url=jdbc:postgresql://db.internal/app\njdbc.user=app\n"})
 
@@ -56,7 +56,7 @@ func TestTemplateFromConfigMapRerendersOnChange(t *testing.T) {
 	waitSecretData(t, ns, "cfg", map[string]string{"application.properties": "jdbc.url=jdbc:postgresql://db.internal:5432/app\n"})
 
 	newES(t, ns, "cross", "store", withDataFrom("db", ""), withTemplate(&v1alpha1.ExternalSecretTemplate{
-		TemplateFrom: []v1alpha1.TemplateFrom{{ConfigMap: v1alpha1.TemplateRef{Name: "elsewhere", Items: []v1alpha1.TemplateRefItem{{Key: "x"}}}}},
+		TemplateFrom: []v1alpha1.TemplateFrom{{ConfigMap: &v1alpha1.TemplateRef{Name: "elsewhere", Items: []v1alpha1.TemplateRefItem{{Key: "x"}}}}},
 	}))
 	waitCondition(t, ns, "cross", "TemplateNotFound", `template ConfigMap "elsewhere" not found in namespace "`+ns+`"`)
 }

@@ -234,6 +234,13 @@ func (r *Reconciler) readInputs(ctx context.Context, s *scope) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	secretVersions, err := r.templateSecretVersions(ctx, s.es)
+	if err != nil {
+		return false, err
+	}
+	if secretVersions != "" {
+		versions += ";" + secretVersions
+	}
 	s.inputs = fmt.Sprintf("%d|%s|%s", s.es.Generation, s.store.ID(), versions) + r.publishInputs(ctx, s.es)
 	s.plan = newSchedule(s.es, s.now.Time, s.store.ID(), s.inputs, s.mem).
 		withNotices(s.es, r.notices.of(s.es.Namespace+"/"+s.es.Name))
@@ -409,6 +416,15 @@ func (s *scope) schedule() schedule {
 
 // templateNames lists the templateFrom ConfigMaps, each once.
 func templateNames(es *v1alpha1.ExternalSecret) []string {
+	return templateRefNames(es, func(f v1alpha1.TemplateFrom) *v1alpha1.TemplateRef { return f.ConfigMap })
+}
+
+// templateSecretNames lists the templateFrom Secrets, each once.
+func templateSecretNames(es *v1alpha1.ExternalSecret) []string {
+	return templateRefNames(es, func(f v1alpha1.TemplateFrom) *v1alpha1.TemplateRef { return f.Secret })
+}
+
+func templateRefNames(es *v1alpha1.ExternalSecret, ref func(v1alpha1.TemplateFrom) *v1alpha1.TemplateRef) []string {
 	t := es.Spec.Target.Template
 	if t == nil {
 		return nil
@@ -416,9 +432,9 @@ func templateNames(es *v1alpha1.ExternalSecret) []string {
 	var names []string
 	seen := map[string]bool{}
 	for _, from := range t.TemplateFrom {
-		if name := from.ConfigMap.Name; !seen[name] {
-			seen[name] = true
-			names = append(names, name)
+		if r := ref(from); r != nil && !seen[r.Name] {
+			seen[r.Name] = true
+			names = append(names, r.Name)
 		}
 	}
 	return names
@@ -452,10 +468,14 @@ func (r *Reconciler) templateVersions(ctx context.Context, es *v1alpha1.External
 // not cached).
 func (r *Reconciler) templateSources(ctx context.Context, es *v1alpha1.ExternalSecret) (map[string]map[string]string, error) {
 	names := templateNames(es)
-	if len(names) == 0 {
+	secrets := templateSecretNames(es)
+	if len(names) == 0 && len(secrets) == 0 {
 		return nil, nil
 	}
-	out := make(map[string]map[string]string, len(names))
+	out := make(map[string]map[string]string, len(names)+len(secrets))
+	if err := r.addTemplateSecrets(ctx, es, out); err != nil {
+		return nil, err
+	}
 	for _, name := range names {
 		var cm corev1.ConfigMap
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: name}, &cm); err != nil {

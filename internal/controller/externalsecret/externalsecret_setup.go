@@ -32,6 +32,8 @@ const (
 	IndexStore = "watchword.store"
 	// IndexTemplate holds the names of template ConfigMaps.
 	IndexTemplate = "watchword.templateConfigMap"
+	// IndexTemplateSecret holds the names of template Secrets.
+	IndexTemplateSecret = "watchword.templateSecret"
 	// IndexStoreSecret, on stores, holds "NS/NAME" of every credential
 	// Secret.
 	IndexStoreSecret = "watchword.credentialSecret"
@@ -73,9 +75,16 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		}
 		var out []string
 		for _, f := range t.TemplateFrom {
-			out = append(out, f.ConfigMap.Name)
+			if f.ConfigMap != nil {
+				out = append(out, f.ConfigMap.Name)
+			}
 		}
 		return out
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &v1alpha1.ExternalSecret{}, IndexTemplateSecret, func(o client.Object) []string {
+		return templateSecretNames(o.(*v1alpha1.ExternalSecret))
 	}); err != nil {
 		return err
 	}
@@ -142,11 +151,15 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			},
 		})).
 		// Secrets watched by name: a changed Merge target is repaired at
-		// once; a changed credential fans out to every user of its stores
-		// at low priority.
+		// once, and so is the target of a changed template Secret; a
+		// changed credential fans out to every user of its stores at low
+		// priority.
 		WatchesRawSource(source.Channel(opts.SecretChanges, handler.Funcs{
 			GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				r.targetChanged(ctx, e.Object, q, e.Object.GetResourceVersion() == "")
+				for _, req := range byIndex(ctx, c, IndexTemplateSecret, e.Object.GetName(), e.Object.GetNamespace()) {
+					q.Add(req)
+				}
 				fanOut(r.usersOfCredential).Generic(ctx, e, q)
 			},
 		})).

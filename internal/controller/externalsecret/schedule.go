@@ -112,6 +112,8 @@ func terminalRecheck(es *v1alpha1.ExternalSecret, reason failure.Reason) time.Du
 // and inputs, at one moment.
 type schedule struct {
 	now time.Time
+	// policy is spec.refreshPolicy ("" is Periodic).
+	policy v1alpha1.RefreshPolicy
 	// interval is spec.refreshInterval (0: no periodic refresh).
 	interval time.Duration
 	// offset is the ExternalSecret's phase within its interval.
@@ -151,6 +153,7 @@ type memory struct {
 func newSchedule(es *v1alpha1.ExternalSecret, now time.Time, store, inputs string, m memory) schedule {
 	s := schedule{
 		now:               now,
+		policy:            es.Spec.RefreshPolicy,
 		interval:          refreshInterval(es),
 		forced:            forcePending(es),
 		inputsChanged:     inputs != es.Status.InputsVersion,
@@ -204,7 +207,12 @@ func sinceStart(started time.Time, interval time.Duration) time.Time {
 	return started.Add(-interval / 2)
 }
 
+// refreshInterval is the interval of periodic refreshes; 0 for none (and
+// for refreshPolicy OnChange and CreatedOnce, which have none).
 func refreshInterval(es *v1alpha1.ExternalSecret) time.Duration {
+	if p := es.Spec.RefreshPolicy; p == v1alpha1.RefreshOnChange || p == v1alpha1.RefreshCreatedOnce {
+		return 0
+	}
 	if es.Spec.RefreshInterval == nil {
 		return defaultRefresh
 	}
@@ -226,9 +234,10 @@ func (s schedule) slack() time.Duration {
 
 // withNotices sets the keys announced changed: of those given (remote key
 // to the time of its latest announcement), the ones the ExternalSecret
-// reads.
+// reads. refreshPolicy OnChange and CreatedOnce take no notice: a store's
+// data is not an input they follow.
 func (s schedule) withNotices(es *v1alpha1.ExternalSecret, notices map[string]time.Time) schedule {
-	if len(notices) == 0 {
+	if len(notices) == 0 || (s.policy != "" && s.policy != v1alpha1.RefreshPeriodic) {
 		return s
 	}
 	s.notified = map[string]time.Time{}
@@ -242,8 +251,12 @@ func (s schedule) withNotices(es *v1alpha1.ExternalSecret, notices map[string]ti
 
 // due tells whether the store must be read: the sync is forced, it never
 // ran, an input changed, a key it reads was announced changed, or the
-// periodic refresh time has come.
+// periodic refresh time has come. With refreshPolicy CreatedOnce only the
+// first two.
 func (s schedule) due() bool {
+	if s.policy == v1alpha1.RefreshCreatedOnce {
+		return s.forced || s.lastRead == nil
+	}
 	if s.forced || s.lastRead == nil || s.inputsChanged || len(s.notified) > 0 {
 		return true
 	}

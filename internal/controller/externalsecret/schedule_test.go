@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/controller/conditions"
 )
 
 func TestNextRefreshLandsOnPhase(t *testing.T) {
@@ -125,4 +126,64 @@ func TestScheduleNext(t *testing.T) {
 	if res := (schedule{now: now}).next(&now); res.RequeueAfter != 0 {
 		t.Errorf("refreshInterval 0 requeues after %v, want never", res.RequeueAfter)
 	}
+}
+
+// TestRefreshPolicies: OnChange and CreatedOnce have no periodic refresh,
+// whatever refreshInterval says; OnChange syncs on a change of its inputs
+// and takes no notice of the store's; CreatedOnce syncs only before its
+// first sync and when forced.
+func TestRefreshPolicies(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	synced := metav1.NewTime(now.Add(-48 * time.Hour))
+	mk := func(policy v1alpha1.RefreshPolicy, change func(*v1alpha1.ExternalSecret)) *v1alpha1.ExternalSecret {
+		es := &v1alpha1.ExternalSecret{ObjectMeta: metav1.ObjectMeta{Generation: 1, UID: "u"},
+			Spec: v1alpha1.ExternalSecretSpec{RefreshPolicy: policy, RefreshInterval: &metav1.Duration{Duration: time.Hour},
+				Data: []v1alpha1.ExternalSecretData{{SecretKey: "k", RemoteRef: v1alpha1.RemoteReference{Key: "db"}}}},
+			Status: v1alpha1.ExternalSecretStatus{RefreshTime: &synced, ObservedGeneration: 1, InputsVersion: "in"}}
+		if change != nil {
+			change(es)
+		}
+		return es
+	}
+	notice := map[string]time.Time{"db": now.Add(-time.Minute)}
+	cases := []struct {
+		name    string
+		es      *v1alpha1.ExternalSecret
+		inputs  string
+		notices map[string]time.Time
+		due     bool
+	}{
+		{name: "Periodic refreshes on its interval", es: mk(v1alpha1.RefreshPeriodic, nil), inputs: "in", due: true},
+		{name: "unset is Periodic", es: mk("", nil), inputs: "in", due: true},
+		{name: "OnChange: nothing changed", es: mk(v1alpha1.RefreshOnChange, nil), inputs: "in", due: false},
+		{name: "OnChange: a store's change notice", es: mk(v1alpha1.RefreshOnChange, nil), inputs: "in", notices: notice, due: false},
+		{name: "OnChange: the spec changed", es: mk(v1alpha1.RefreshOnChange, func(es *v1alpha1.ExternalSecret) { es.Generation = 2 }), inputs: "in2", due: true},
+		{name: "OnChange: the store changed", es: mk(v1alpha1.RefreshOnChange, nil), inputs: "in-store2", due: true},
+		{name: "OnChange: forced", es: mk(v1alpha1.RefreshOnChange, forced), inputs: "in", due: true},
+		{name: "CreatedOnce: never synced", es: mk(v1alpha1.RefreshCreatedOnce, func(es *v1alpha1.ExternalSecret) { es.Status = v1alpha1.ExternalSecretStatus{} }), inputs: "in", due: true},
+		{name: "CreatedOnce: synced", es: mk(v1alpha1.RefreshCreatedOnce, nil), inputs: "in", due: false},
+		{name: "CreatedOnce: the spec changed", es: mk(v1alpha1.RefreshCreatedOnce, func(es *v1alpha1.ExternalSecret) { es.Generation = 2 }), inputs: "in2", due: false},
+		{name: "CreatedOnce: a store's change notice", es: mk(v1alpha1.RefreshCreatedOnce, nil), inputs: "in", notices: notice, due: false},
+		{name: "CreatedOnce: forced", es: mk(v1alpha1.RefreshCreatedOnce, forced), inputs: "in", due: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSchedule(tc.es, now, "store", tc.inputs, memory{}).withNotices(tc.es, tc.notices)
+			if got := s.due(); got != tc.due {
+				t.Errorf("due = %v, want %v", got, tc.due)
+			}
+			if p := tc.es.Spec.RefreshPolicy; p == v1alpha1.RefreshOnChange || p == v1alpha1.RefreshCreatedOnce {
+				if res := s.next(s.lastRead); res.RequeueAfter != 0 {
+					t.Errorf("requeue after %v, want no periodic refresh", res.RequeueAfter)
+				}
+				if s.stale() {
+					t.Error("stale, but there is no periodic refresh to miss")
+				}
+			}
+		})
+	}
+}
+
+func forced(es *v1alpha1.ExternalSecret) {
+	es.Annotations = map[string]string{conditions.ForceSyncAnnotation: "now"}
 }

@@ -96,6 +96,11 @@ func (r *Reconciler) writeOwner(ctx context.Context, es *v1alpha1.ExternalSecret
 	adopting := !ownedBy(&cur, es)
 	desired := cur.DeepCopy()
 	applyOwned(desired, es, res)
+	if ptr.Deref(cur.Immutable, false) {
+		if err := immutableChange(name, &cur, desired); err != nil {
+			return nil, err
+		}
+	}
 	if desired.Type != cur.Type {
 		if adopting {
 			// Adoption never deletes: the Secret is someone else's
@@ -115,6 +120,7 @@ func (r *Reconciler) writeOwner(ctx context.Context, es *v1alpha1.ExternalSecret
 	}
 	changed := diffKeys(cur.Data, desired.Data)
 	if len(changed) == 0 && maps.Equal(cur.Labels, desired.Labels) && maps.Equal(cur.Annotations, desired.Annotations) &&
+		ptr.Deref(cur.Immutable, false) == ptr.Deref(desired.Immutable, false) &&
 		slices.EqualFunc(cur.OwnerReferences, desired.OwnerReferences, func(a, b metav1.OwnerReference) bool {
 			return a.UID == b.UID && ptr.Deref(a.Controller, false) == ptr.Deref(b.Controller, false)
 		}) {
@@ -280,6 +286,33 @@ func applyOwned(s *corev1.Secret, es *v1alpha1.ExternalSecret, res *engine.Resul
 		s.Type = corev1.SecretTypeOpaque
 	}
 	s.Data = res.Data
+	if es.Spec.Target.Immutable {
+		// A Secret made immutable stays so (Kubernetes refuses the way
+		// back): turning immutable off later leaves it as it is.
+		s.Immutable = ptr.To(true)
+	}
+}
+
+// immutableChange refuses to change the data or type of an immutable
+// target. The Secret keeps what it holds: its readers go on with the data
+// they have, and deleting it (which queues the ExternalSecret) has it
+// written again with the new data. Only key names are told.
+func immutableChange(name string, cur, desired *corev1.Secret) error {
+	if desired.Type != cur.Type {
+		return failure.Terminalf(failure.TargetImmutable,
+			"Secret %q is immutable and this ExternalSecret now writes type %s, not %s: it keeps its data; delete the Secret to have it written again", name, desired.Type, cur.Type)
+	}
+	changed := diffKeys(cur.Data, desired.Data)
+	if len(changed) == 0 {
+		return nil
+	}
+	const show = 10
+	keys := strings.Join(changed[:min(len(changed), show)], ", ")
+	if len(changed) > show {
+		keys += fmt.Sprintf(" and %d more", len(changed)-show)
+	}
+	return failure.Terminalf(failure.TargetImmutable,
+		"Secret %q is immutable (spec.target.immutable) and the data to write differs in keys %s: it keeps its data; delete the Secret to have it written again with the new data", name, keys)
 }
 
 // writeMerge merges this ExternalSecret's keys into an existing Secret.
