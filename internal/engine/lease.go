@@ -67,7 +67,8 @@ const DefaultRenewPercent = 67
 // something next: renewal once percent of its last granted duration has
 // passed; new credentials in its place instead when it cannot be renewed,
 // or when Vault granted less than its TTL last time (its maximum TTL is
-// near), so that new credentials are in place before the old ones end.
+// near), so that new credentials are in place before the old ones end;
+// and for a lease that has expired.
 func NextLeaseAction(l *v1alpha1.VaultLeaseStatus, percent int32, now time.Time) (LeaseAction, time.Time) {
 	if percent <= 0 {
 		percent = DefaultRenewPercent
@@ -84,7 +85,7 @@ func NextLeaseAction(l *v1alpha1.VaultLeaseStatus, percent int32, now time.Time)
 	switch {
 	case now.Before(at):
 		return LeaseKeep, at
-	case l.Renewable && !capped:
+	case l.Renewable && !capped && now.Before(l.ExpiryTime.Time):
 		return LeaseRenew, at
 	default:
 		return LeaseRotate, at

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/test/pgserver"
@@ -85,11 +87,14 @@ func vaultLeases(t *testing.T, prefix string) int {
 	return len(out.Data.Keys)
 }
 
-func vaultDynamicES(t *testing.T, ns, name, store, path string, percent int32) {
+func vaultDynamicES(t *testing.T, ns, name, store, path string, percent int32, opts ...esOpt) {
 	t.Helper()
 	es := &v1alpha1.ExternalSecret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.ExternalSecretSpec{SecretStoreRef: v1alpha1.StoreRef{Name: store},
 			DataFrom: []v1alpha1.ExternalSecretDataFrom{{VaultDynamic: &v1alpha1.VaultDynamicSecret{Path: path, RenewPercent: percent}}}}}
+	for _, o := range opts {
+		o(es)
+	}
 	must(t, k8s.Create(context.Background(), es))
 }
 
@@ -143,6 +148,14 @@ func TestVaultDynamicDatabaseCredentials(t *testing.T) {
 	}
 	user2, pw2 := secretCreds(t, ns, "db")
 	must(t, pgLogin(dsn, user2, pw2))
+	waitEvent(t, ns, "db", "Rotated", "")
+	var evs corev1.EventList
+	must(t, k8s.List(context.Background(), &evs, client.InNamespace(ns)))
+	for _, e := range evs.Items {
+		if strings.Contains(e.Message, pw) || strings.Contains(e.Message, pw2) {
+			t.Fatalf("event %s tells a password: %s", e.Reason, e.Message)
+		}
+	}
 
 	// Deleting the ExternalSecret revokes the lease: Vault drops the role.
 	must(t, k8s.Delete(context.Background(), es))
@@ -165,7 +178,7 @@ func TestVaultDynamicDatabaseCredentials(t *testing.T) {
 func TestVaultDynamicLeaseSurvivesControllerKill(t *testing.T) {
 	needVault(t)
 	ns := newNamespace(t, nil)
-	dsn, mount := vaultDatabase(t, ns, 8*time.Second, time.Hour)
+	dsn, mount := vaultDatabase(t, ns, 20*time.Second, time.Hour)
 	class := "lease-" + ns
 	createSecret(t, ns, "vault-token", map[string]string{"token": vaultSrv.RootToken})
 	s := &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vault"},
@@ -176,7 +189,7 @@ func TestVaultDynamicLeaseSurvivesControllerKill(t *testing.T) {
 	vaultDynamicES(t, ns, "db", "vault", mount+"/creds/app", 50)
 
 	var lease *v1alpha1.VaultLeaseStatus
-	eventually(t, wait, func() (bool, string) {
+	eventually(t, 2*wait, func() (bool, string) {
 		lease = getES(t, ns, "db").Status.Lease
 		return lease != nil && lease.RenewTime != nil, fmt.Sprintf("lease %+v not renewed", lease)
 	})
@@ -185,7 +198,7 @@ func TestVaultDynamicLeaseSurvivesControllerKill(t *testing.T) {
 	killedAt := time.Now()
 	startController(t, class)
 
-	eventually(t, wait, func() (bool, string) {
+	eventually(t, 2*wait, func() (bool, string) {
 		l := getES(t, ns, "db").Status.Lease
 		return l != nil && l.RenewTime != nil && l.RenewTime.After(killedAt), fmt.Sprintf("lease %+v not renewed since the restart", l)
 	})
@@ -199,13 +212,100 @@ func TestVaultDynamicLeaseSurvivesControllerKill(t *testing.T) {
 	if u, p := secretCreds(t, ns, "db"); u != user || p != pw {
 		t.Fatal("the restart changed the credentials")
 	}
-	// The lease outlives its first TTL (8s) through the restart: the
+	// The lease outlives its first TTL (20s) through the restart: the
 	// credentials still log in.
-	if wait := time.Until(l.IssueTime.Add(10 * time.Second)); wait > 0 {
+	if wait := time.Until(l.IssueTime.Add(22 * time.Second)); wait > 0 {
 		time.Sleep(wait)
 	}
 	must(t, pgLogin(dsn, user, pw))
 	if l := getES(t, ns, "db").Status.Lease; l.ID != lease.ID {
 		t.Fatalf("lease %q replaced by %q", lease.ID, l.ID)
+	}
+
+	// Deleting the target: new credentials for a new one, and the lease
+	// of the old ones revoked, well before it would have expired.
+	l = getES(t, ns, "db").Status.Lease
+	must(t, k8s.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}}))
+	revokedBefore(t, dsn, user, pw, l.ExpiryTime.Time)
+	eventually(t, wait, func() (bool, string) {
+		s, err := getSecret(ns, "db")
+		st := getES(t, ns, "db").Status
+		return err == nil && string(s.Data["username"]) != user && st.Lease.ID != l.ID && st.TargetResourceVersion == s.ResourceVersion,
+			"no new credentials in a new target, recorded in the status"
+	})
+	user, pw = secretCreds(t, ns, "db")
+	must(t, pgLogin(dsn, user, pw))
+	if n := vaultLeases(t, mount+"/creds/app/"); n != 1 {
+		t.Fatalf("Vault holds %d leases of the role after the target was replaced, want 1", n)
+	}
+
+	// Deleting the ExternalSecret revokes its lease.
+	es := getES(t, ns, "db")
+	must(t, k8s.Delete(context.Background(), es))
+	revokedBefore(t, dsn, user, pw, es.Status.Lease.ExpiryTime.Time)
+	waitGone(t, es)
+	if n := vaultLeases(t, mount+"/creds/app/"); n != 0 {
+		t.Fatalf("Vault holds %d leases of the role after the deletion, want 0", n)
+	}
+}
+
+// revokedBefore waits until the credentials no longer log in, and checks
+// that this came before expiry, when their lease would have ended anyway:
+// the lease was revoked.
+func revokedBefore(t *testing.T, dsn, user, password string, expiry time.Time) {
+	t.Helper()
+	eventually(t, wait, func() (bool, string) {
+		return pgLogin(dsn, user, password) != nil, "the credentials still log in"
+	})
+	if now := time.Now(); !now.Before(expiry) {
+		t.Fatalf("the credentials stopped at %s, not before their lease's expiry %s: nothing shows it was revoked", now, expiry)
+	}
+}
+
+// TestVaultStaticRoleReadLikeKV: a static role's credentials carry no
+// lease: they are read at every refresh like a KV secret, their last
+// rotation time as their version, and a rotation in Vault reaches the
+// target.
+func TestVaultStaticRoleReadLikeKV(t *testing.T) {
+	needVault(t)
+	ns := newNamespace(t, nil)
+	dsn, mount := vaultDatabase(t, ns, time.Hour, time.Hour)
+	sqlExec(t, dsn, `CREATE ROLE static_app WITH LOGIN PASSWORD 'initial-pw'`)
+	must(t, vaultSrv.Do(http.MethodPost, mount+"/static-roles/fixed", map[string]any{"db_name": "pg", "username": "static_app", "rotation_period": "1h"}, nil))
+	createSecret(t, ns, "vault-token", map[string]string{"token": vaultSrv.RootToken})
+	vaultStore(t, ns, "vault", tokenAuth("vault-token"), "v2")
+	path := mount + "/static-creds/fixed"
+	vaultDynamicES(t, ns, "static", "vault", path, 0, withRefresh(time.Second))
+
+	eventually(t, wait, func() (bool, string) {
+		s, err := getSecret(ns, "static")
+		return err == nil && len(s.Data["password"]) > 0, "no credentials in the target yet"
+	})
+	s, err := getSecret(ns, "static")
+	must(t, err)
+	if _, ok := s.Data["ttl"]; ok || string(s.Data["username"]) != "static_app" {
+		t.Fatalf("target keys %v, username %q: want static_app and no ttl", keysOf(s.Data), s.Data["username"])
+	}
+	pw := string(s.Data["password"])
+	must(t, pgLogin(dsn, "static_app", pw))
+	es := waitReady(t, ns, "static")
+	if es.Status.Lease != nil || len(es.Status.Versions) != 1 || es.Status.Versions[0].Key != path || es.Status.Versions[0].Version != string(s.Data["last_vault_rotation"]) {
+		t.Fatalf("lease %+v, versions %v: want no lease and the last rotation time as the version", es.Status.Lease, es.Status.Versions)
+	}
+	first := es.Status.Versions[0].Version
+
+	must(t, vaultSrv.Do(http.MethodPost, mount+"/rotate-role/fixed", nil, nil))
+	eventually(t, wait, func() (bool, string) {
+		s, err := getSecret(ns, "static")
+		return err == nil && string(s.Data["password"]) != pw, "the rotation did not reach the target"
+	})
+	eventually(t, wait, func() (bool, string) {
+		v := getES(t, ns, "static").Status.Versions
+		return len(v) == 1 && v[0].Version != first, fmt.Sprint(v)
+	})
+	_, pw2 := secretCreds(t, ns, "static")
+	must(t, pgLogin(dsn, "static_app", pw2))
+	if err := pgLogin(dsn, "static_app", pw); err == nil {
+		t.Fatal("the password from before the rotation still logs in")
 	}
 }

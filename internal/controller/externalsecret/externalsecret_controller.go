@@ -171,15 +171,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if !r.ours(store) {
 		return ctrl.Result{}, nil
 	}
+	// The status this instance wrote last, if the cache is behind it: the
+	// finalizer revokes the lease it records.
+	r.catchUp(&es)
 	if !es.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, failure.Redacted(r.finalize(ctx, &es))
 	}
-	r.catchUp(&es)
 	r.startOnce.Do(func() { r.started = start })
 	s := &scope{es: &es, before: es.DeepCopy(), now: metav1.NewTime(start), store: store, storeErr: storeErr}
 	s.mem = memory{refreshed: r.fresh.refreshedAt(req.String(), es.UID), started: r.started, statusPeriod: r.StatusPeriod}
 	res, err = r.run(ctx, s)
 	res, err = r.writeStatus(ctx, s, res, err)
+	r.dropUnrecorded(ctx, s)
 	if !s.abandoned {
 		kind, name := storeLabels(s)
 		r.fresh.observe(req.String(), s.es, s.schedule(), kind, name, s.refreshed && s.recorded)
@@ -367,7 +370,7 @@ func (r *Reconciler) catchUp(es *v1alpha1.ExternalSecret) {
 // longer needed.
 func caughtUp(es *v1alpha1.ExternalSecret, wrote *v1alpha1.ExternalSecretStatus) bool {
 	cached := es.Status.RefreshTime
-	return wrote.ObservedGeneration != es.Generation || (cached != nil && !cached.Before(wrote.RefreshTime))
+	return wrote.ObservedGeneration != es.Generation || (cached != nil && !cached.Before(wrote.RefreshTime) && leaseCaughtUp(es.Status.Lease, wrote.Lease))
 }
 
 // forget drops what this instance remembers of an ExternalSecret once the

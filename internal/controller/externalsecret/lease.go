@@ -39,6 +39,9 @@ type leaseHeld struct {
 	// then (its target was deleted, and deletionPolicy is Revoke).
 	replaced *v1alpha1.VaultLeaseStatus
 	revoke   bool
+	// recorded is the ID of the lease issued in this reconcile once the
+	// status to be written records it.
+	recorded string
 }
 
 // vaultDynamic is the spec's vaultDynamic entry; nil when it has none.
@@ -66,9 +69,9 @@ func (r *Reconciler) holdLease(ctx context.Context, s *scope) (bool, error) {
 	if held != nil && held.Path == v.Path {
 		rewrite, gone := r.targetNeedsRewrite(ctx, s)
 		if !rewrite {
-			kept, err := r.renewIfDue(ctx, s, leaser, held, v.RenewPercent)
-			if kept || err != nil {
-				return false, err
+			kept, rerr := r.renewIfDue(ctx, s, leaser, held, v.RenewPercent)
+			if kept || rerr != nil {
+				return false, rerr
 			}
 		}
 		s.lease.replaced, s.lease.revoke = held, gone && v.DeletionPolicy != v1alpha1.VaultLeaseRetain
@@ -136,6 +139,9 @@ func (r *Reconciler) renewIfDue(ctx context.Context, s *scope, leaser engine.Lea
 func (r *Reconciler) recordLease(ctx context.Context, s *scope) {
 	if s.lease.leased != nil {
 		s.es.Status.Lease = s.lease.issued
+		if s.lease.issued != nil {
+			s.lease.recorded = s.lease.issued.ID
+		}
 		s.lease.issued = nil
 		if old := s.lease.replaced; old != nil && s.lease.revoke {
 			if leaser, err := s.client.AsLeaser(); err == nil {
@@ -171,6 +177,30 @@ func (r *Reconciler) dropIssued(ctx context.Context, s *scope) {
 	if err := leaser.Revoke(ctx, id); err != nil {
 		ctrl.LoggerFrom(ctx).Info("revoking the lease of a failed sync failed; it expires at its end", "reason", failure.Classify(err).Reason)
 	}
+}
+
+// dropUnrecorded revokes the lease issued in this reconcile when the
+// status that records it could not be written (the ExternalSecret changed
+// or is being deleted meanwhile): nothing would renew or revoke it, and
+// the next reconcile, finding the target changed, issues new credentials.
+func (r *Reconciler) dropUnrecorded(ctx context.Context, s *scope) {
+	if s.lease.recorded == "" || s.recorded {
+		return
+	}
+	s.lease.issued, s.lease.recorded = &v1alpha1.VaultLeaseStatus{ID: s.lease.recorded}, ""
+	r.dropIssued(ctx, s)
+}
+
+// leaseCaughtUp tells whether a cached status shows the lease this
+// instance recorded last. A renewal, or new credentials written between
+// refreshes, leave refreshTime as it was: without this, a reconcile that
+// read the status from before them would take the lease they replaced for
+// the current one, and the target it wrote for a drift.
+func leaseCaughtUp(cached, wrote *v1alpha1.VaultLeaseStatus) bool {
+	if wrote == nil {
+		return true
+	}
+	return cached != nil && cached.ID == wrote.ID && cached.ExpiryTime.Unix() == wrote.ExpiryTime.Unix()
 }
 
 // leaseDue tells whether the held lease needs renewal or new credentials.

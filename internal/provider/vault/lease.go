@@ -27,8 +27,9 @@ func (a leaseAnswer) lease() engine.Lease {
 
 // Issue reads a secrets engine path that issues credentials, such as
 // database/creds/ROLE. The lease ID is the version of what it read; an
-// answer without a lease (database/static-creds/ROLE) has the time of its
-// last rotation as its version, and loses its ttl field, which counts
+// answer without a lease has none; that of a static role
+// (database/static-creds/ROLE) has the time of its last rotation as its
+// version, and loses its ttl field, which counts
 // down at every read and would make every refresh look like a change.
 func (c *Client) Issue(ctx context.Context, req engine.LeaseRequest) (engine.Object, engine.Lease, error) {
 	path := strings.Trim(req.Path, "/")
@@ -52,10 +53,8 @@ func (c *Client) Issue(ctx context.Context, req engine.LeaseRequest) (engine.Obj
 		return engine.Object{}, engine.Lease{}, fmt.Errorf("%s answered no data: %w", where, engine.ErrNotFound)
 	}
 	version := out.LeaseID
-	if version == "" {
-		if r, ok := out.Data["last_vault_rotation"].(string); ok {
-			version = r
-		}
+	if r, ok := out.Data["last_vault_rotation"].(string); ok && version == "" {
+		version = r
 		delete(out.Data, "ttl")
 	}
 	obj, err := objectOf(out.Data, version)
