@@ -18,6 +18,9 @@ const (
 // database/creds/ROLE or aws/creds/ROLE, and keeps the lease Vault grants
 // with them: Watchword renews it, issues new credentials before its
 // maximum TTL (a rotation), and revokes it when the ExternalSecret goes.
+// A certificate from a PKI role (pki/issue/ROLE, method POST, with
+// common_name in parameters) is held the same way, by its serial number
+// and notAfter: replaced before it expires, revoked on delete.
 // A path whose answer carries no lease, such as database/static-creds/ROLE,
 // is read again at every refresh like a KV secret, its last rotation time
 // as its version.
@@ -55,6 +58,15 @@ type VaultDynamicSecret struct {
 	// +kubebuilder:validation:Maximum=90
 	RenewPercent int32 `json:"renewPercent,omitempty"`
 
+	// renewBefore, when set, acts that long before the lease's expiry
+	// instead of at renewPercent, as a Go duration (such as 720h): for a
+	// certificate, how long before its notAfter a new one is issued.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h)){1,4}$')",message="vaultDynamic.renewBefore must be a Go duration such as 10m or 720h"
+	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
+
 	// deletionPolicy is Revoke (the default: the lease is revoked when the
 	// ExternalSecret is deleted, or when its target is deleted and new
 	// credentials are issued for the new one) or Retain (the lease is left
@@ -68,7 +80,7 @@ type VaultDynamicSecret struct {
 // ExternalSecret's target. Lease IDs are not secret values: they grant
 // nothing without a token allowed to renew or revoke them.
 type VaultLeaseStatus struct {
-	// id is Vault's lease ID.
+	// id is Vault's lease ID; for a PKI certificate, pki:MOUNT:SERIAL.
 	// +required
 	// +kubebuilder:validation:MaxLength=1024
 	ID string `json:"id"`

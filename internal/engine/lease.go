@@ -70,6 +70,20 @@ const DefaultRenewPercent = 67
 // near), so that new credentials are in place before the old ones end;
 // and for a lease that has expired.
 func NextLeaseAction(l *v1alpha1.VaultLeaseStatus, percent int32, now time.Time) (LeaseAction, time.Time) {
+	return nextLeaseAction(l, percent, 0, now)
+}
+
+// NextLeaseActionFor is NextLeaseAction with the times a vaultDynamic
+// entry sets: renewBefore, when set, acts that long before expiry.
+func NextLeaseActionFor(l *v1alpha1.VaultLeaseStatus, v *v1alpha1.VaultDynamicSecret, now time.Time) (LeaseAction, time.Time) {
+	var before time.Duration
+	if v.RenewBefore != nil {
+		before = v.RenewBefore.Duration
+	}
+	return nextLeaseAction(l, v.RenewPercent, before, now)
+}
+
+func nextLeaseAction(l *v1alpha1.VaultLeaseStatus, percent int32, before time.Duration, now time.Time) (LeaseAction, time.Time) {
 	if percent <= 0 {
 		percent = DefaultRenewPercent
 	}
@@ -78,6 +92,9 @@ func NextLeaseAction(l *v1alpha1.VaultLeaseStatus, percent int32, now time.Time)
 		last = l.RenewTime.Time
 	}
 	at := last.Add(l.Duration.Duration * time.Duration(percent) / 100)
+	if before > 0 {
+		at = l.ExpiryTime.Add(-before)
+	}
 	if exp := l.ExpiryTime.Time; at.After(exp) {
 		at = exp
 	}

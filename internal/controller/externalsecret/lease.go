@@ -69,7 +69,7 @@ func (r *Reconciler) holdLease(ctx context.Context, s *scope) (bool, error) {
 	if held != nil && held.Path == v.Path {
 		rewrite, gone := r.targetNeedsRewrite(ctx, s)
 		if !rewrite {
-			kept, rerr := r.renewIfDue(ctx, s, leaser, held, v.RenewPercent)
+			kept, rerr := r.renewIfDue(ctx, s, leaser, held, v)
 			if kept || rerr != nil {
 				return false, rerr
 			}
@@ -106,8 +106,8 @@ func (r *Reconciler) targetNeedsRewrite(ctx context.Context, s *scope) (rewrite,
 // renewIfDue renews the held lease when it is due, and keeps it (kept)
 // unless it needs new credentials: it cannot be renewed, its maximum TTL
 // is near, or Vault no longer has it.
-func (r *Reconciler) renewIfDue(ctx context.Context, s *scope, leaser engine.Leaser, held *v1alpha1.VaultLeaseStatus, percent int32) (kept bool, err error) {
-	action, _ := engine.NextLeaseAction(held, percent, s.now.Time)
+func (r *Reconciler) renewIfDue(ctx context.Context, s *scope, leaser engine.Leaser, held *v1alpha1.VaultLeaseStatus, v *v1alpha1.VaultDynamicSecret) (kept bool, err error) {
+	action, _ := engine.NextLeaseActionFor(held, v, s.now.Time)
 	switch action {
 	case engine.LeaseRotate:
 		return false, nil
@@ -209,7 +209,7 @@ func leaseDue(es *v1alpha1.ExternalSecret, now time.Time) bool {
 	if v == nil || l == nil {
 		return false
 	}
-	action, _ := engine.NextLeaseAction(l, v.RenewPercent, now)
+	action, _ := engine.NextLeaseActionFor(l, v, now)
 	return action != engine.LeaseKeep
 }
 
@@ -220,7 +220,7 @@ func leaseWake(es *v1alpha1.ExternalSecret, now time.Time, res ctrl.Result) ctrl
 	if v == nil || l == nil {
 		return res
 	}
-	_, at := engine.NextLeaseAction(l, v.RenewPercent, now)
+	_, at := engine.NextLeaseActionFor(l, v, now)
 	wait := max(at.Sub(now), time.Second)
 	if res.RequeueAfter == 0 || wait < res.RequeueAfter {
 		return ctrl.Result{RequeueAfter: wait}

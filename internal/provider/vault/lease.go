@@ -2,6 +2,7 @@ package vault
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -52,6 +53,11 @@ func (c *Client) Issue(ctx context.Context, req engine.LeaseRequest) (engine.Obj
 	if out.Data == nil {
 		return engine.Object{}, engine.Lease{}, fmt.Errorf("%s answered no data: %w", where, engine.ErrNotFound)
 	}
+	if out.LeaseID == "" {
+		if serial, ok := out.Data["serial_number"].(string); ok && out.Data["certificate"] != nil {
+			return certificate(path, serial, out.Data)
+		}
+	}
 	version := out.LeaseID
 	if r, ok := out.Data["last_vault_rotation"].(string); ok && version == "" {
 		version = r
@@ -80,8 +86,16 @@ func (c *Client) Renew(ctx context.Context, id string, increment time.Duration) 
 }
 
 // Revoke revokes the lease at once; Vault deletes the credentials. Vault
-// answers a lease it does not know as done.
+// answers a lease it does not know as done. A certificate's "lease"
+// (pki:MOUNT:SERIAL) is revoked by its serial number.
 func (c *Client) Revoke(ctx context.Context, id string) error {
+	if mount, serial, ok := certLease(id); ok {
+		err := c.call(ctx, http.MethodPost, mount+"/revoke", nil, map[string]any{"serial_number": serial}, nil)
+		if err != nil {
+			return classify(fmt.Sprintf("certificate %s of PKI mount %q", serial, mount), err)
+		}
+		return nil
+	}
 	err := c.call(ctx, http.MethodPut, "sys/leases/revoke", nil, map[string]any{"lease_id": id}, nil)
 	if err != nil && !gone(err) {
 		return classify(fmt.Sprintf("Vault lease %q", id), err)
@@ -102,4 +116,56 @@ func gone(err error) bool {
 		}
 	}
 	return false
+}
+
+// certPrefix starts the lease ID Watchword gives a certificate that a PKI
+// role issued without a Vault lease (the default: generate_lease false).
+const certPrefix = "pki:"
+
+// certificate turns the answer of PKI_MOUNT/issue/ROLE into the fields of
+// a certificate and a lease that ends at its notAfter, not renewable (a
+// certificate is replaced, not extended). ca_chain, a list, becomes one
+// PEM text. The ID names the mount and the serial number, for revocation;
+// neither is secret.
+func certificate(path, serial string, data map[string]any) (engine.Object, engine.Lease, error) {
+	mount, _, ok := strings.Cut(path, "/issue/")
+	if !ok {
+		mount, _, _ = strings.Cut(path, "/sign/")
+	}
+	if chain, ok := data["ca_chain"].([]any); ok {
+		pems := make([]string, 0, len(chain))
+		for _, c := range chain {
+			if s, ok := c.(string); ok {
+				pems = append(pems, strings.TrimSpace(s))
+			}
+		}
+		data["ca_chain"] = strings.Join(pems, "\n") + "\n"
+	}
+	var expiry int64
+	switch e := data["expiration"].(type) {
+	case float64:
+		expiry = int64(e)
+	case json.Number:
+		expiry, _ = e.Int64()
+	}
+	obj, err := objectOf(data, serial)
+	if err != nil {
+		return engine.Object{}, engine.Lease{}, fmt.Errorf("Vault path %q: %w", path, err)
+	}
+	d := time.Until(time.Unix(expiry, 0)).Truncate(time.Second)
+	return obj, engine.Lease{ID: certPrefix + mount + ":" + serial, Duration: d}, nil
+}
+
+// certLease splits a certificate's lease ID.
+func certLease(id string) (mount, serial string, ok bool) {
+	rest, ok := strings.CutPrefix(id, certPrefix)
+	if !ok {
+		return "", "", false
+	}
+	// A serial number is hex pairs joined by ':'; a mount path has none.
+	i := strings.Index(rest, ":")
+	if i <= 0 {
+		return "", "", false
+	}
+	return rest[:i], rest[i+1:], true
 }

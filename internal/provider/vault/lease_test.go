@@ -62,6 +62,30 @@ func TestLeasesIssueRenewRevoke(t *testing.T) {
 	if err != nil || l.ID != "" || string(obj.Fields["username"]) != "u" || string(obj.Fields["ttl"]) != "5m" {
 		t.Fatalf("reading a path without a lease: %+v %+v %v", obj.Fields, l, err)
 	}
+	// Without generate_lease, a certificate is held by its serial number
+	// until its notAfter, and revoked by it.
+	must(t, srv.Do(http.MethodPost, "pki-lease/roles/plain", map[string]any{"allow_any_name": true, "ttl": "1h"}, nil))
+	obj, l, err = c.Issue(ctx, engine.LeaseRequest{Path: "pki-lease/issue/plain", Method: http.MethodPost, Parameters: map[string]string{"common_name": "api.example"}})
+	if err != nil {
+		t.Fatalf("issue: %v", err)
+	}
+	serial := string(obj.Fields["serial_number"])
+	if l.ID != "pki:pki-lease:"+serial || l.Renewable || l.Duration < 59*time.Minute || l.Duration > time.Hour || obj.Version != serial {
+		t.Fatalf("lease %+v, version %q: want pki:pki-lease:%s ending in an hour", l, obj.Version, serial)
+	}
+	if chain := string(obj.Fields["ca_chain"]); !strings.HasPrefix(chain, "-----BEGIN CERTIFICATE-----") || strings.Contains(chain, "[") {
+		t.Fatalf("ca_chain is not PEM text: %.40q", chain)
+	}
+	must(t, c.Revoke(ctx, l.ID))
+	var info struct {
+		Data struct {
+			RevocationTime int64 `json:"revocation_time"`
+		} `json:"data"`
+	}
+	must(t, srv.Do(http.MethodGet, "pki-lease/cert/"+serial, nil, &info))
+	if info.Data.RevocationTime == 0 {
+		t.Fatal("the certificate was not revoked")
+	}
 	if _, _, err := c.Issue(ctx, engine.LeaseRequest{Path: "pki-lease/issue/nobody", Method: http.MethodPost}); err == nil {
 		t.Fatal("issuing from a role that does not exist must fail")
 	}
