@@ -196,7 +196,7 @@ func TestVaultDynamicLeaseSurvivesControllerKill(t *testing.T) {
 	user, pw := secretCreds(t, ns, "db")
 	p.kill(t)
 	killedAt := time.Now()
-	startController(t, class)
+	p2 := startController(t, class)
 
 	eventually(t, 2*wait, func() (bool, string) {
 		l := getES(t, ns, "db").Status.Lease
@@ -212,6 +212,13 @@ func TestVaultDynamicLeaseSurvivesControllerKill(t *testing.T) {
 	if u, p := secretCreds(t, ns, "db"); u != user || p != pw {
 		t.Fatal("the restart changed the credentials")
 	}
+	// The restarted controller tells the lease and its expiry by store.
+	eventually(t, wait, func() (bool, string) {
+		m, ok := p2.scrape("watchword_store_leases", "watchword_store_lease_next_expiry_timestamp_seconds")
+		want := getES(t, ns, "db").Status.Lease.ExpiryTime.Unix()
+		return ok && m["watchword_store_leases"] == 1 && m["watchword_store_lease_next_expiry_timestamp_seconds"] == float64(want),
+			fmt.Sprintf("lease metrics %v, want 1 lease expiring at %d", m, want)
+	})
 	// The lease outlives its first TTL (20s) through the restart: the
 	// credentials still log in.
 	if wait := time.Until(l.IssueTime.Add(22 * time.Second)); wait > 0 {
