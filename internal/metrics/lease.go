@@ -1,11 +1,14 @@
 package metrics
 
 import (
+	"context"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/watchword-dev/watchword/internal/engine"
 )
 
 // The lease metrics are by store, never by ExternalSecret: the soonest
@@ -80,3 +83,31 @@ func (l *leaseSet) Collect(ch chan<- prometheus.Metric) {
 }
 
 func init() { crmetrics.Registry.MustRegister(Leases) }
+
+// leaser counts and times the lease calls of a store: operations
+// leaseIssue, leaseRenew and leaseRevoke.
+type leaser struct {
+	inner engine.Leaser
+	observer
+}
+
+func (l leaser) Issue(ctx context.Context, req engine.LeaseRequest) (engine.Object, engine.Lease, error) {
+	start := time.Now()
+	obj, lease, err := l.inner.Issue(ctx, req)
+	l.observe("leaseIssue", start, err)
+	return obj, lease, err
+}
+
+func (l leaser) Renew(ctx context.Context, id string, increment time.Duration) (engine.Lease, error) {
+	start := time.Now()
+	lease, err := l.inner.Renew(ctx, id, increment)
+	l.observe("leaseRenew", start, err)
+	return lease, err
+}
+
+func (l leaser) Revoke(ctx context.Context, id string) error {
+	start := time.Now()
+	err := l.inner.Revoke(ctx, id)
+	l.observe("leaseRevoke", start, err)
+	return err
+}
