@@ -370,7 +370,7 @@ type FoundCount struct {
 // ExternalSecretDataFrom copies every field of one remote object
 // (remoteRef), or every remote object a find matches, one Secret key each
 // (find); rewrite then renames the Secret keys of the entry.
-// +kubebuilder:validation:XValidation:rule="has(self.remoteRef) != has(self.find)",message="set exactly one of remoteRef or find in a dataFrom entry"
+// +kubebuilder:validation:XValidation:rule="(has(self.remoteRef) ? 1 : 0) + (has(self.find) ? 1 : 0) + (has(self.vaultDynamic) ? 1 : 0) == 1",message="set exactly one of remoteRef, find or vaultDynamic in a dataFrom entry"
 type ExternalSecretDataFrom struct {
 	// remoteRef is the object whose fields are copied; with property, the
 	// fields of that nested object.
@@ -384,6 +384,12 @@ type ExternalSecretDataFrom struct {
 	// many matched, never their values.
 	// +optional
 	Find *ExternalSecretFind `json:"find,omitempty"`
+
+	// vaultDynamic asks a Vault secrets engine for credentials and keeps
+	// their lease (see VaultDynamicSecret); it is the ExternalSecret's
+	// only source.
+	// +optional
+	VaultDynamic *VaultDynamicSecret `json:"vaultDynamic,omitempty"`
 
 	// rewrite renames the Secret keys this entry produces, each rule in
 	// order on the result of the one before. Two remote objects or fields
@@ -495,6 +501,7 @@ const (
 // it.
 // +kubebuilder:validation:XValidation:rule="(has(self.data) && size(self.data) > 0) || (has(self.dataFrom) && size(self.dataFrom) > 0)",message="set at least one entry in data or dataFrom"
 // +kubebuilder:validation:XValidation:rule="!has(self.refreshPolicy) || self.refreshPolicy == 'Periodic' || !has(self.refreshInterval) || self.refreshInterval in ['0', '0s', '1h', '1h0m0s']",message="refreshInterval is not used with refreshPolicy OnChange or CreatedOnce: remove it (or set it to 0), or use refreshPolicy Periodic",fieldPath=".refreshInterval"
+// +kubebuilder:validation:XValidation:rule="!has(self.dataFrom) || !self.dataFrom.exists(d, has(d.vaultDynamic)) || (size(self.dataFrom) == 1 && (!has(self.data) || size(self.data) == 0))",message="a dataFrom entry with vaultDynamic must be the only source of the ExternalSecret: no other dataFrom entry and no data (use a template to add constant keys)"
 type ExternalSecretSpec struct {
 	// secretStoreRef names the store to read from.
 	// +required
@@ -779,6 +786,12 @@ type ExternalSecretStatus struct {
 	// +kubebuilder:validation:MaxItems=8
 	// +listType=atomic
 	PublishedTo []PushSecretDestinationStatus `json:"publishedTo,omitempty"`
+
+	// lease is the Vault lease of the target's credentials (dataFrom
+	// vaultDynamic), so that a restarted controller renews it rather than
+	// issuing new ones.
+	// +optional
+	Lease *VaultLeaseStatus `json:"lease,omitempty"`
 }
 
 // +kubebuilder:object:root=true

@@ -146,6 +146,9 @@ const (
 	CanDelete
 	// CanWatch: be told of changes (Watcher).
 	CanWatch
+	// CanLease: issue credentials with a lease, renew and revoke it
+	// (Leaser).
+	CanLease
 )
 
 var capabilityNames = []struct {
@@ -153,7 +156,7 @@ var capabilityNames = []struct {
 	name string
 }{
 	{CanRead, "read"}, {CanBatchRead, "batchRead"}, {CanCheckVersion, "versionCheck"}, {CanList, "list"},
-	{CanWrite, "write"}, {CanDelete, "delete"}, {CanWatch, "watch"},
+	{CanWrite, "write"}, {CanDelete, "delete"}, {CanWatch, "watch"}, {CanLease, "lease"},
 }
 
 // Has reports whether every capability of want is in c.
@@ -195,6 +198,8 @@ type Ops struct {
 	Writer Writer
 	// Watcher tells of changed objects (CanWatch).
 	Watcher Watcher
+	// Leaser issues credentials with a lease (CanLease).
+	Leaser Leaser
 	// Checker verifies the credentials; nil when building the client
 	// checked all there is to check.
 	Checker Checker
@@ -227,6 +232,9 @@ func (o Ops) Capabilities() Capabilities {
 	}
 	if o.Watcher != nil {
 		c |= CanWatch
+	}
+	if o.Leaser != nil {
+		c |= CanLease
 	}
 	return c
 }
@@ -271,6 +279,9 @@ func NewClient(provider string, ops Ops) (*Client, error) {
 	}
 	if ops.Checker != nil {
 		bounded.Checker = timedChecker{ops.Checker}
+	}
+	if ops.Leaser != nil {
+		bounded.Leaser = timedLeaser{ops.Leaser}
 	}
 	return &Client{provider: provider, ops: bounded, scope: ops.Scope}, nil
 }
@@ -327,6 +338,15 @@ func (c *Client) AsWatcher() (Watcher, error) {
 	return c.ops.Watcher, nil
 }
 
+// AsLeaser returns the client's leases, or an error wrapping
+// ErrNotSupported.
+func (c *Client) AsLeaser() (Leaser, error) {
+	if c.ops.Leaser == nil {
+		return nil, c.notSupported(CanLease)
+	}
+	return c.ops.Leaser, nil
+}
+
 // AsWriter returns the client's writer, or an error wrapping
 // ErrNotSupported.
 func (c *Client) AsWriter() (Writer, error) {
@@ -368,6 +388,7 @@ func (c *Client) Wrap(wrap func(Ops) Ops) *Client {
 		Writer:   pick(c.ops.Writer, w.Writer),
 		Checker:  pick(c.ops.Checker, w.Checker),
 		Closer:   pick(c.ops.Closer, w.Closer),
+		Leaser:   pick(c.ops.Leaser, w.Leaser),
 		// A wrapper cannot raise the store's own limit.
 		BatchLimit: c.ops.BatchLimit,
 	}

@@ -38,6 +38,7 @@ func TestCapabilitiesString(t *testing.T) {
 		{CanRead, "read"},
 		{CanRead | CanCheckVersion | CanWrite | CanDelete, "read,versionCheck,write,delete"},
 		{CanRead | CanBatchRead | CanCheckVersion | CanList | CanWrite | CanDelete | CanWatch, "read,batchRead,versionCheck,list,write,delete,watch"},
+		{CanRead | CanLease, "read,lease"},
 	} {
 		if got := tc.c.String(); got != tc.want {
 			t.Errorf("%d: got %q, want %q", tc.c, got, tc.want)

@@ -29,6 +29,10 @@ type Input struct {
 	// read of such a key made before that time is not reused, whatever
 	// MaxAge allows. One read made after it serves every caller.
 	ReadAfter map[string]time.Time
+	// Leased are the credentials the caller was issued for the spec's
+	// vaultDynamic entry (Leaser), under LeaseRef: never read through the
+	// shared cache, since every read issues new ones.
+	Leased map[Ref]Object
 }
 
 // Result is the computed content of a target.
@@ -84,6 +88,12 @@ func (f *Fetcher) Sync(ctx context.Context, in Input) (*Result, error) {
 	objs, oldest, err := f.fetchAll(ctx, in, found)
 	if err != nil {
 		return nil, err
+	}
+	if len(in.Leased) > 0 {
+		maps.Copy(objs, in.Leased)
+		if now := f.clock.Now(); oldest.IsZero() || now.Before(oldest) {
+			oldest = now
+		}
 	}
 	return RenderFound(in.Spec, objs, found, in.TemplateSources, oldest)
 }
@@ -192,6 +202,17 @@ func RenderFound(spec *v1alpha1.ExternalSecretSpec, objs map[Ref]Object, found F
 func dataFromEntry(i int, d v1alpha1.ExternalSecretDataFrom, objs map[Ref]Object, matched []string) (map[string][]byte, error) {
 	from := map[string]string{}
 	var data map[string][]byte
+	if v := d.VaultDynamic; v != nil {
+		o, ok := objs[LeaseRef(v)]
+		if !ok {
+			return nil, fmt.Errorf("the credentials of vaultDynamic path %q were not issued: %w", v.Path, ErrNotFound)
+		}
+		fields := maps.Clone(o.Fields)
+		for k := range fields {
+			from[k] = fmt.Sprintf("field %q of vaultDynamic path %q", k, v.Path)
+		}
+		return rewriteKeys(i, d.Rewrite, fields, from, nil)
+	}
 	if r := d.RemoteRef; r != nil {
 		ref := Ref{Key: r.Key, Version: r.Version}
 		fields, err := ExtractAll(ref.Key, objs[ref], r.Property)

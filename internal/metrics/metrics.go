@@ -142,6 +142,9 @@ func Instrument(c *engine.Client, storeKind string) *engine.Client {
 		if ops.Checker != nil {
 			out.Checker = checker{ops.Checker, obs}
 		}
+		if ops.Leaser != nil {
+			out.Leaser = leaser{ops.Leaser, obs}
+		}
 		return out
 	})
 }

@@ -209,7 +209,24 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 	for i := range 6 {
 		newES(t, ns, fmt.Sprintf("budget-%d", i), "budget", withRefresh(time.Second), withData("v", fmt.Sprintf("k%d", i), ""))
 	}
+	// A Vault store whose ExternalSecret holds a PKI certificate: a lease,
+	// for the lease panels.
+	needVault(t)
+	pki := "pki-" + ns
+	must(t, vaultSrv.Do(http.MethodPost, "sys/mounts/"+pki, map[string]any{"type": "pki"}, nil))
+	t.Cleanup(func() { _ = vaultSrv.Do(http.MethodDelete, "sys/mounts/"+pki, nil, nil) })
+	must(t, vaultSrv.Do(http.MethodPost, pki+"/root/generate/internal", map[string]any{"common_name": "dashboard root", "ttl": "2h"}, nil))
+	must(t, vaultSrv.Do(http.MethodPost, pki+"/roles/web", map[string]any{"allow_any_name": true, "ttl": "1h"}, nil))
+	createSecret(t, ns, "vault-token", map[string]string{"token": vaultSrv.RootToken})
+	must(t, k8s.Create(context.Background(), &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vault"},
+		Spec: v1alpha1.SecretStoreSpec{Controller: class, SecretStoreProvider: v1alpha1.SecretStoreProvider{Vault: &v1alpha1.VaultProvider{
+			Server: vaultSrv.Addr(), Version: "v2", Auth: tokenAuth("vault-token")}}}}))
+	must(t, k8s.Create(context.Background(), &v1alpha1.ExternalSecret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cert"},
+		Spec: v1alpha1.ExternalSecretSpec{SecretStoreRef: v1alpha1.StoreRef{Name: "vault"},
+			DataFrom: []v1alpha1.ExternalSecretDataFrom{{VaultDynamic: &v1alpha1.VaultDynamicSecret{
+				Path: pki + "/issue/web", Method: http.MethodPost, Parameters: map[string]string{"common_name": "web.example"}}}}}}))
 	waitSecretData(t, ns, "app", map[string]string{"password": "one"})
+	waitReady(t, ns, "cert")
 	waitCondition(t, ns, "broken", "NotFound")
 	ann := map[string]string{restart.OnAnnotation: "app", restart.DebounceAnnotation: "1s", restart.ClassAnnotation: class}
 	newWorkload(t, ns, "web", ann, envFrom("app"))

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -112,6 +113,14 @@ type Server struct {
 // starts the server from root on a free loopback port. It returns once the
 // server accepts connections.
 func Start(ctx context.Context, root string) (*Server, error) {
+	return StartWithPassword(ctx, root, "")
+}
+
+// StartWithPassword is Start with password authentication over TCP
+// (SCRAM-SHA-256) when password is not empty: the superuser "postgres"
+// has that password, and every role logs in with its own, so that a
+// role's credentials are checked as a production server checks them.
+func StartWithPassword(ctx context.Context, root, password string) (*Server, error) {
 	dir, err := os.MkdirTemp("", "watchword-postgres-")
 	if err != nil {
 		return nil, err
@@ -124,8 +133,18 @@ func Start(ctx context.Context, root string) (*Server, error) {
 	}
 	data := filepath.Join(dir, "data")
 	env := environment(root)
-	initdb := exec.CommandContext(ctx, bin(root, "initdb"), "-D", data, "-U", "postgres", "--auth=trust",
-		"--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions")
+	args := []string{"-D", data, "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"}
+	userinfo := "postgres"
+	if password != "" {
+		pwfile := filepath.Join(dir, "pwfile")
+		if werr := os.WriteFile(pwfile, []byte(password+"\n"), 0o644); werr != nil {
+			_ = os.RemoveAll(dir)
+			return nil, werr
+		}
+		args = append(args, "--auth-host=scram-sha-256", "--pwfile="+pwfile)
+		userinfo = url.UserPassword("postgres", password).String()
+	}
+	initdb := exec.CommandContext(ctx, bin(root, "initdb"), args...)
 	initdb.Env, initdb.SysProcAttr = env, &syscall.SysProcAttr{Credential: cred}
 	if out, ierr := initdb.CombinedOutput(); ierr != nil {
 		_ = os.RemoveAll(dir)
@@ -146,7 +165,7 @@ func Start(ctx context.Context, root string) (*Server, error) {
 		return nil, fmt.Errorf("starting postgres: %w", err)
 	}
 	go func() { s.done <- s.cmd.Wait() }()
-	s.DSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	s.DSN = fmt.Sprintf("postgres://%s@127.0.0.1:%d/postgres?sslmode=disable", userinfo, port)
 	if err := s.waitReady(ctx); err != nil {
 		s.Stop()
 		return nil, err

@@ -120,6 +120,8 @@ type scope struct {
 
 	client  *engine.Client
 	sources map[string]map[string]string
+	// lease is the lease of a dataFrom vaultDynamic entry (lease.go).
+	lease   leaseHeld
 	result  *engine.Result
 	written *writeResult
 	// change is what the write was (changeRotated…), empty when the
@@ -148,6 +150,7 @@ var syncSteps = []steps.Step[*Reconciler, *scope]{
 	{Name: "schedule", Run: (*Reconciler).skipIfNotDue},
 	{Name: "templates", Run: (*Reconciler).readTemplates},
 	{Name: "client", Run: (*Reconciler).storeClient},
+	{Name: "lease", Run: (*Reconciler).holdLease},
 	{Name: "fetch", Run: (*Reconciler).fetch},
 	{Name: "write", Run: (*Reconciler).write},
 	{Name: "publish", Run: (*Reconciler).publish},
@@ -168,15 +171,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if !r.ours(store) {
 		return ctrl.Result{}, nil
 	}
+	// The status this instance wrote last, if the cache is behind it: the
+	// finalizer revokes the lease it records.
+	r.catchUp(&es)
 	if !es.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, failure.Redacted(r.finalize(ctx, &es))
 	}
-	r.catchUp(&es)
 	r.startOnce.Do(func() { r.started = start })
 	s := &scope{es: &es, before: es.DeepCopy(), now: metav1.NewTime(start), store: store, storeErr: storeErr}
 	s.mem = memory{refreshed: r.fresh.refreshedAt(req.String(), es.UID), started: r.started, statusPeriod: r.StatusPeriod}
 	res, err = r.run(ctx, s)
 	res, err = r.writeStatus(ctx, s, res, err)
+	r.dropUnrecorded(ctx, s)
 	if !s.abandoned {
 		kind, name := storeLabels(s)
 		r.fresh.observe(req.String(), s.es, s.schedule(), kind, name, s.refreshed && s.recorded)
@@ -204,6 +210,9 @@ func storeLabels(s *scope) (kind, name string) {
 // run runs the steps until one ends the reconcile or fails.
 func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 	failed, err := steps.Run(ctx, r, syncSteps, s)
+	if err != nil {
+		r.dropIssued(ctx, s)
+	}
 	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
 		// The operator is stopping: the next start syncs it again;
 		// nothing failed that the status should tell.
@@ -251,10 +260,10 @@ func (r *Reconciler) readInputs(ctx context.Context, s *scope) (bool, error) {
 // it was written and the last sync succeeded; it schedules the next
 // refresh.
 func (r *Reconciler) skipIfNotDue(ctx context.Context, s *scope) (bool, error) {
-	due := s.plan.due()
+	due := s.plan.due() || leaseDue(s.es, s.now.Time)
 	drifted := !due && r.targetDrifted(ctx, s.es)
 	if !due && !drifted && !failing(s.es) {
-		s.outcome = s.plan.next(s.plan.lastRead)
+		s.outcome = leaseWake(s.es, s.now.Time, s.plan.next(s.plan.lastRead))
 		return true, nil
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("syncing", "due", due, "forced", s.plan.forced, "drifted", drifted, "inputsChanged", s.plan.inputsChanged,
@@ -284,9 +293,12 @@ func (r *Reconciler) storeClient(ctx context.Context, s *scope) (bool, error) {
 // is short (engine.Turn): every ExternalSecret of the store is read once
 // per round of the line, none starved.
 func (r *Reconciler) fetch(ctx context.Context, s *scope) (bool, error) {
+	if s.lease.kept {
+		return false, nil
+	}
 	ctx = engine.WithTurn(ctx, engine.Turn{Key: s.es.Namespace + "/" + s.es.Name})
 	res, err := r.Fetcher.Sync(ctx, engine.Input{Spec: &s.es.Spec, Store: s.store.ID(), Reader: s.client,
-		TemplateSources: s.sources, MaxAge: s.plan.maxAge(), ReadAfter: s.plan.readAfter()})
+		TemplateSources: s.sources, MaxAge: s.plan.maxAge(), ReadAfter: s.plan.readAfter(), Leased: s.lease.leased})
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", s.store.Describe(), err)
 	}
@@ -297,6 +309,9 @@ func (r *Reconciler) fetch(ctx context.Context, s *scope) (bool, error) {
 // write writes the target and tells in an event what the change was: a
 // first sync, a rotation, a drift repair or an update for a new spec.
 func (r *Reconciler) write(ctx context.Context, s *scope) (bool, error) {
+	if s.lease.kept {
+		return false, nil
+	}
 	drifted := r.targetDrifted(ctx, s.es)
 	w, err := r.writeTarget(ctx, s.es, s.result)
 	if err != nil {
@@ -314,7 +329,7 @@ func (r *Reconciler) write(ctx context.Context, s *scope) (bool, error) {
 
 // record records the successful sync in the status, counts a rotation,
 // and schedules the next refresh.
-func (r *Reconciler) record(_ context.Context, s *scope) (bool, error) {
+func (r *Reconciler) record(ctx context.Context, s *scope) (bool, error) {
 	if s.change == changeRotated {
 		s.es.Status.LastRotationTime = &s.now
 		s.es.Status.LastRotatedKeys = rotatedKeys(s.written.changedKeys)
@@ -333,7 +348,8 @@ func (r *Reconciler) record(_ context.Context, s *scope) (bool, error) {
 	if s.refreshed = s.plan.due(); s.refreshed {
 		read = &s.now.Time
 	}
-	s.outcome = s.plan.next(read)
+	r.recordLease(ctx, s)
+	s.outcome = leaseWake(s.es, s.now.Time, s.plan.next(read))
 	if s.publishErr != nil {
 		r.publishFailed(s)
 	}
@@ -361,7 +377,7 @@ func (r *Reconciler) catchUp(es *v1alpha1.ExternalSecret) {
 // longer needed.
 func caughtUp(es *v1alpha1.ExternalSecret, wrote *v1alpha1.ExternalSecretStatus) bool {
 	cached := es.Status.RefreshTime
-	return wrote.ObservedGeneration != es.Generation || (cached != nil && !cached.Before(wrote.RefreshTime))
+	return wrote.ObservedGeneration != es.Generation || (cached != nil && !cached.Before(wrote.RefreshTime) && leaseCaughtUp(es.Status.Lease, wrote.Lease))
 }
 
 // forget drops what this instance remembers of an ExternalSecret once the
@@ -374,6 +390,7 @@ func (r *Reconciler) forget(es *v1alpha1.ExternalSecret, deleted bool) {
 		r.ownWrites.Delete(es.Namespace + "/" + targetindex.Name(es))
 		r.notices.drop(key)
 		r.fresh.drop(key)
+		metrics.Leases.Drop(key)
 		return
 	}
 	if v, ok := r.pending.Load(key); ok && caughtUp(es, v.(*v1alpha1.ExternalSecretStatus)) {

@@ -19,7 +19,7 @@ import (
 // needsFinalizer: the target or what is published needs us to act before
 // we go.
 func needsFinalizer(es *v1alpha1.ExternalSecret) bool {
-	return targetNeedsFinalizer(es) || publishNeedsFinalizer(es)
+	return targetNeedsFinalizer(es) || publishNeedsFinalizer(es) || needsLeaseFinalizer(es)
 }
 
 // targetNeedsFinalizer: an owned target with deletionPolicy Delete goes by
@@ -48,6 +48,9 @@ func (r *Reconciler) finalize(ctx context.Context, es *v1alpha1.ExternalSecret) 
 		return nil
 	}
 	if err := r.unpublishAll(ctx, es); err != nil {
+		return err
+	}
+	if err := r.revokeLease(ctx, es); err != nil {
 		return err
 	}
 	if targetNeedsFinalizer(es) {

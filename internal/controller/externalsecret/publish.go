@@ -81,6 +81,9 @@ func (r *Reconciler) publishInputs(ctx context.Context, es *v1alpha1.ExternalSec
 // the status and does not undo the target write; the data itself goes
 // from the fetch to the store in memory only.
 func (r *Reconciler) publish(ctx context.Context, s *scope) (bool, error) {
+	if s.lease.kept {
+		return false, nil
+	}
 	es := s.es
 	p := r.publisher()
 	dests := destinations(es)

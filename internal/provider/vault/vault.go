@@ -103,7 +103,7 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 }
 
 func (c *Client) ops() engine.Ops {
-	ops := engine.Ops{Reader: c, Checker: c, Closer: c, Lister: c}
+	ops := engine.Ops{Reader: c, Checker: c, Closer: c, Lister: c, Leaser: c}
 	if c.version == "2" {
 		ops.Versions, ops.Writer = c, c
 	}

@@ -273,8 +273,8 @@ func TestCapabilitiesFollowTheKVVersion(t *testing.T) {
 		mount, version string
 		want           engine.Capabilities
 	}{
-		{"kv1", "v1", engine.CanRead | engine.CanList},
-		{"secret", "v2", engine.CanRead | engine.CanCheckVersion | engine.CanList | engine.CanWrite | engine.CanDelete},
+		{"kv1", "v1", engine.CanRead | engine.CanList | engine.CanLease},
+		{"secret", "v2", engine.CanRead | engine.CanCheckVersion | engine.CanList | engine.CanWrite | engine.CanDelete | engine.CanLease},
 	} {
 		got := rootClient(t, tc.mount, tc.version).ops().Capabilities()
 		if got != tc.want {

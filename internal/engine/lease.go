@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+)
+
+// LeaseRequest asks a store for credentials that it issues on demand (a
+// secrets engine of Vault), at a path of its API.
+type LeaseRequest struct {
+	Path string
+	// Method is GET or POST.
+	Method string
+	// Parameters go in the query of a GET, the body of a POST.
+	Parameters map[string]string
+}
+
+// Lease is what a store granted with issued credentials: an ID to renew
+// and revoke them by, and how long they last. An empty ID is an answer
+// without a lease (static credentials), read again like any secret.
+type Lease struct {
+	ID        string
+	Duration  time.Duration
+	Renewable bool
+}
+
+// Leaser issues credentials with a lease, renews and revokes the lease
+// (CanLease). Lease IDs are not secret values; the credentials are, and
+// come back only in the Object.
+type Leaser interface {
+	// Issue asks for credentials. The Object's fields are the
+	// credentials; its version is the lease ID, or the store's rotation
+	// time for static credentials.
+	Issue(ctx context.Context, req LeaseRequest) (Object, Lease, error)
+	// Renew extends a lease by increment, as far as the store allows; an
+	// error wrapping ErrNotFound when the lease is gone.
+	Renew(ctx context.Context, id string, increment time.Duration) (Lease, error)
+	// Revoke ends a lease at once: the store deletes the credentials. A
+	// lease that is already gone is no error.
+	Revoke(ctx context.Context, id string) error
+}
+
+// LeaseRef is the remote reference under which the credentials of a
+// vaultDynamic entry are rendered and their version recorded.
+func LeaseRef(v *v1alpha1.VaultDynamicSecret) Ref { return Ref{Key: v.Path} }
+
+// LeaseAction is what a held lease needs now.
+type LeaseAction int
+
+// The lease actions.
+const (
+	// LeaseKeep: nothing until the lease's next time.
+	LeaseKeep LeaseAction = iota
+	// LeaseRenew: renew it.
+	LeaseRenew
+	// LeaseRotate: issue new credentials in its place.
+	LeaseRotate
+)
+
+// DefaultRenewPercent is the share of a lease's duration that passes
+// before it is renewed, when the spec does not say.
+const DefaultRenewPercent = 67
+
+// NextLeaseAction tells what a lease needs at now, and when it needs
+// something next: renewal once percent of its last granted duration has
+// passed; new credentials in its place instead when it cannot be renewed,
+// or when Vault granted less than its TTL last time (its maximum TTL is
+// near), so that new credentials are in place before the old ones end;
+// and for a lease that has expired.
+func NextLeaseAction(l *v1alpha1.VaultLeaseStatus, percent int32, now time.Time) (LeaseAction, time.Time) {
+	return nextLeaseAction(l, percent, 0, now)
+}
+
+// NextLeaseActionFor is NextLeaseAction with the times a vaultDynamic
+// entry sets: renewBefore, when set, acts that long before expiry.
+func NextLeaseActionFor(l *v1alpha1.VaultLeaseStatus, v *v1alpha1.VaultDynamicSecret, now time.Time) (LeaseAction, time.Time) {
+	var before time.Duration
+	if v.RenewBefore != nil {
+		before = v.RenewBefore.Duration
+	}
+	return nextLeaseAction(l, v.RenewPercent, before, now)
+}
+
+func nextLeaseAction(l *v1alpha1.VaultLeaseStatus, percent int32, before time.Duration, now time.Time) (LeaseAction, time.Time) {
+	if percent <= 0 {
+		percent = DefaultRenewPercent
+	}
+	last := l.IssueTime.Time
+	if l.RenewTime != nil {
+		last = l.RenewTime.Time
+	}
+	at := last.Add(l.Duration.Duration * time.Duration(percent) / 100)
+	if before > 0 {
+		at = l.ExpiryTime.Add(-before)
+	}
+	if exp := l.ExpiryTime.Time; at.After(exp) {
+		at = exp
+	}
+	capped := l.Duration.Duration < l.TTL.Duration
+	switch {
+	case now.Before(at):
+		return LeaseKeep, at
+	case l.Renewable && !capped && now.Before(l.ExpiryTime.Time):
+		return LeaseRenew, at
+	default:
+		return LeaseRotate, at
+	}
+}
+
+type timedLeaser struct{ inner Leaser }
+
+func (t timedLeaser) Issue(ctx context.Context, req LeaseRequest) (Object, Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	return t.inner.Issue(ctx, req)
+}
+
+func (t timedLeaser) Renew(ctx context.Context, id string, increment time.Duration) (Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	return t.inner.Renew(ctx, id, increment)
+}
+
+func (t timedLeaser) Revoke(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	return t.inner.Revoke(ctx, id)
+}
