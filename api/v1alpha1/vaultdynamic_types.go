@@ -58,7 +58,7 @@ type VaultDynamicSecret struct {
 	// +kubebuilder:validation:Maximum=90
 	RenewPercent int32 `json:"renewPercent,omitempty"`
 
-	// renewBefore, when set, acts that long before the lease's expiry
+	// renewBefore is, when set, how long before the lease's expiry to act,
 	// instead of at renewPercent, as a Go duration (such as 720h): for a
 	// certificate, how long before its notAfter a new one is issued.
 	// +optional

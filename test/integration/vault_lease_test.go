@@ -221,12 +221,12 @@ func TestVaultDynamicLeaseSurvivesControllerKill(t *testing.T) {
 	})
 	// The lease outlives its first TTL (20s) through the restart: the
 	// credentials still log in.
-	if wait := time.Until(l.IssueTime.Add(22 * time.Second)); wait > 0 {
-		time.Sleep(wait)
+	if left := time.Until(l.IssueTime.Add(22 * time.Second)); left > 0 {
+		time.Sleep(left)
 	}
 	must(t, pgLogin(dsn, user, pw))
-	if l := getES(t, ns, "db").Status.Lease; l.ID != lease.ID {
-		t.Fatalf("lease %q replaced by %q", lease.ID, l.ID)
+	if now := getES(t, ns, "db").Status.Lease; now.ID != lease.ID {
+		t.Fatalf("lease %q replaced by %q", lease.ID, now.ID)
 	}
 
 	// Deleting the target: new credentials for a new one, and the lease
