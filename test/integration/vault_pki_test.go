@@ -90,8 +90,8 @@ func TestVaultPKICertificateRenewsOnceAndSurvivesRestart(t *testing.T) {
 
 	// renewBefore (15s) ahead of its expiry, one new certificate, once.
 	eventually(t, 30*time.Second, func() (bool, string) {
-		renewed, err := getSecret(ns, "web-tls")
-		return err == nil && certSerial(t, renewed) != first, "the certificate was not renewed before its expiry"
+		renewed, gerr := getSecret(ns, "web-tls")
+		return gerr == nil && certSerial(t, renewed) != first, "the certificate was not renewed before its expiry"
 	})
 	if now := time.Now(); !now.Before(lease.ExpiryTime.Time) {
 		t.Fatalf("renewed at %s, after the expiry %s", now, lease.ExpiryTime)
