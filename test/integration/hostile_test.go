@@ -1,0 +1,331 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
+)
+
+// A hostile tenant's tries that attack_test.go and tenant_test.go do not
+// cover: each is refused with a condition that says what to fix and holds
+// no value, what was synced or published before stays, and an
+// ExternalSecret of another namespace goes on syncing. docs/threat-model.md
+// lists every try with the test that shows it refused.
+
+// bystander starts an ExternalSecret in a namespace of its own, synced
+// from a fake store, and returns a check that it still syncs a change of
+// its store: the controller goes on serving others while a tenant
+// attacks.
+func bystander(t *testing.T) func() {
+	t.Helper()
+	ns := newNamespace(t, nil)
+	fakeStore(t, ns, "store", fakeEntry{key: "k", value: "before"})
+	newES(t, ns, "es", "store", withData("v", "k", ""))
+	waitSecretData(t, ns, "es", map[string]string{"v": "before"})
+	return func() {
+		t.Helper()
+		updateStore(t, ns, "store", func(s *v1alpha1.SecretStore) { s.Spec.Fake.Data[0].Value = "after" })
+		forceSync(t, ns, "es")
+		waitSecretData(t, ns, "es", map[string]string{"v": "after"})
+	}
+}
+
+// TestTemplatesReachNothingOutsideTheirData: a template that asks for the
+// controller's environment, a file or the network (sprig's env,
+// expandenv, getHostByName; readFile, which no library offers) is refused
+// at parse time with TemplateError naming the function, whether it is
+// written inline or in a templateFrom ConfigMap; the target keeps what it
+// had.
+func TestTemplatesReachNothingOutsideTheirData(t *testing.T) {
+	check := bystander(t)
+	ns := newNamespace(t, nil)
+	fakeStore(t, ns, "store", fakeEntry{key: "db", value: sentinel})
+	newES(t, ns, "es", "store", withData("password", "db", ""),
+		withTemplate(&v1alpha1.ExternalSecretTemplate{Data: map[string]string{"conn": "pw={{ .password }}"}}))
+	waitSecretData(t, ns, "es", map[string]string{"conn": "pw=" + sentinel})
+	for _, fn := range []struct{ name, text string }{
+		{"env", `{{ env "HOME" }}`},
+		{"expandenv", `{{ expandenv "$KUBERNETES_SERVICE_HOST" }}`},
+		{"getHostByName", `{{ getHostByName "kubernetes.default" }}`},
+		{"readFile", `{{ readFile "/var/run/secrets/kubernetes.io/serviceaccount/token" }}`},
+	} {
+		t.Run(fn.name, func(t *testing.T) {
+			updateES(t, ns, "es", func(es *v1alpha1.ExternalSecret) {
+				es.Spec.Target.Template.Data = map[string]string{"conn": fn.text + "{{ .password }}"}
+			})
+			c := readyCond(waitCondition(t, ns, "es", "TemplateError", `template "conn"`, fmt.Sprintf("function %q not defined", fn.name)))
+			t.Logf("refused: %s", c.Message)
+			waitSecretData(t, ns, "es", map[string]string{"conn": "pw=" + sentinel})
+		})
+	}
+	t.Run("in a templateFrom ConfigMap", func(t *testing.T) {
+		must(t, k8s.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tmpl"},
+			Data: map[string]string{"conn": `{{ env "HOME" }}`}}))
+		updateES(t, ns, "es", func(es *v1alpha1.ExternalSecret) {
+			es.Spec.Target.Template.Data = nil
+			es.Spec.Target.Template.TemplateFrom = []v1alpha1.TemplateFrom{{ConfigMap: v1alpha1.TemplateRef{Name: "tmpl",
+				Items: []v1alpha1.TemplateRefItem{{Key: "conn"}}}}}
+		})
+		c := readyCond(waitCondition(t, ns, "es", "TemplateError", `function "env" not defined`))
+		t.Logf("refused: %s", c.Message)
+		waitSecretData(t, ns, "es", map[string]string{"conn": "pw=" + sentinel})
+	})
+	check()
+	assertNoLeak(t, ns)
+}
+
+// TestTemplateFromReadsOnlyItsOwnNamespace: a templateFrom ConfigMap is
+// looked up in the ExternalSecret's namespace only. A namespace field
+// added to the reference is no part of the API (the API server drops it),
+// and names that try to be paths to another namespace's ConfigMap find
+// nothing: TemplateNotFound names the tenant's own namespace, the other
+// namespace's template is never rendered, and the target keeps its data.
+func TestTemplateFromReadsOnlyItsOwnNamespace(t *testing.T) {
+	ctx := context.Background()
+	check := bystander(t)
+	ns, other := newNamespace(t, nil), newNamespace(t, nil)
+	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "tmpl"},
+		Data: map[string]string{"conn": "other-namespace-template"}}))
+	fakeStore(t, ns, "store", fakeEntry{key: "db", value: sentinel})
+	newES(t, ns, "es", "store", withData("password", "db", ""))
+	waitSecretData(t, ns, "es", map[string]string{"password": sentinel})
+
+	t.Run("a namespace field", func(t *testing.T) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("ExternalSecret"))
+		must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "es"}, u))
+		must(t, unstructured.SetNestedSlice(u.Object, []any{map[string]any{"configMap": map[string]any{
+			"name": "tmpl", "namespace": other, "items": []any{map[string]any{"key": "conn"}}}}}, "spec", "target", "template", "templateFrom"))
+		must(t, k8s.Update(ctx, u))
+		es := getES(t, ns, "es")
+		if tf := es.Spec.Target.Template.TemplateFrom; len(tf) != 1 || tf[0].ConfigMap.Name != "tmpl" {
+			t.Fatalf("templateFrom as stored: %+v", tf)
+		}
+		c := readyCond(waitCondition(t, ns, "es", "TemplateNotFound", `template ConfigMap "tmpl" not found in namespace "`+ns+`"`))
+		t.Logf("refused: %s", c.Message)
+		waitSecretData(t, ns, "es", map[string]string{"password": sentinel})
+	})
+	for _, name := range []string{other + "/tmpl", "../" + other + "/tmpl", "..", "%2e%2e/" + other + "/tmpl"} {
+		t.Run(fmt.Sprintf("name %q", name), func(t *testing.T) {
+			updateES(t, ns, "es", func(es *v1alpha1.ExternalSecret) {
+				es.Spec.Target.Template = &v1alpha1.ExternalSecretTemplate{TemplateFrom: []v1alpha1.TemplateFrom{{ConfigMap: v1alpha1.TemplateRef{
+					Name: name, Items: []v1alpha1.TemplateRefItem{{Key: "conn"}}}}}}
+			})
+			es := waitCondition(t, ns, "es", "TemplateNotFound", fmt.Sprintf("template ConfigMap %q", name), `in namespace "`+ns+`"`)
+			t.Logf("refused: %s", readyCond(es).Message)
+			if es.Status.Phase != v1alpha1.PhaseFailed && es.Status.Phase != v1alpha1.PhasePending {
+				t.Errorf("phase %s", es.Status.Phase)
+			}
+			s := waitSecretData(t, ns, "es", map[string]string{"password": sentinel})
+			if _, rendered := s.Data["conn"]; rendered {
+				t.Fatal("another namespace's template was rendered")
+			}
+		})
+	}
+	check()
+	assertNoLeak(t, ns)
+}
+
+// TestSharedKubernetesStorePublishersStayInTheirNamespace: through a
+// ClusterSecretStore of the kubernetes provider shared by two tenants,
+// tenant b aims destinations at tenant a's published Secret by paths
+// ("a/creds", "../a/creds", "/creds"), by a case change ("Creds") and by
+// names that only a normalisation would make equal ("creds.", "creds "):
+// each destination fails with RemoteNameInvalid, saying to choose another
+// name; a's Secret keeps its data and marker, and b's valid destination
+// is published in b's own namespace.
+func TestSharedKubernetesStorePublishersStayInTheirNamespace(t *testing.T) {
+	ops := newNamespace(t, nil)
+	a, b := newNamespace(t, nil), newNamespace(t, nil)
+	store := "shared-hostile-" + ops
+	sharedPublishStore(t, ops, store)
+	createSecret(t, a, "src", map[string]string{"password": sentinel + "-a"})
+	createSecret(t, b, "src", map[string]string{"password": "b-value"})
+	via := viaStore("ClusterSecretStore", store)
+	newPush(t, a, "p", "src", pushTo("creds", via))
+	waitPushReady(t, a, "p")
+	before := waitSecretData(t, a, "creds", map[string]string{"password": sentinel + "-a"})
+
+	bad := []string{a + "/creds", "../" + a + "/creds", "/creds", "Creds", "creds.", "creds ", ".."}
+	opts := []pushOpt{pushTo("own", via)}
+	for _, name := range bad {
+		opts = append(opts, pushTo(name, via, func(d *v1alpha1.PushSecretDestination) { d.Adopt = true }))
+	}
+	newPush(t, b, "p", "src", opts...)
+	waitSecretData(t, b, "own", map[string]string{"password": "b-value"})
+	eventually(t, wait, func() (bool, string) {
+		st := getPush(t, b, "p").Status.Destinations
+		refused := 0
+		for _, d := range st {
+			if d.Name == "own" {
+				continue
+			}
+			if d.State != v1alpha1.PushFailed || d.Reason != "RemoteNameInvalid" {
+				return false, fmt.Sprintf("destination %q: %s %s %q", d.Name, d.State, d.Reason, d.Message)
+			}
+			if strings.Contains(d.Message, "b-value") {
+				t.Errorf("destination %q: the message repeats the value: %q", d.Name, d.Message)
+			}
+			refused++
+		}
+		return refused == len(bad), fmt.Sprintf("%d of %d refused: %+v", refused, len(bad), st)
+	})
+	for _, d := range getPush(t, b, "p").Status.Destinations {
+		t.Logf("%q: %s: %s", d.Name, d.Reason, d.Message)
+	}
+	after, err := getSecret(a, "creds")
+	must(t, err)
+	if after.ResourceVersion != before.ResourceVersion || string(after.Data["password"]) != sentinel+"-a" {
+		t.Error("tenant a's published Secret was written by tenant b")
+	}
+	for _, ns := range []string{ops, a} {
+		var list corev1.SecretList
+		must(t, k8s.List(context.Background(), &list, client.InNamespace(ns)))
+		for _, s := range list.Items {
+			if string(s.Data["password"]) == "b-value" {
+				t.Errorf("tenant b's value landed in %s/%s", ns, s.Name)
+			}
+		}
+	}
+	assertNoLeak(t, b)
+}
+
+// TestSharedVaultStorePublishersStayUnderTheirPath: through a Vault
+// ClusterSecretStore shared by two tenants, tenant b aims destinations
+// at tenant a's secret (<mount>/a/creds) by an absolute path, "..", ".",
+// empty segments and a trailing slash: each fails with RemoteNameInvalid
+// before Vault is called. Encoded dots ("%2e%2e") and a case change are
+// not paths: they land under b's own parent path, as names of their own.
+// a's secret keeps its data and version.
+func TestSharedVaultStorePublishersStayUnderTheirPath(t *testing.T) {
+	needVault(t)
+	ops := newNamespace(t, nil)
+	a, b := newNamespace(t, nil), newNamespace(t, nil)
+	createSecret(t, ops, "vault-token", map[string]string{"token": vaultSrv.RootToken})
+	store := &v1alpha1.ClusterSecretStore{ObjectMeta: metav1.ObjectMeta{Name: "vault-hostile-" + ops},
+		Spec: v1alpha1.ClusterSecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{Vault: &v1alpha1.VaultProvider{
+			Server: vaultSrv.Addr(), Path: "secret", Version: "v2",
+			Auth: v1alpha1.VaultAuth{TokenSecretRef: &v1alpha1.SecretKeySelector{Name: "vault-token", Key: "token", Namespace: ops}}}}}}
+	must(t, k8s.Create(context.Background(), store))
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), store) })
+	via := viaStore("ClusterSecretStore", store.Name)
+	createSecret(t, a, "src", map[string]string{"password": sentinel + "-a"})
+	createSecret(t, b, "src", map[string]string{"password": "b-value"})
+	newPush(t, a, "p", "src", pushTo("creds", via))
+	waitPushReady(t, a, "p")
+	eventually(t, wait, func() (bool, string) {
+		data, _, found := vaultData(t, a+"/creds")
+		return found && data["password"] == sentinel+"-a", "a's secret not published yet"
+	})
+	_, version, _ := vaultData(t, a+"/creds")
+
+	refused := []string{"/" + a + "/creds", "../" + a + "/creds", "x/../../" + a + "/creds", "./creds", "x/./creds",
+		"x//creds", "creds/", "/"}
+	// Not paths: names of b's own, under b's parent path.
+	own := []string{"%2e%2e/" + a + "/creds", "..%2f" + a + "%2fcreds", "CREDS", "creds?version=1", "creds#x"}
+	opts := []pushOpt{}
+	for _, name := range append(slices.Clone(refused), own...) {
+		opts = append(opts, pushTo(name, via, func(d *v1alpha1.PushSecretDestination) { d.Adopt = true }))
+	}
+	newPush(t, b, "p", "src", opts...)
+	eventually(t, wait, func() (bool, string) {
+		st := getPush(t, b, "p").Status.Destinations
+		if len(st) != len(refused)+len(own) {
+			return false, fmt.Sprintf("%d destinations in status", len(st))
+		}
+		for _, d := range st {
+			want, reason := v1alpha1.PushPublished, "Published"
+			if slices.Contains(refused, d.Name) {
+				want, reason = v1alpha1.PushFailed, "RemoteNameInvalid"
+			}
+			if d.State != want || d.Reason != reason {
+				return false, fmt.Sprintf("destination %q: %s %s %q", d.Name, d.State, d.Reason, d.Message)
+			}
+		}
+		return true, ""
+	})
+	for _, d := range getPush(t, b, "p").Status.Destinations {
+		t.Logf("%q: %s: %s", d.Name, d.Reason, d.Message)
+		if d.State == v1alpha1.PushFailed && !strings.Contains(d.Message, "choose another destination name") {
+			t.Errorf("destination %q: the message does not say what to do: %q", d.Name, d.Message)
+		}
+	}
+	for _, name := range own {
+		if data, _, found := vaultData(t, b+"/"+escapeVaultPath(name)); !found || data["password"] != "b-value" {
+			t.Errorf("%q did not land under b's parent path (found %v)", name, found)
+		}
+	}
+	if data, v, _ := vaultData(t, a+"/creds"); data["password"] != sentinel+"-a" || v != version {
+		t.Errorf("tenant a's secret was written by tenant b: version %d, was %d", v, version)
+	}
+	if _, _, found := vaultData(t, "creds"); found {
+		t.Error("a secret was written at the mount's root")
+	}
+}
+
+// escapeVaultPath is name as a path of Vault's HTTP API: the characters
+// a URL gives a meaning to are escaped, as the provider's client does.
+func escapeVaultPath(name string) string {
+	r := strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
+	return r.Replace(name)
+}
+
+
+// TestMergeNeverWritesOverAnotherOwnersSecret: creationPolicy Merge aimed
+// at Secrets that other owners keep (a service-account token, a Helm
+// release, a TLS Secret), with the keys those owners use, is refused with
+// TargetConflict saying what to change; each Secret keeps its data. A
+// Merge of new keys into the TLS Secret is still a merge, and a token
+// Secret is never written at all.
+func TestMergeNeverWritesOverAnotherOwnersSecret(t *testing.T) {
+	ctx := context.Background()
+	check := bystander(t)
+	ns := newNamespace(t, nil)
+	fakeStore(t, ns, "store", fakeEntry{key: "k", value: sentinel})
+	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}))
+	for _, tc := range []struct {
+		name, key string
+		secret    *corev1.Secret
+		fragments []string
+	}{
+		{"token", "token", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app-token", Annotations: map[string]string{corev1.ServiceAccountNameKey: "app"}},
+			Type: corev1.SecretTypeServiceAccountToken}, []string{string(corev1.SecretTypeServiceAccountToken), "never writes"}},
+		{"token-new-key", "extra", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app-token-2", Annotations: map[string]string{corev1.ServiceAccountNameKey: "app"}},
+			Type: corev1.SecretTypeServiceAccountToken}, []string{string(corev1.SecretTypeServiceAccountToken), "never writes"}},
+		{"helm-release", "release", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sh.helm.release.v1.app.v1", Labels: map[string]string{"owner": "helm"}},
+			Type: "helm.sh/release.v1", Data: map[string][]byte{"release": []byte("chart")}}, []string{`key "release"`, "watchword.io/allow-write"}},
+		{"tls", corev1.TLSPrivateKeyKey, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tls"},
+			Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: []byte("cert"), corev1.TLSPrivateKeyKey: []byte("key")}},
+			[]string{`key "tls.key"`, "watchword.io/allow-write"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			must(t, k8s.Create(ctx, tc.secret))
+			var before corev1.Secret
+			must(t, k8s.Get(ctx, client.ObjectKeyFromObject(tc.secret), &before))
+			newES(t, ns, tc.name, "store", withData(tc.key, "k", ""), withTarget(tc.secret.Name, v1alpha1.CreationPolicyMerge))
+			es := waitCondition(t, ns, tc.name, "TargetConflict", append([]string{fmt.Sprintf("Secret %q", tc.secret.Name)}, tc.fragments...)...)
+			t.Logf("refused: %s", readyCond(es).Message)
+			consistently(t, 2*time.Second, func() (bool, string) {
+				s, err := getSecret(ns, tc.secret.Name)
+				return err == nil && s.ResourceVersion == before.ResourceVersion, "the Secret was written"
+			})
+		})
+	}
+	t.Run("new keys into the TLS Secret", func(t *testing.T) {
+		newES(t, ns, "tls-extra", "store", withData("ca.crt", "k", ""), withTarget("tls", v1alpha1.CreationPolicyMerge))
+		waitReady(t, ns, "tls-extra")
+		waitSecretData(t, ns, "tls", map[string]string{corev1.TLSCertKey: "cert", corev1.TLSPrivateKeyKey: "key", "ca.crt": sentinel})
+	})
+	check()
+	assertNoLeak(t, ns)
+}
