@@ -280,7 +280,6 @@ func escapeVaultPath(name string) string {
 	return r.Replace(name)
 }
 
-
 // TestMergeNeverWritesOverAnotherOwnersSecret: creationPolicy Merge aimed
 // at Secrets that other owners keep (a service-account token, a Helm
 // release, a TLS Secret), with the keys those owners use, is refused with
