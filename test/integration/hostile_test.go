@@ -328,3 +328,74 @@ func TestMergeNeverWritesOverAnotherOwnersSecret(t *testing.T) {
 	check()
 	assertNoLeak(t, ns)
 }
+
+// TestHostileValuesAreRefusedAndEarlierDataKept: a remote value of 2 MiB
+// (more than a Secret can hold), JSON nested one level deeper than
+// Watchword reads, and JSON whose field names are invalid UTF-8 each end
+// in a condition that names the key and never the value, while the
+// target keeps the data of its last good sync. Values that are bytes of
+// invalid UTF-8 are data, not names: they are copied as they are.
+func TestHostileValuesAreRefusedAndEarlierDataKept(t *testing.T) {
+	check := bystander(t)
+	t.Run("a value of 2 MiB", func(t *testing.T) {
+		needVault(t)
+		ns, path := tokenVaultStore(t, "big", map[string]any{"password": "small"}, "v2")
+		newES(t, ns, "es", "vault", withDataFrom(path, ""))
+		waitSecretData(t, ns, "es", map[string]string{"password": "small"})
+		// Vault takes no JSON string over 1 MiB: three fields of 700 KiB
+		// make a value of 2 MiB.
+		vaultPut(t, path, map[string]any{"password": sentinel + strings.Repeat("x", 700<<10),
+			"b": strings.Repeat("x", 700<<10), "c": strings.Repeat("x", 700<<10)})
+		forceSync(t, ns, "es")
+		var es *v1alpha1.ExternalSecret
+		eventually(t, wait, func() (bool, string) {
+			es = getES(t, ns, "es")
+			c := readyCond(es)
+			return c != nil && c.Status == metav1.ConditionFalse, describeES(es)
+		})
+		c := readyCond(es)
+		t.Logf("refused with %s: %.300s", c.Reason, c.Message)
+		if len(c.Message) > 4096 || strings.Contains(c.Message, "xxxxxxxx") {
+			t.Errorf("the condition repeats the value (%d bytes)", len(c.Message))
+		}
+		if !strings.Contains(c.Message, `"es"`) && !strings.Contains(c.Message, "password") {
+			t.Errorf("the condition names neither the target nor the key: %q", c.Message)
+		}
+		waitSecretData(t, ns, "es", map[string]string{"password": "small"})
+		assertNoLeak(t, ns)
+	})
+	t.Run("JSON one level deeper than Watchword reads", func(t *testing.T) {
+		ns := newNamespace(t, nil)
+		fakeStore(t, ns, "store", fakeEntry{key: "v", value: `{"user":"app"}`})
+		newES(t, ns, "es", "store", withDataFrom("v", ""))
+		waitSecretData(t, ns, "es", map[string]string{"user": "app"})
+		deep := `{"user":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`
+		updateStore(t, ns, "store", func(s *v1alpha1.SecretStore) { s.Spec.Fake.Data[0].Value = deep })
+		forceSync(t, ns, "es")
+		c := readyCond(waitCondition(t, ns, "es", "PropertyError", `"v"`, "levels deep"))
+		t.Logf("refused: %.300s", c.Message)
+		waitSecretData(t, ns, "es", map[string]string{"user": "app"})
+	})
+	t.Run("invalid UTF-8", func(t *testing.T) {
+		ns, remote := newNamespace(t, nil), newNamespace(t, nil)
+		createSecret(t, ns, "token", map[string]string{"token": readerToken(t, remote)})
+		kubeStore(t, ns, "kube", remote, "token")
+		binary := "\xff\xfe" + sentinel + "\xc3\x28"
+		must(t, k8s.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: remote, Name: "src"},
+			Data: map[string][]byte{"json": []byte(`{"user":"app"}`), "binary": []byte(binary)}}))
+		newES(t, ns, "es", "kube", withDataFrom("src", "json"))
+		newES(t, ns, "bin", "kube", withData("v", "src", "binary"))
+		waitSecretData(t, ns, "es", map[string]string{"user": "app"})
+		waitSecretData(t, ns, "bin", map[string]string{"v": binary})
+		updateSecret(t, remote, "src", func(s *corev1.Secret) { s.Data["json"] = []byte("{\"user\":\"app\",\"\xff\xfe\":\"payload\"}") })
+		forceSync(t, ns, "es")
+		c := readyCond(waitCondition(t, ns, "es", "PropertyError", "is not a valid Secret key"))
+		t.Logf("refused: %.300s", c.Message)
+		if strings.Contains(c.Message, "payload") {
+			t.Errorf("the condition repeats the value: %q", c.Message)
+		}
+		waitSecretData(t, ns, "es", map[string]string{"user": "app"})
+		assertNoLeak(t, ns)
+	})
+	check()
+}
