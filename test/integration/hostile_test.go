@@ -399,3 +399,37 @@ func TestHostileValuesAreRefusedAndEarlierDataKept(t *testing.T) {
 	})
 	check()
 }
+
+// TestTemplateKeysThatCannotBeSecretKeysAreRefused: a template whose
+// output key is no Secret key ("../escape", "a/b", one of invalid UTF-8)
+// writes nothing: the API server refuses the write, the condition
+// (TargetRejected) names the key by its field path, and the target keeps
+// its data.
+func TestTemplateKeysThatCannotBeSecretKeysAreRefused(t *testing.T) {
+	ns := newNamespace(t, nil)
+	fakeStore(t, ns, "store", fakeEntry{key: "db", value: sentinel})
+	newES(t, ns, "es", "store", withData("password", "db", ""))
+	waitSecretData(t, ns, "es", map[string]string{"password": sentinel})
+	for _, key := range []string{"../escape", "a/b", "bad\xffkey"} {
+		t.Run(fmt.Sprintf("%q", key), func(t *testing.T) {
+			updateES(t, ns, "es", func(es *v1alpha1.ExternalSecret) {
+				es.Spec.Target.Template = &v1alpha1.ExternalSecretTemplate{Data: map[string]string{key: "{{ .password }}"}}
+			})
+			var es *v1alpha1.ExternalSecret
+			eventually(t, wait, func() (bool, string) {
+				es = getES(t, ns, "es")
+				c := readyCond(es)
+				return c != nil && c.Status == metav1.ConditionFalse && c.ObservedGeneration == es.Generation, describeES(es)
+			})
+			c := readyCond(es)
+			t.Logf("refused with %s: %.300s", c.Reason, c.Message)
+			// The API server refuses the key; its answer is reduced to the
+			// field path, which names the key.
+			if c.Reason != "TargetRejected" || !strings.Contains(c.Message, "data[") || !strings.Contains(c.Message, "FieldValueInvalid") {
+				t.Errorf("condition %s %q does not name the refused key", c.Reason, c.Message)
+			}
+			waitSecretData(t, ns, "es", map[string]string{"password": sentinel})
+		})
+	}
+	assertNoLeak(t, ns)
+}
