@@ -433,3 +433,30 @@ func TestTemplateKeysThatCannotBeSecretKeysAreRefused(t *testing.T) {
 	}
 	assertNoLeak(t, ns)
 }
+
+// TestAdoptionNeverTakesASecretAnotherControllerOwns: adopt: true aimed at
+// a TLS Secret that another controller owns (a certificate issuer's), even
+// with the Secret's own type, is refused with TargetConflict naming the
+// owner; the Secret keeps its data and owner. (The API server of these
+// tests runs no garbage collector, so the owner need not exist.)
+func TestAdoptionNeverTakesASecretAnotherControllerOwns(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, nil)
+	fakeStore(t, ns, "store", fakeEntry{key: "k", value: sentinel})
+	tls := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-tls",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "cert-manager.io/v1", Kind: "Certificate", Name: "web", UID: "0b0c0d0e-0000-4000-8000-000000000001", Controller: ptrTo(true)}}},
+		Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: []byte("cert"), corev1.TLSPrivateKeyKey: []byte("key")}}
+	must(t, k8s.Create(ctx, tls))
+	newES(t, ns, "grab", "store", withData(corev1.TLSPrivateKeyKey, "k", ""), withData(corev1.TLSCertKey, "k", ""),
+		withTarget("web-tls", v1alpha1.CreationPolicyOwner), withTemplate(&v1alpha1.ExternalSecretTemplate{Type: string(corev1.SecretTypeTLS)}),
+		func(es *v1alpha1.ExternalSecret) { es.Spec.Target.Adopt = true })
+	es := waitCondition(t, ns, "grab", "TargetConflict", `Secret "web-tls" is owned by Certificate "web"`, "choose another spec.target.name")
+	t.Logf("refused: %s", readyCond(es).Message)
+	consistently(t, 2*time.Second, func() (bool, string) {
+		s, err := getSecret(ns, "web-tls")
+		return err == nil && s.ResourceVersion == tls.ResourceVersion && string(s.Data[corev1.TLSPrivateKeyKey]) == "key", "the Secret was written"
+	})
+	assertNoLeak(t, ns)
+}
+
+func ptrTo[T any](v T) *T { return &v }
