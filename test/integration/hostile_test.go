@@ -284,8 +284,9 @@ func escapeVaultPath(name string) string {
 // at Secrets that other owners keep (a service-account token, a Helm
 // release, a TLS Secret), with the keys those owners use, is refused with
 // TargetConflict saying what to change; each Secret keeps its data. A
-// Merge of new keys into the TLS Secret is still a merge, and a token
-// Secret is never written at all.
+// token Secret is never written at all; the Helm release's key is written
+// once its owner allows it (watchword.io/allow-write), and a Merge of new
+// keys into the TLS Secret is still a merge.
 func TestMergeNeverWritesOverAnotherOwnersSecret(t *testing.T) {
 	ctx := context.Background()
 	check := bystander(t)
@@ -320,6 +321,14 @@ func TestMergeNeverWritesOverAnotherOwnersSecret(t *testing.T) {
 			})
 		})
 	}
+	t.Run("the owner's consent", func(t *testing.T) {
+		updateSecret(t, ns, "sh.helm.release.v1.app.v1", func(s *corev1.Secret) {
+			s.Annotations = map[string]string{"watchword.io/allow-write": "true"}
+		})
+		forceSync(t, ns, "helm-release")
+		waitReady(t, ns, "helm-release")
+		waitSecretData(t, ns, "sh.helm.release.v1.app.v1", map[string]string{"release": sentinel})
+	})
 	t.Run("new keys into the TLS Secret", func(t *testing.T) {
 		newES(t, ns, "tls-extra", "store", withData("ca.crt", "k", ""), withTarget("tls", v1alpha1.CreationPolicyMerge))
 		waitReady(t, ns, "tls-extra")
@@ -358,8 +367,8 @@ func TestHostileValuesAreRefusedAndEarlierDataKept(t *testing.T) {
 		if len(c.Message) > 4096 || strings.Contains(c.Message, "xxxxxxxx") {
 			t.Errorf("the condition repeats the value (%d bytes)", len(c.Message))
 		}
-		if !strings.Contains(c.Message, `"es"`) && !strings.Contains(c.Message, "password") {
-			t.Errorf("the condition names neither the target nor the key: %q", c.Message)
+		if c.Reason != "TargetRejected" || !strings.Contains(c.Message, `Secret "es"`) || !strings.Contains(c.Message, "a Secret holds at most 1 MiB") {
+			t.Errorf("the condition does not say what to change: %s %q", c.Reason, c.Message)
 		}
 		waitSecretData(t, ns, "es", map[string]string{"password": "small"})
 		assertNoLeak(t, ns)
@@ -425,7 +434,8 @@ func TestTemplateKeysThatCannotBeSecretKeysAreRefused(t *testing.T) {
 			t.Logf("refused with %s: %.300s", c.Reason, c.Message)
 			// The API server refuses the key; its answer is reduced to the
 			// field path, which names the key.
-			if c.Reason != "TargetRejected" || !strings.Contains(c.Message, "data[") || !strings.Contains(c.Message, "FieldValueInvalid") {
+			if c.Reason != "TargetRejected" || !strings.Contains(c.Message, "data[") || !strings.Contains(c.Message, "FieldValueInvalid") ||
+				!strings.Contains(c.Message, "rename the key") {
 				t.Errorf("condition %s %q does not name the refused key", c.Reason, c.Message)
 			}
 			waitSecretData(t, ns, "es", map[string]string{"password": sentinel})
