@@ -88,8 +88,8 @@ func TestHostileTenantWritesNoErrorLines(t *testing.T) {
 	updateStore(t, ns, store.Name, func(s *v1alpha1.SecretStore) { s.Spec.Fake.Data[0].Value = "rotated" })
 	waitSecretData(t, ns, "good", map[string]string{"v": "rotated"})
 	for name, want := range map[string]string{"tls": "key", "issued": "theirs"} {
-		s, err := getSecret(ns, name)
-		must(t, err)
+		s, gerr := getSecret(ns, name)
+		must(t, gerr)
 		for k, v := range s.Data {
 			if (k == corev1.TLSPrivateKeyKey || k == "k") && string(v) != want {
 				t.Errorf("Secret %s: key %s was written over", name, k)
