@@ -470,3 +470,51 @@ func TestAdoptionNeverTakesASecretAnotherControllerOwns(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestSharedStorePublisherNeverWritesOverATokenOrAnotherType: through a
+// shared kubernetes ClusterSecretStore, whose credentials may write
+// Secrets where the tenant itself may not, a PushSecret with adopt: true
+// aimed at the tenant namespace's service-account token Secret or Helm
+// release Secret is refused (NotSupported, saying to choose another
+// name or type); both keep their data.
+func TestSharedStorePublisherNeverWritesOverATokenOrAnotherType(t *testing.T) {
+	ctx := context.Background()
+	ops, b := newNamespace(t, nil), newNamespace(t, nil)
+	store := "shared-types-" + ops
+	sharedPublishStore(t, ops, store)
+	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: b, Name: "app"}}))
+	must(t, k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: b, Name: "app-token", Annotations: map[string]string{corev1.ServiceAccountNameKey: "app"}},
+		Type: corev1.SecretTypeServiceAccountToken}))
+	release := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: b, Name: "sh.helm.release.v1.app.v1"},
+		Type: "helm.sh/release.v1", Data: map[string][]byte{"release": []byte("chart")}}
+	must(t, k8s.Create(ctx, release))
+	createSecret(t, b, "src", map[string]string{"release": "b-value", "token": "b-value"})
+	via := viaStore("ClusterSecretStore", store)
+	adopt := func(d *v1alpha1.PushSecretDestination) { d.Adopt = true }
+	newPush(t, b, "p", "src", pushTo("app-token", via, adopt), pushTo(release.Name, via, adopt))
+	eventually(t, wait, func() (bool, string) {
+		st := getPush(t, b, "p").Status.Destinations
+		if len(st) != 2 {
+			return false, fmt.Sprintf("%+v", st)
+		}
+		for _, d := range st {
+			if d.State != v1alpha1.PushFailed || d.Reason != "NotSupported" {
+				return false, fmt.Sprintf("destination %q: %s %s %q", d.Name, d.State, d.Reason, d.Message)
+			}
+		}
+		return true, ""
+	})
+	for _, d := range getPush(t, b, "p").Status.Destinations {
+		t.Logf("%q: %s: %s", d.Name, d.Reason, d.Message)
+	}
+	s, err := getSecret(b, release.Name)
+	must(t, err)
+	if s.ResourceVersion != release.ResourceVersion || string(s.Data["release"]) != "chart" {
+		t.Error("the Helm release's Secret was written")
+	}
+	tok, err := getSecret(b, "app-token")
+	must(t, err)
+	if string(tok.Data["token"]) == "b-value" {
+		t.Error("the token Secret was written")
+	}
+}
