@@ -97,8 +97,27 @@ func statusText(s metav1.Status) string {
 		if len(causes) > 0 {
 			b.WriteString(" (" + strings.Join(causes, "; ") + ")")
 		}
+		b.WriteString(secretHint(d))
 	}
 	return b.String()
+}
+
+// secretHint says what to change for the refusals of a Secret that a
+// tenant's input causes most: data over the API server's size limit, and
+// a key that cannot be a Secret key.
+func secretHint(d *metav1.StatusDetails) string {
+	if d.Kind != "Secret" && d.Kind != "secrets" {
+		return ""
+	}
+	for _, c := range d.Causes {
+		switch {
+		case c.Field == "data" && c.Type == metav1.CauseTypeTooLong:
+			return ": a Secret holds at most 1 MiB of data in all; read fewer or smaller values into it"
+		case strings.HasPrefix(c.Field, "data[") && c.Type == metav1.CauseTypeFieldValueInvalid:
+			return ": a Secret key may hold only letters, digits, '-', '_' and '.'; rename the key"
+		}
+	}
+	return ""
 }
 
 // classifyAPI classes the API server's own errors. A refusal says nothing

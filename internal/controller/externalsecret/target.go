@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -334,8 +335,14 @@ func (r *Reconciler) writeMerge(ctx context.Context, es *v1alpha1.ExternalSecret
 	if ref := metav1.GetControllerOf(&cur); ref != nil && ref.Kind == "ExternalSecret" && ref.UID != es.UID {
 		return nil, conflict("Secret %q is owned by ExternalSecret %q (creationPolicy Owner), which replaces its data on every sync; merge into another Secret", name, ref.Name)
 	}
+	if tokenTypes[cur.Type] {
+		return nil, conflict("Secret %q is of type %s, a token that grants access to the cluster, which Watchword never writes; choose another spec.target.name", name, cur.Type)
+	}
 	claims := mergeClaims(&cur)
 	ours := slices.Sorted(maps.Keys(res.Data))
+	if err := checkMergeOver(&cur, claims, ours); err != nil {
+		return nil, err
+	}
 	for other, keys := range claims {
 		if other == es.Name {
 			continue
@@ -371,6 +378,38 @@ func (r *Reconciler) writeMerge(ctx context.Context, es *v1alpha1.ExternalSecret
 		return nil, fmt.Errorf("merging keys into Secret %q: %w", name, err)
 	}
 	return &writeResult{action: "Updated", changedKeys: changed, resourceVersion: desired.ResourceVersion, keys: ours}, nil
+}
+
+// checkMergeOver refuses a merge that would write over keys the Secret
+// held before any ExternalSecret merged them (a Helm release's "release",
+// a TLS Secret's "tls.key"): they are another owner's data, kept unless
+// the Secret's owner allows Watchword's writes with the annotation
+// watchword.io/allow-write: "true".
+func checkMergeOver(cur *corev1.Secret, claims map[string][]string, ours []string) error {
+	if cur.Annotations[conditions.AllowWriteAnnotation] == "true" {
+		return nil
+	}
+	claimed := map[string]bool{}
+	for _, keys := range claims {
+		for _, k := range keys {
+			claimed[k] = true
+		}
+	}
+	var over []string
+	for _, k := range ours {
+		if _, held := cur.Data[k]; held && !claimed[k] {
+			over = append(over, strconv.Quote(k))
+		}
+	}
+	if len(over) == 0 {
+		return nil
+	}
+	what := "key " + over[0] + " of Secret " + strconv.Quote(cur.Name) + " already holds"
+	if len(over) > 1 {
+		what = "keys " + strings.Join(over, ", ") + " of Secret " + strconv.Quote(cur.Name) + " already hold"
+	}
+	return conflict("%s data that no ExternalSecret merged there; Watchword will not write over another owner's data: map them to other keys, or, as the Secret's owner, allow it with the annotation %s: \"true\"",
+		what, conditions.AllowWriteAnnotation)
 }
 
 func mergeClaims(s *corev1.Secret) map[string][]string {
