@@ -51,7 +51,7 @@ func TestHostileTenantWritesNoErrorLines(t *testing.T) {
 	}{
 		{"env", "TemplateError", []esOpt{withData("k", "k", ""), tmpl(map[string]string{"v": `{{ env "HOME" }}`})}},
 		{"template-from-other", "TemplateNotFound", []esOpt{withData("k", "k", ""), withTemplate(&v1alpha1.ExternalSecretTemplate{
-			TemplateFrom: []v1alpha1.TemplateFrom{{ConfigMap: v1alpha1.TemplateRef{Name: "../" + other + "/tmpl", Items: []v1alpha1.TemplateRefItem{{Key: "v"}}}}}})}},
+			TemplateFrom: []v1alpha1.TemplateFrom{{ConfigMap: &v1alpha1.TemplateRef{Name: "../" + other + "/tmpl", Items: []v1alpha1.TemplateRefItem{{Key: "v"}}}}}})}},
 		{"merge-token", "TargetConflict", []esOpt{withData("token", "k", ""), withTarget("app-token", v1alpha1.CreationPolicyMerge)}},
 		{"merge-tls", "TargetConflict", []esOpt{withData(corev1.TLSPrivateKeyKey, "k", ""), withTarget("tls", v1alpha1.CreationPolicyMerge)}},
 		{"adopt-issued", "TargetConflict", []esOpt{withData("k", "k", ""), withTarget("issued", v1alpha1.CreationPolicyOwner),

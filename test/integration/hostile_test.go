@@ -73,7 +73,7 @@ func TestTemplatesReachNothingOutsideTheirData(t *testing.T) {
 			Data: map[string]string{"conn": `{{ env "HOME" }}`}}))
 		updateES(t, ns, "es", func(es *v1alpha1.ExternalSecret) {
 			es.Spec.Target.Template.Data = nil
-			es.Spec.Target.Template.TemplateFrom = []v1alpha1.TemplateFrom{{ConfigMap: v1alpha1.TemplateRef{Name: "tmpl",
+			es.Spec.Target.Template.TemplateFrom = []v1alpha1.TemplateFrom{{ConfigMap: &v1alpha1.TemplateRef{Name: "tmpl",
 				Items: []v1alpha1.TemplateRefItem{{Key: "conn"}}}}}
 		})
 		c := readyCond(waitCondition(t, ns, "es", "TemplateError", `function "env" not defined`))
@@ -118,7 +118,7 @@ func TestTemplateFromReadsOnlyItsOwnNamespace(t *testing.T) {
 	for _, name := range []string{other + "/tmpl", "../" + other + "/tmpl", "..", "%2e%2e/" + other + "/tmpl"} {
 		t.Run(fmt.Sprintf("name %q", name), func(t *testing.T) {
 			updateES(t, ns, "es", func(es *v1alpha1.ExternalSecret) {
-				es.Spec.Target.Template = &v1alpha1.ExternalSecretTemplate{TemplateFrom: []v1alpha1.TemplateFrom{{ConfigMap: v1alpha1.TemplateRef{
+				es.Spec.Target.Template = &v1alpha1.ExternalSecretTemplate{TemplateFrom: []v1alpha1.TemplateFrom{{ConfigMap: &v1alpha1.TemplateRef{
 					Name: name, Items: []v1alpha1.TemplateRefItem{{Key: "conn"}}}}}}
 			})
 			es := waitCondition(t, ns, "es", "TemplateNotFound", fmt.Sprintf("template ConfigMap %q", name), `in namespace "`+ns+`"`)
@@ -468,8 +468,6 @@ func TestAdoptionNeverTakesASecretAnotherControllerOwns(t *testing.T) {
 	})
 	assertNoLeak(t, ns)
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // TestSharedStorePublisherNeverWritesOverATokenOrAnotherType: through a
 // shared kubernetes ClusterSecretStore, whose credentials may write
