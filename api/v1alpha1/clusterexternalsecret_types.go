@@ -144,6 +144,11 @@ type ClusterExternalSecretSpec struct {
 // ClusterExternalSecret stamps one ExternalSecret, which it owns, into each
 // namespace it selects, and removes it from a namespace that stops
 // matching.
+// A stamped ExternalSecret's target name is immutable, so the target the
+// stamps write may change only together with the stamps' name (new
+// stamps are made, and the old ones removed once the new ones are in
+// place).
+// +kubebuilder:validation:XValidation:rule="(has(self.spec.externalSecretName) && size(self.spec.externalSecretName) > 0 ? self.spec.externalSecretName : self.metadata.name) != (has(oldSelf.spec.externalSecretName) && size(oldSelf.spec.externalSecretName) > 0 ? oldSelf.spec.externalSecretName : oldSelf.metadata.name) || (has(self.spec.externalSecretSpec.target) && has(self.spec.externalSecretSpec.target.name) && size(self.spec.externalSecretSpec.target.name) > 0 ? self.spec.externalSecretSpec.target.name : (has(self.spec.externalSecretName) && size(self.spec.externalSecretName) > 0 ? self.spec.externalSecretName : self.metadata.name)) == (has(oldSelf.spec.externalSecretSpec.target) && has(oldSelf.spec.externalSecretSpec.target.name) && size(oldSelf.spec.externalSecretSpec.target.name) > 0 ? oldSelf.spec.externalSecretSpec.target.name : (has(oldSelf.spec.externalSecretName) && size(oldSelf.spec.externalSecretName) > 0 ? oldSelf.spec.externalSecretName : oldSelf.metadata.name))",message="the stamped target name is immutable: externalSecretSpec.target.name may change only together with externalSecretName (new ExternalSecrets are then stamped, and the old ones removed once the new ones are in place)",fieldPath=".spec.externalSecretSpec.target.name"
 type ClusterExternalSecret struct {
 	metav1.TypeMeta `json:",inline"`
 	// metadata is the standard object metadata.

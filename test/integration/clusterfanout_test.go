@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
@@ -403,4 +405,84 @@ func externalSecretPuts(t *testing.T) float64 {
 		}
 	}
 	return n
+}
+
+// stampedTargetRule is the message of the ClusterExternalSecret's
+// transition rule on the stamped target name (TestClusterExternalSecretTargetNameMovesOnlyWithTheStampName).
+const stampedTargetRule = "the stamped target name is immutable"
+
+// TestClusterExternalSecretTargetNameMovesOnlyWithTheStampName: the
+// stamped ExternalSecrets' target name is immutable, so a
+// ClusterExternalSecret may change externalSecretSpec.target.name only
+// together with externalSecretName; the API server says so at the edit,
+// rather than every stamp failing its update later.
+func TestClusterExternalSecretTargetNameMovesOnlyWithTheStampName(t *testing.T) {
+	ctx := context.Background()
+	name := "ces-rule-" + newNamespace(t, nil)
+	u := objectWithSpec(t, "ClusterExternalSecret", "", `{namespaces: [nowhere], externalSecretSpec: {secretStoreRef: {name: s}, data: [{secretKey: k, remoteRef: {key: k}}]}}`)
+	u.SetName(name)
+	must(t, k8s.Create(ctx, u))
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), u) })
+	update := func(change func(spec map[string]any)) error {
+		// The controller writes the status meanwhile: a conflict is tried
+		// again on the new version.
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur := &unstructured.Unstructured{}
+			cur.SetGroupVersionKind(u.GroupVersionKind())
+			must(t, k8s.Get(ctx, client.ObjectKey{Name: name}, cur))
+			change(cur.Object["spec"].(map[string]any))
+			return k8s.Update(ctx, cur)
+		})
+	}
+	setTarget := func(spec map[string]any, target string) {
+		spec["externalSecretSpec"].(map[string]any)["target"] = map[string]any{"name": target}
+	}
+	if err := update(func(spec map[string]any) { setTarget(spec, name) }); err != nil {
+		t.Errorf("stating the target name in effect was refused: %v", err)
+	}
+	err := update(func(spec map[string]any) { setTarget(spec, "elsewhere") })
+	if err == nil || !strings.Contains(err.Error(), stampedTargetRule) {
+		t.Errorf("a new target name under the same stamp name: %v, want the rule's refusal", err)
+	}
+	if err := update(func(spec map[string]any) {
+		setTarget(spec, "elsewhere")
+		spec["externalSecretName"] = "app-v2"
+	}); err != nil {
+		t.Errorf("a new target name with a new stamp name was refused: %v", err)
+	}
+}
+
+// TestClusterExternalSecretRenameKeepsTheOldStampUntilTheNewOneIsIn: a
+// new externalSecretName is stamped beside the old one, and the old stamp
+// (with its target) goes only where the new one is in place; where an
+// ExternalSecret of the new name belongs to someone else, the old stamp
+// stays and keeps its target synced.
+func TestClusterExternalSecretRenameKeepsTheOldStampUntilTheNewOneIsIn(t *testing.T) {
+	p := fanPrefix()
+	label := map[string]string{"fanout": p}
+	free := fanNamespace(t, p+"-free", label)
+	taken := fanNamespace(t, p+"-taken", label)
+	store := p + "-store"
+	clusterFakeStore(t, store, nil, nil)
+	newCES(t, p, store, v1alpha1.NamespaceTargets{NamespaceSelectors: []metav1.LabelSelector{{MatchLabels: label}}},
+		withData("v", "shared", ""))
+	waitFanOut(t, p, failure.Provisioned, free, taken)
+	waitSecretData(t, taken, p, map[string]string{"v": "cluster-value"})
+
+	// Someone else's ExternalSecret holds the new name in one namespace.
+	fakeStore(t, taken, "own", fakeEntry{key: "mine", value: "theirs"})
+	newES(t, taken, p+"-v2", "own", withData("k", "mine", ""))
+	updateCES(t, p, func(ces *v1alpha1.ClusterExternalSecret) { ces.Spec.ExternalSecretName = p + "-v2" })
+
+	waitSecretData(t, free, p+"-v2", map[string]string{"v": "cluster-value"})
+	eventually(t, wait, func() (bool, string) {
+		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: free, Name: p}, &v1alpha1.ExternalSecret{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("the old stamp in %s: %v", free, err)
+	})
+	consistently(t, 3*time.Second, func() (bool, string) {
+		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: taken, Name: p}, &v1alpha1.ExternalSecret{})
+		return err == nil, fmt.Sprintf("the old stamp in %s, whose new name another holds: %v", taken, err)
+	})
+	waitSecretData(t, taken, p, map[string]string{"v": "cluster-value"})
+	waitSecretData(t, taken, p+"-v2", map[string]string{"k": "theirs"})
 }

@@ -90,6 +90,9 @@ type scope struct {
 
 	provisioned []string
 	failed      []v1alpha1.FailedNamespace
+	// unwritten is set when a stamp could not be written for a cause
+	// that may pass by itself.
+	unwritten bool
 }
 
 // fanOutSteps is a reconcile, in order.
@@ -157,6 +160,7 @@ func (r *Reconciler) stampAll(ctx context.Context, s *scope) (bool, error) {
 			}
 			_, msg := failure.Describe(err)
 			s.failed = append(s.failed, v1alpha1.FailedNamespace{Namespace: ns, Reason: msg})
+			s.unwritten = s.unwritten || !failure.Terminal(err)
 		} else if reason != "" {
 			s.failed = append(s.failed, v1alpha1.FailedNamespace{Namespace: ns, Reason: reason})
 			s.provisioned = append(s.provisioned, ns)
@@ -258,7 +262,15 @@ func (r *Reconciler) pruneUnselected(ctx context.Context, s *scope) (bool, error
 	}
 	var errs []error
 	for _, o := range objects(list) {
-		if _, found := slices.BinarySearch(s.selected, o.GetNamespace()); found && o.GetName() == s.spec.Name {
+		_, selected := slices.BinarySearch(s.selected, o.GetNamespace())
+		if selected && o.GetName() == s.spec.Name {
+			continue
+		}
+		if selected && !slices.Contains(s.provisioned, o.GetNamespace()) {
+			// A stamp of an older name goes only once the stamp of the
+			// current name is in place: when that one could not be written
+			// (an object of the name that is not ours, the API server
+			// unavailable), the old one keeps its target synced.
 			continue
 		}
 		if !o.GetDeletionTimestamp().IsZero() {
@@ -334,5 +346,14 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, err error) (ctrl
 	if s.spec.Refresh != nil && s.spec.Refresh.Duration > 0 {
 		every = s.spec.Refresh.Duration
 	}
+	if s.unwritten {
+		// A stamp not written for a passing cause (the API server or the
+		// admission webhook unavailable) brings no event; look again soon.
+		every = min(every, retryUnwritten)
+	}
 	return ctrl.Result{RequeueAfter: every}, nil
 }
+
+// retryUnwritten is how soon a reconcile that could not write a stamp for
+// a passing cause is tried again.
+const retryUnwritten = 30 * time.Second
