@@ -62,6 +62,10 @@ type Request struct {
 	// ReadBack is how often an unchanged destination is read back and
 	// repaired if someone changed it; 0 never.
 	ReadBack time.Duration
+	// Others are the publisher's status entries of its destinations (this
+	// one's among them is ignored): a copy in a former scope that another
+	// destination of the same publisher may hold is never deleted.
+	Others []v1alpha1.PushSecretDestinationStatus
 }
 
 // Owner is the marker every remote secret of a publisher carries: its
@@ -310,6 +314,11 @@ func (p *Publisher) deleteFormer(ctx context.Context, req Request, store *storea
 		if entry.Scope != nil && scope == *entry.Scope {
 			continue
 		}
+		if heldElsewhere(req.Others, *entry, scope) {
+			// The marker is the publisher's, not the destination's: the
+			// copy there may be another destination's own, and stays.
+			continue
+		}
 		where := fmt.Sprintf("%q in former scope %q of %s", entry.Name, scope, DescribeStore(ns, *entry))
 		err := p.deleteIn(ctx, store, scope, entry.Name, Owner(req.Kind, req.Object, false))
 		switch {
@@ -329,6 +338,21 @@ func (p *Publisher) deleteFormer(ctx context.Context, req Request, store *storea
 		}
 	}
 	entry.FormerScopes = keep
+}
+
+// heldElsewhere tells whether another destination of the publisher may
+// hold the remote secret of entry's name in scope: one of the same name
+// written in that scope, or in a scope not recorded.
+func heldElsewhere(others []v1alpha1.PushSecretDestinationStatus, entry v1alpha1.PushSecretDestinationStatus, scope string) bool {
+	for _, o := range others {
+		if o.Name != entry.Name || (o.StoreKind == entry.StoreKind && o.StoreName == entry.StoreName) {
+			continue
+		}
+		if o.Scope == nil || *o.Scope == scope {
+			return true
+		}
+	}
+	return false
 }
 
 // deleteIn deletes the remote secret name in scope if owner's marker is
@@ -430,7 +454,10 @@ func (p *Publisher) Unpublish(ctx context.Context, kind string, obj client.Objec
 	}
 	for _, scope := range e.FormerScopes {
 		// Copies left in scopes of before a defaultScope change go with
-		// the destination, if ours.
+		// the destination, if ours and no current destination's.
+		if cur != nil && heldElsewhere(cur.Entries, e, scope) {
+			continue
+		}
 		ferr := p.deleteIn(ctx, store, scope, e.Name, Owner(kind, obj, false))
 		if ferr != nil && !errors.Is(ferr, engine.ErrNotFound) && !errors.Is(ferr, engine.ErrNotOwned) && !failure.Terminal(ferr) {
 			return ferr

@@ -70,3 +70,24 @@ func TestOwnerNamesKindNamespaceNameAndUID(t *testing.T) {
 		t.Errorf("owner %+v", got)
 	}
 }
+
+func TestAFormerScopeThatAnotherDestinationMayHoldIsLeft(t *testing.T) {
+	scope := func(s string) *string { return &s }
+	moved := v1alpha1.PushSecretDestinationStatus{Name: "creds", StoreKind: v1alpha1.SecretStoreKind, StoreName: "scoped", Scope: scope("b")}
+	for _, tc := range []struct {
+		name   string
+		others []v1alpha1.PushSecretDestinationStatus
+		held   bool
+	}{
+		{"no other destination", nil, false},
+		{"its own entry only", []v1alpha1.PushSecretDestinationStatus{moved}, false},
+		{"another name", []v1alpha1.PushSecretDestinationStatus{{Name: "other", StoreKind: v1alpha1.ClusterSecretStoreKind, StoreName: "shared", Scope: scope("a")}}, false},
+		{"same name, another scope", []v1alpha1.PushSecretDestinationStatus{{Name: "creds", StoreKind: v1alpha1.ClusterSecretStoreKind, StoreName: "shared", Scope: scope("c")}}, false},
+		{"same name in the former scope", []v1alpha1.PushSecretDestinationStatus{{Name: "creds", StoreKind: v1alpha1.ClusterSecretStoreKind, StoreName: "shared", Scope: scope("a")}}, true},
+		{"same name, scope not recorded", []v1alpha1.PushSecretDestinationStatus{{Name: "creds", StoreKind: v1alpha1.ClusterSecretStoreKind, StoreName: "shared"}}, true},
+	} {
+		if got := heldElsewhere(tc.others, moved, "a"); got != tc.held {
+			t.Errorf("%s: heldElsewhere = %v, want %v", tc.name, got, tc.held)
+		}
+	}
+}

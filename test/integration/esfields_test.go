@@ -257,6 +257,26 @@ func TestTemplateFromSecretAndLiteral(t *testing.T) {
 	waitSecretData(t, ns, "rendered", map[string]string{"dsn": "mysql://app@db", "USER": "APP", "username": "app", "port": "5432"})
 }
 
+// TestTemplateFromItsOwnTargetIsRefused: a templateFrom Secret that is the
+// ExternalSecret's own target would feed each write into the next render;
+// it is refused with a condition that says so, and the target written
+// before keeps its data.
+func TestTemplateFromItsOwnTargetIsRefused(t *testing.T) {
+	ns := newNamespace(t, nil)
+	fakeStore(t, ns, "store", fakeEntry{key: "db", value: `{"user":"app"}`})
+	newES(t, ns, "self", "store", withDataFrom("db", ""))
+	waitSecretData(t, ns, "self", map[string]string{"user": "app"})
+	updateES(t, ns, "self", func(es *v1alpha1.ExternalSecret) {
+		es.Spec.Target.Template = &v1alpha1.ExternalSecretTemplate{TemplateFrom: []v1alpha1.TemplateFrom{
+			{Secret: &v1alpha1.TemplateRef{Name: "self", Items: []v1alpha1.TemplateRefItem{{Key: "user"}}}}}}
+	})
+	waitCondition(t, ns, "self", "TemplateError", `templateFrom Secret "self" is this ExternalSecret's own target`)
+	consistently(t, 2*time.Second, func() (bool, string) {
+		s, err := getSecret(ns, "self")
+		return err == nil && string(s.Data["user"]) == "app" && len(s.Data) == 1, "the target lost its data"
+	})
+}
+
 func ptrTo[T any](v T) *T { return &v }
 
 // The CEL rules of these fields, in TestCRDRules' list (kept here, beside

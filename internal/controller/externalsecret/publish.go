@@ -92,7 +92,7 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (bool, error) {
 	for _, d := range dests {
 		entry, err := p.Publish(ctx, publishing.Request{Object: es, Kind: publisherKind, Destination: d,
 			Previous: publishing.Previous(es.Status.PublishedTo, d), Publication: engine.Publication{Fields: s.result.Data},
-			Keys: slices.Sorted(maps.Keys(s.result.Data)), Now: s.now, ReadBack: s.plan.interval})
+			Keys: slices.Sorted(maps.Keys(s.result.Data)), Now: s.now, ReadBack: s.plan.interval, Others: es.Status.PublishedTo})
 		if err != nil {
 			if ctx.Err() != nil {
 				return false, ctx.Err()

@@ -13,6 +13,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
+	"github.com/watchword-dev/watchword/internal/targetindex"
 )
 
 // Template Secrets (templateFrom[].secret) are watched by name, as Merge
@@ -30,6 +31,12 @@ func templateSecretNotFound(es *v1alpha1.ExternalSecret, name string) error {
 func (r *Reconciler) templateSecretVersions(ctx context.Context, es *v1alpha1.ExternalSecret) (string, error) {
 	var versions []string
 	for _, name := range templateSecretNames(es) {
+		if name == targetindex.Name(es) {
+			// Each write of the target would be a new input, rendered
+			// into the next write: a loop that feeds its own output.
+			return "", failure.Terminalf(failure.TemplateError,
+				"templateFrom Secret %q is this ExternalSecret's own target: a template cannot read what it writes; keep the templates in another Secret or a ConfigMap (the target keeps its data)", name)
+		}
 		rv, found, err := r.Named.ResourceVersion(ctx, provider.NamespacedName{Namespace: es.Namespace, Name: name})
 		if err != nil {
 			return "", fmt.Errorf("watching template Secret %q: %w", name, err)
