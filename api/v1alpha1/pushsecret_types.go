@@ -139,6 +139,16 @@ type PushSecretSpec struct {
 	// +kubebuilder:default=Delete
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 
+	// updatePolicy is Replace (the default: every destination is kept
+	// holding the selected data) or IfNotExists (a destination whose
+	// remote secret exists, the publisher's or not, is left as it is and
+	// reported in state Exists; a missing one is created, with the
+	// ownership marker). With IfNotExists the store is the source of
+	// truth: what it holds may differ from the source Secret.
+	// +optional
+	// +kubebuilder:default=Replace
+	UpdatePolicy PushUpdatePolicy `json:"updatePolicy,omitempty"`
+
 	// refreshInterval is how often every destination is read back and
 	// repaired if someone changed it, as a Go duration (30s, 15m, 1h). 0
 	// never reads back. A change of the source Secret is published at
@@ -151,14 +161,30 @@ type PushSecretSpec struct {
 	RefreshInterval *metav1.Duration `json:"refreshInterval,omitempty"`
 }
 
+// PushUpdatePolicy says whether a remote secret that exists is written.
+// +kubebuilder:validation:Enum=Replace;IfNotExists
+type PushUpdatePolicy string
+
+// The update policies of a PushSecret.
+const (
+	// PushUpdateReplace keeps every destination holding the selected data.
+	PushUpdateReplace PushUpdatePolicy = "Replace"
+	// PushUpdateIfNotExists writes only a remote secret that does not
+	// exist.
+	PushUpdateIfNotExists PushUpdatePolicy = "IfNotExists"
+)
+
 // PushState is the state of one destination.
-// +kubebuilder:validation:Enum=Published;NotOwned;Failing;Failed;Unpublishing
+// +kubebuilder:validation:Enum=Published;Exists;NotOwned;Failing;Failed;Unpublishing
 type PushState string
 
 // The states of a destination.
 const (
 	// PushPublished: the remote secret holds the selected data.
 	PushPublished PushState = "Published"
+	// PushExists: updatePolicy is IfNotExists and the remote secret
+	// exists; it is left as it is.
+	PushExists PushState = "Exists"
 	// PushNotOwned: the remote secret belongs to someone else; it is left
 	// untouched.
 	PushNotOwned PushState = "NotOwned"
@@ -188,7 +214,8 @@ type PushSecretDestinationStatus struct {
 	// +kubebuilder:validation:MaxLength=253
 	StoreName string `json:"storeName"`
 
-	// state is Published, NotOwned, Failing, Failed or Unpublishing.
+	// state is Published, Exists, NotOwned, Failing, Failed or
+	// Unpublishing.
 	// +required
 	State PushState `json:"state"`
 

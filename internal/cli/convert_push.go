@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"maps"
+	"slices"
 )
 
 // pushSecret converts a PushSecret. ESO names a remote secret in each
@@ -32,7 +33,8 @@ func (c *converter) pushSecret(m map[string]any) []map[string]any {
 	case "", "Replace":
 		c.note("spec.updatePolicy", "Watchword writes over a remote secret only when it carries Watchword's ownership marker; to take over one that exists, set adopt: true on its destination")
 	case "IfNotExists":
-		c.note("spec.updatePolicy", "IfNotExists: Watchword leaves a remote secret it does not own untouched and reports it, and keeps the ones it owns up to date")
+		// The same policy: a remote secret that exists is left as it is.
+		base["updatePolicy"] = "IfNotExists"
 	default:
 		c.drop("spec.updatePolicy", fmt.Sprintf("updatePolicy %s is not known", p))
 	}
@@ -82,13 +84,15 @@ func (c *converter) pushSecret(m map[string]any) []map[string]any {
 	if t := takeMap(spec, "template"); t != nil {
 		set(base, "template", c.template(t, "spec.template", true))
 	}
-	if _, ok := take(spec, "dataTo"); ok {
-		c.drop("spec.dataTo", "dataTo (pushing keys by pattern) is not supported: list the keys in data")
-	}
+	dataTo := takeList(spec, "dataTo")
 
-	// Group the data entries by remote secret, in order.
+	// Group the data entries by remote secret, in order. A remote secret
+	// that gets every key of the Secret (whole) is published with no
+	// data: Watchword's PushSecret then publishes every key under its
+	// own name.
 	var remotes []string
 	fields := map[string][]any{}
+	whole := map[string]bool{}
 	for i, e := range takeList(spec, "data") {
 		d, _ := e.(map[string]any)
 		p := pathIndex("spec.data", i)
@@ -110,8 +114,16 @@ func (c *converter) pushSecret(m map[string]any) []map[string]any {
 		case remote == "":
 			c.drop(p, "no remoteKey: the entry is not carried")
 			continue
+		case key == "" && property == "":
+			// ESO pushes every key as it is into the remote secret.
+			if _, ok := fields[remote]; !ok {
+				remotes = append(remotes, remote)
+				fields[remote] = nil
+			}
+			whole[remote] = true
+			continue
 		case key == "":
-			c.drop(p, "no secretKey (ESO then pushes the whole Secret as one value): not supported, the entry is not carried")
+			c.drop(p, "no secretKey with a property (ESO then pushes the whole Secret as one JSON value): not supported, the entry is not carried")
 			continue
 		case property == "":
 			c.drop(p, "no property (ESO then writes the key's value as the whole remote secret): Watchword writes named fields, so the entry is carried with the field named after the key")
@@ -126,6 +138,7 @@ func (c *converter) pushSecret(m map[string]any) []map[string]any {
 		}
 		fields[remote] = append(fields[remote], entry)
 	}
+	only := c.pushDataTo(dataTo, stores, fields, whole, &remotes)
 	c.leftovers(spec, "spec")
 	if len(remotes) == 0 {
 		c.drop("spec.data", "no entry to publish: Watchword would publish every key of the Secret, so the PushSecret is not converted")
@@ -138,9 +151,19 @@ func (c *converter) pushSecret(m map[string]any) []map[string]any {
 	var out []map[string]any
 	for i, remote := range remotes {
 		ps := maps.Clone(base)
-		ps["data"] = fields[remote]
+		if whole[remote] {
+			if len(fields[remote]) > 0 {
+				c.drop("spec.data", fmt.Sprintf("every key of the Secret is pushed to %q: the entries naming single keys for it are not carried", remote))
+			}
+		} else {
+			ps["data"] = fields[remote]
+		}
 		var dests []any
-		for _, s := range stores {
+		targets := stores
+		if ref, ok := only[remote]; ok {
+			targets = []any{ref}
+		}
+		for _, s := range targets {
 			ref := s.(map[string]any)
 			d := map[string]any{"name": remote, "configRef": maps.Clone(ref)}
 			dests = append(dests, d)
@@ -155,4 +178,63 @@ func (c *converter) pushSecret(m map[string]any) []map[string]any {
 		out = append(out, o)
 	}
 	return out
+}
+
+// pushDataTo converts ESO's dataTo entries that push every key of the
+// Secret into one remote secret (remoteKey set, no match, no rewrite)
+// to a PushSecret of their own, publishing every key to that remote
+// secret in the entry's store only (the returned map). The others, which
+// push a subset or each key as its own remote secret, are dropped.
+func (c *converter) pushDataTo(entries []any, stores []any, fields map[string][]any, whole map[string]bool, remotes *[]string) map[string]any {
+	only := map[string]any{}
+	for i, e := range entries {
+		d, _ := e.(map[string]any)
+		p := pathIndex("spec.dataTo", i)
+		ref := takeMap(d, "storeRef")
+		remote := takeString(d, "remoteKey")
+		match := takeMap(d, "match")
+		regexp := takeString(match, "regexp")
+		_, rewrite := take(d, "rewrite")
+		_, metadata := take(d, "metadata")
+		conv := takeString(d, "conversionStrategy")
+		c.leftovers(match, p+".match")
+		switch {
+		case remote == "":
+			c.drop(p, "dataTo without remoteKey pushes each key as a remote secret of its own: not supported, list a destination per key")
+			continue
+		case regexp != "":
+			c.drop(p, "dataTo with match.regexp pushes a subset of the keys: not supported, list the keys in data")
+			continue
+		case rewrite:
+			c.drop(p, "dataTo with rewrite renames keys: not supported, list the keys in data with their remoteKey")
+			continue
+		case conv != "" && conv != "None":
+			c.drop(p, fmt.Sprintf("conversionStrategy %s is not supported", conv))
+			continue
+		}
+		if metadata {
+			c.drop(p+".metadata", "provider-specific metadata is not carried: set labels, annotations or tags on the destination")
+		}
+		target := map[string]any{}
+		set(target, "name", takeString(ref, "name"))
+		set(target, "kind", takeString(ref, "kind"))
+		if _, ok := take(ref, "labelSelector"); ok || target["name"] == nil {
+			c.drop(p+".storeRef", "dataTo must name its store: the entry is not carried")
+			continue
+		}
+		c.leftovers(ref, p+".storeRef")
+		c.leftovers(d, p)
+		if _, taken := fields[remote]; taken {
+			c.drop(p, fmt.Sprintf("remote secret %q is also written by spec.data: the entry is not carried", remote))
+			continue
+		}
+		if !slices.ContainsFunc(stores, func(s any) bool { return maps.Equal(s.(map[string]any), target) }) {
+			c.note(p+".storeRef", "its store is not among spec.secretStoreRefs: published there all the same")
+		}
+		*remotes = append(*remotes, remote)
+		fields[remote] = nil
+		whole[remote] = true
+		only[remote] = target
+	}
+	return only
 }

@@ -6,6 +6,9 @@ const (
 	// Published: every destination holds the selected data of the source
 	// Secret. Also the reason of the event of a write.
 	Published Reason = "Published"
+	// Exists: a destination's remote secret exists and updatePolicy
+	// IfNotExists leaves it as it is. Not a failure.
+	Exists Reason = "Exists"
 	// Unpublished: the event of the deletion of a remote secret that a
 	// PushSecret owned.
 	Unpublished Reason = "Unpublished"

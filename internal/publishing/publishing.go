@@ -66,6 +66,10 @@ type Request struct {
 	// one's among them is ignored): a copy in a former scope that another
 	// destination of the same publisher may hold is never deleted.
 	Others []v1alpha1.PushSecretDestinationStatus
+	// IfNotExists writes only a remote secret that does not exist
+	// (updatePolicy IfNotExists): one that exists, the publisher's or
+	// not, is read and left as it is.
+	IfNotExists bool
 }
 
 // Owner is the marker every remote secret of a publisher carries: its
@@ -212,7 +216,8 @@ func (p *Publisher) Publish(ctx context.Context, req Request) (v1alpha1.PushSecr
 	fill := publicationDigest(string(req.Object.GetUID()), store.ID(), pub)
 	hash := p.Keys.Seal(fill)
 	var unchanged, sealedNow bool
-	if prev != nil && prev.State == v1alpha1.PushPublished && (prev.Scope == nil || *prev.Scope == scope) {
+	settled := prev != nil && (prev.State == v1alpha1.PushPublished || (req.IfNotExists && prev.State == v1alpha1.PushExists))
+	if settled && (prev.Scope == nil || *prev.Scope == scope) {
 		unchanged, sealedNow = p.Keys.Match(prev.DataHash, fill)
 	}
 	if unchanged && !sealedNow {
@@ -239,7 +244,17 @@ func (p *Publisher) Publish(ctx context.Context, req Request) (v1alpha1.PushSecr
 		return entry, err
 	}
 	repair := false
-	if unchanged {
+	if req.IfNotExists {
+		obj, rerr := c.GetSecret(ctx, engine.Ref{Key: d.Name})
+		switch {
+		case rerr == nil:
+			return p.exists(ctx, req, store, entry, obj, pub, hash, scope), nil
+		case !errors.Is(rerr, engine.ErrNotFound):
+			return entry, rerr
+		}
+		// Missing: created, with the marker.
+		repair = unchanged
+	} else if unchanged {
 		obj, rerr := c.GetSecret(ctx, engine.Ref{Key: d.Name})
 		switch {
 		case rerr == nil && SameFields(obj, pub.Fields):
@@ -281,6 +296,34 @@ func (p *Publisher) Publish(ctx context.Context, req Request) (v1alpha1.PushSecr
 	}
 	p.deleteFormer(ctx, req, store, &entry)
 	return entry, nil
+}
+
+// exists records a destination whose remote secret exists while
+// updatePolicy is IfNotExists: it is left as it is. One this publisher
+// published and that still holds what it would publish stays Published;
+// any other is in state Exists, with an event when it becomes so. The
+// entry keeps publishedTime, so that deletionPolicy Delete still deletes
+// a remote secret this publisher created (only while its marker is on
+// it).
+func (p *Publisher) exists(ctx context.Context, req Request, store *storeaccess.Resolved, entry v1alpha1.PushSecretDestinationStatus,
+	obj engine.Object, pub engine.Publication, hash, scope string) v1alpha1.PushSecretDestinationStatus {
+	now := req.Now
+	entry.CheckedTime, entry.DataHash = &now, hash
+	ours := entry.State == v1alpha1.PushPublished && entry.Scope != nil && *entry.Scope == scope
+	if ours && SameFields(obj, pub.Fields) {
+		p.deleteFormer(ctx, req, store, &entry)
+		return entry
+	}
+	entry.Scope = &scope
+	if entry.State != v1alpha1.PushExists {
+		where := fmt.Sprintf("%q of %s", entry.Name, DescribeStore(req.Object.GetNamespace(), entry))
+		count(req.Kind, req.Object.GetNamespace(), entry, string(failure.Exists))
+		p.Recorder.Eventf(req.Object, corev1.EventTypeNormal, string(failure.Exists),
+			"remote secret %s exists; updatePolicy IfNotExists leaves it as it is", where)
+	}
+	entry.State, entry.Reason = v1alpha1.PushExists, string(failure.Exists)
+	entry.Message = "the remote secret exists; updatePolicy IfNotExists leaves it as it is (it may differ from the source Secret)"
+	return entry
 }
 
 // appendScope adds scope to the former scopes once; the oldest goes when

@@ -23,7 +23,8 @@ func (r *Reconciler) publishAll(ctx context.Context, s *scope) (bool, error) {
 	for _, d := range s.ps.Spec.Destinations {
 		entry, err := p.Publish(ctx, publishing.Request{Object: s.ps, Kind: kind, Destination: d,
 			Previous: publishing.Previous(s.ps.Status.Destinations, d), Publication: s.publication, Keys: s.remoteKeys,
-			Now: s.now, ReadBack: interval(s.ps), Others: s.ps.Status.Destinations})
+			Now: s.now, ReadBack: interval(s.ps), Others: s.ps.Status.Destinations,
+			IfNotExists: s.ps.Spec.UpdatePolicy == v1alpha1.PushUpdateIfNotExists})
 		if err != nil {
 			if ctx.Err() != nil {
 				return false, ctx.Err()

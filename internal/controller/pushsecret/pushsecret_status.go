@@ -34,8 +34,11 @@ func (r *Reconciler) record(_ context.Context, s *scope) (bool, error) {
 	s.outcome = ctrl.Result{RequeueAfter: nextCheck(s)}
 	if len(s.failures) == 0 {
 		st.ObservedGeneration = gen
-		conditions.Set(&st.Conditions, conditions.Outcome{Reason: failure.Published,
-			Message: fmt.Sprintf("Secret %q is published to %d of %d destinations", s.ps.Spec.SecretName, published(s), len(s.ps.Spec.Destinations))}, gen)
+		msg := fmt.Sprintf("Secret %q is published to %d of %d destinations", s.ps.Spec.SecretName, published(s), len(s.ps.Spec.Destinations))
+		if n := existing(s); n > 0 {
+			msg += fmt.Sprintf("; %d left as they exist (updatePolicy IfNotExists)", n)
+		}
+		conditions.Set(&st.Conditions, conditions.Outcome{Reason: failure.Published, Message: msg}, gen)
 		return true, nil
 	}
 	err := s.failures[0]
@@ -62,6 +65,18 @@ func published(s *scope) int {
 	n := 0
 	for _, d := range s.destinations {
 		if d.State == v1alpha1.PushPublished {
+			n++
+		}
+	}
+	return n
+}
+
+// existing counts the destinations left as they exist (updatePolicy
+// IfNotExists).
+func existing(s *scope) int {
+	n := 0
+	for _, d := range s.destinations {
+		if d.State == v1alpha1.PushExists {
 			n++
 		}
 	}
