@@ -309,7 +309,7 @@ func (p *Publisher) exists(ctx context.Context, req Request, store *storeaccess.
 	obj engine.Object, pub engine.Publication, hash, scope string) v1alpha1.PushSecretDestinationStatus {
 	now := req.Now
 	entry.CheckedTime, entry.DataHash = &now, hash
-	ours := entry.State == v1alpha1.PushPublished && entry.Scope != nil && *entry.Scope == scope
+	ours := entry.State == v1alpha1.PushPublished && (entry.Scope == nil || *entry.Scope == scope)
 	if ours && SameFields(obj, pub.Fields) {
 		p.deleteFormer(ctx, req, store, &entry)
 		return entry
