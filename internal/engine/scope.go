@@ -61,6 +61,9 @@ func PrefixKeys(ops Ops, prefix string) Ops {
 	if ops.Lister != nil {
 		out.Lister = prefixLister{ops.Lister, prefix}
 	}
+	if ops.Metadata != nil {
+		out.Metadata = prefixMetadata{ops.Metadata, prefix}
+	}
 	if ops.Writer != nil {
 		out.Writer = prefixWriter{ops.Writer, prefix}
 	}
@@ -89,6 +92,20 @@ func (p prefixReader) GetSecret(ctx context.Context, ref Ref) (Object, error) {
 	}
 	ref.Key = key
 	return p.inner.GetSecret(ctx, ref)
+}
+
+type prefixMetadata struct {
+	inner  MetadataReader
+	prefix string
+}
+
+func (p prefixMetadata) GetMetadata(ctx context.Context, ref Ref) (Object, error) {
+	key, err := within(p.prefix, ref.Key)
+	if err != nil {
+		return Object{}, err
+	}
+	ref.Key = key
+	return p.inner.GetMetadata(ctx, ref)
 }
 
 type prefixBatch struct {
