@@ -284,7 +284,7 @@ func (c *converter) remoteRef(r map[string]any, path string) map[string]any {
 	case "", "None":
 	case "Fetch":
 		out["metadataPolicy"] = p
-		c.note(path+".metadataPolicy", "Fetch is carried: Watchword reads the metadata of a kubernetes store's Secrets (their labels and annotations); a store of another provider refuses it with a NotSupported condition")
+		c.note(path+".metadataPolicy", "Fetch is carried: Watchword reads the metadata of a kubernetes store's Secrets (their labels and annotations) and of a Vault KV v2 store's secrets (their custom metadata); a store of another provider refuses it with a NotSupported condition")
 	default:
 		c.drop(path, fmt.Sprintf("metadataPolicy %s is not supported: the entry is not carried", p))
 		return nil

@@ -102,17 +102,24 @@ func TestMetadataFetchIsRefusedByAStoreWithoutMetadata(t *testing.T) {
 
 func TestMetadataReadPassesThroughEveryWrapper(t *testing.T) {
 	s := &taggedStore{}
-	c, err := NewClient("tagged", Ops{Reader: s, Metadata: s})
+	// A provider whose scopes are parent paths confines its reads with
+	// PrefixKeys.
+	c, err := NewClient("tagged", PrefixKeys(Ops{Reader: s, Metadata: s}, "team-a."))
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := NewGate(GateLimits{MaxConcurrent: 1}, nil, nil)
-	scoped, err := c.Wrap(g.Wrap).InScope("team-a")
+	scoped := c.Wrap(g.Wrap)
+	if !scoped.Capabilities().Has(CanFetchMetadata) {
+		t.Fatalf("the gated, prefixed client has %s, without fetchMetadata", scoped.Capabilities())
+	}
+	// A client in a publisher's scope reads no metadata.
+	p, err := scoped.InScope("team-b")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !scoped.Capabilities().Has(CanFetchMetadata) {
-		t.Fatalf("the gated, scoped client has %s, without fetchMetadata", scoped.Capabilities())
+	if p.Capabilities().Has(CanFetchMetadata) {
+		t.Errorf("a publisher's scoped client has %s; want no fetchMetadata", p.Capabilities())
 	}
 	f := NewFetcher(nil, nil)
 	got, err := f.Get(context.Background(), "s", scoped, Ref{Key: "db", Metadata: true}, 0)

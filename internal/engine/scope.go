@@ -28,15 +28,17 @@ func (c *Client) InScope(scope string) (*Client, error) {
 		// A namespace name has no ".", so "team.a-db" and "team-a.db"
 		// never meet.
 		ops := PrefixKeys(c.ops, scope+".")
-		ops.Closer = nil
+		// A scoped client is for publishing: it reads no metadata.
+		ops.Closer, ops.Metadata = nil, nil
 		return &Client{provider: c.provider, ops: ops}, nil
 	}
 	ops, err := c.scope(scope)
 	if err != nil {
 		return nil, err
 	}
-	// A scoped client is for publishing: it does not watch.
-	ops.Scope, ops.Closer, ops.Watcher = nil, nil, nil
+	// A scoped client is for publishing: it does not watch, and reads
+	// no metadata.
+	ops.Scope, ops.Closer, ops.Watcher, ops.Metadata = nil, nil, nil, nil
 	out, err := NewClient(c.provider, ops)
 	if err != nil {
 		return nil, err

@@ -2,7 +2,9 @@ package integration
 
 import (
 	"context"
+	"net/http"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,4 +64,31 @@ func TestKubernetesMetadataFetch(t *testing.T) {
 	fakeStore(t, ns, "plain", fakeEntry{key: "db", value: "v"})
 	newES(t, ns, "nometa", "plain", withMetadata("team", "db", ""))
 	waitCondition(t, ns, "nometa", "NotSupported", "fetchMetadata", `"db"`)
+}
+
+// TestVaultMetadataFetch: metadataPolicy Fetch copies the custom metadata
+// of a Vault KV v2 secret (one entry by property, all as JSON, each as a
+// key of dataFrom) beside its value, and follows a change of it.
+func TestVaultMetadataFetch(t *testing.T) {
+	needVault(t)
+	ns, path := tokenVaultStore(t, "tagged", map[string]any{"password": "pw"}, "v2")
+	setMeta := func(m map[string]string) {
+		must(t, vaultSrv.Do(http.MethodPost, "secret/metadata/"+path, map[string]any{"custom_metadata": m}, nil))
+	}
+	setMeta(map[string]string{"team": "payments", "tier": "gold"})
+	newES(t, ns, "meta", "vault", withRefresh(2*time.Second),
+		withData("password", path, "password"),
+		withMetadata("team", path, "team"),
+		withMetadata("all", path, ""),
+		func(es *v1alpha1.ExternalSecret) {
+			es.Spec.DataFrom = append(es.Spec.DataFrom, v1alpha1.ExternalSecretDataFrom{
+				RemoteRef: &v1alpha1.RemoteReference{Key: path, MetadataPolicy: v1alpha1.MetadataFetch}})
+		})
+	waitSecretData(t, ns, "meta", map[string]string{
+		"password": "pw", "team": "payments", "tier": "gold", "all": `{"team":"payments","tier":"gold"}`,
+	})
+	setMeta(map[string]string{"team": "billing", "tier": "gold"})
+	waitSecretData(t, ns, "meta", map[string]string{
+		"password": "pw", "team": "billing", "tier": "gold", "all": `{"team":"billing","tier":"gold"}`,
+	})
 }

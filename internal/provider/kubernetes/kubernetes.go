@@ -106,7 +106,7 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 	// publishers of namespace "team-a" live in namespace team-a there.
 	ops.Scope = func(scope string) (engine.Ops, error) {
 		sc := newClient(cs, scope, who)
-		return engine.Ops{Reader: sc, Metadata: sc, Checker: sc, Writer: sc}, nil
+		return engine.Ops{Reader: sc, Checker: sc, Writer: sc}, nil
 	}
 	return ops, nil
 }
