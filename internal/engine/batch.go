@@ -70,7 +70,7 @@ func (f *Fetcher) read(ctx context.Context, store string, c *Client, ref Ref, st
 		// Metadata is read one object at a time: no store batches it.
 		mr, err := c.AsMetadataReader()
 		if err != nil {
-			return Object{}, fmt.Errorf("metadataPolicy Fetch of remote key %q: %w", ref.Key, err)
+			return Object{}, fmt.Errorf("metadataPolicy Fetch: %w", err)
 		}
 		if f.calls != nil {
 			f.calls(store, 1)

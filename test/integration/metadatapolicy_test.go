@@ -63,7 +63,7 @@ func TestKubernetesMetadataFetch(t *testing.T) {
 
 	fakeStore(t, ns, "plain", fakeEntry{key: "db", value: "v"})
 	newES(t, ns, "nometa", "plain", withMetadata("team", "db", ""))
-	waitCondition(t, ns, "nometa", "NotSupported", "fetchMetadata", `"db"`)
+	waitCondition(t, ns, "nometa", "NotSupported", `SecretStore "`+ns+`/plain"`, `remote key "db"`, "metadataPolicy Fetch", "fetchMetadata")
 }
 
 // TestVaultMetadataFetch: metadataPolicy Fetch copies the custom metadata
