@@ -92,3 +92,21 @@ func TestVaultMetadataFetch(t *testing.T) {
 		"password": "pw", "team": "billing", "tier": "gold", "all": `{"team":"billing","tier":"gold"}`,
 	})
 }
+
+// TestFakeMetadataFetch: a fake store's entry metadata is read by
+// metadataPolicy Fetch, of the version pinned.
+func TestFakeMetadataFetch(t *testing.T) {
+	ns := newNamespace(t, nil)
+	s := &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tagged"},
+		Spec: v1alpha1.SecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{Fake: &v1alpha1.FakeProvider{Data: []v1alpha1.FakeProviderData{
+			{Key: "db", Value: "v1", Metadata: map[string]string{"team": "old"}},
+			{Key: "db", Value: "v2", Metadata: map[string]string{"team": "new"}},
+		}}}}}
+	must(t, k8s.Create(context.Background(), s))
+	newES(t, ns, "meta", "tagged", withData("value", "db", ""), withMetadata("team", "db", "team"),
+		func(es *v1alpha1.ExternalSecret) {
+			es.Spec.Data = append(es.Spec.Data, v1alpha1.ExternalSecretData{SecretKey: "pinned",
+				RemoteRef: v1alpha1.RemoteReference{Key: "db", Version: "1", MetadataPolicy: v1alpha1.MetadataFetch}})
+		})
+	waitSecretData(t, ns, "meta", map[string]string{"value": "v2", "team": "new", "pinned": `{"team":"old"}`})
+}
