@@ -322,7 +322,28 @@ type RemoteReference struct {
 	// value as it is when neither decodes it.
 	// +optional
 	DecodingStrategy DecodingStrategy `json:"decodingStrategy,omitempty"`
+
+	// metadataPolicy Fetch reads the metadata the store keeps with the
+	// object instead of its value, where the store has metadata (see the
+	// providers' notes): with property, the value of one metadata entry;
+	// without, all of them as a JSON object (in a dataFrom entry, one
+	// Secret key per entry). None, the default, reads the value. A store
+	// without metadata refuses it with a NotSupported condition.
+	// +optional
+	MetadataPolicy MetadataPolicy `json:"metadataPolicy,omitempty"`
 }
+
+// MetadataPolicy says whether a remote reference reads an object's value
+// or its metadata.
+// +kubebuilder:validation:Enum=None;Fetch
+type MetadataPolicy string
+
+const (
+	// MetadataNone reads the object's value.
+	MetadataNone MetadataPolicy = "None"
+	// MetadataFetch reads the object's metadata.
+	MetadataFetch MetadataPolicy = "Fetch"
+)
 
 // DecodingStrategy says how a fetched value is decoded before it is
 // written.

@@ -297,6 +297,14 @@ type FakeProviderData struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=256
 	ValueMap map[string]string `json:"valueMap,omitempty"`
+
+	// metadata is what the object carries besides its value, like the
+	// tags of a cloud store: metadataPolicy Fetch reads it. A fake store
+	// none of whose entries sets metadata has no metadata to read, and
+	// refuses metadataPolicy Fetch.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // FakeProviderError is an error that a fake store returns on every read.

@@ -65,7 +65,7 @@ func TestConvertExitCodes(t *testing.T) {
 	clean := write("clean.yaml", "apiVersion: external-secrets.io/v1\nkind: ExternalSecret\nmetadata: {name: a, namespace: b}\n"+
 		"spec:\n  secretStoreRef: {name: s}\n  data:\n  - secretKey: k\n    remoteRef: {key: db, property: password}\n")
 	lossy := write("lossy.yaml", "apiVersion: external-secrets.io/v1\nkind: ExternalSecret\nmetadata: {name: a, namespace: b}\n"+
-		"spec:\n  secretStoreRef: {name: s}\n  data:\n  - secretKey: k\n    remoteRef: {key: db, metadataPolicy: Fetch}\n")
+		"spec:\n  secretStoreRef: {name: s}\n  data:\n  - secretKey: k\n    sourceRef: {generatorRef: {kind: Password, name: pw}}\n    remoteRef: {key: db}\n")
 	broken := write("broken.yaml", "kind: [\n")
 
 	c, err := parseConvert([]string{"-f", clean, "-o", dir + "/out.yaml"}, io.Discard)
@@ -85,7 +85,7 @@ func TestConvertExitCodes(t *testing.T) {
 	if err := runConvert(c, strings.NewReader(string(lossyBody)), io.Discard, &stderr); !errors.Is(err, errDropped) {
 		t.Errorf("a manifest with a dropped field: %v, want errDropped (exit %d)", err, exitConvertDropped)
 	}
-	if !strings.Contains(stderr.String(), "spec.data[0].remoteRef: metadataPolicy Fetch") {
+	if !strings.Contains(stderr.String(), "spec.data[0]: sourceRef") {
 		t.Errorf("stderr does not name the dropped field:\n%s", stderr.String())
 	}
 	c, _ = parseConvert([]string{"-f", broken}, io.Discard)

@@ -280,8 +280,13 @@ func (c *converter) remoteRef(r map[string]any, path string) map[string]any {
 	for _, k := range []string{"key", "property", "version"} {
 		set(out, k, takeString(r, k))
 	}
-	if p := takeString(r, "metadataPolicy"); p != "" && p != "None" {
-		c.drop(path, "metadataPolicy Fetch (reading the remote secret's metadata) is not supported: the entry is not carried")
+	switch p := takeString(r, "metadataPolicy"); p {
+	case "", "None":
+	case "Fetch":
+		out["metadataPolicy"] = p
+		c.note(path+".metadataPolicy", "Fetch is carried: Watchword reads the metadata of a kubernetes store's Secrets (their labels and annotations) and of a Vault KV v2 store's secrets (their custom metadata); a store of another provider refuses it with a NotSupported condition")
+	default:
+		c.drop(path, fmt.Sprintf("metadataPolicy %s is not supported: the entry is not carried", p))
 		return nil
 	}
 	if s := takeString(r, "conversionStrategy"); s != "" && s != "Default" {

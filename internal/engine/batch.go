@@ -66,6 +66,17 @@ type batch struct {
 // object's own error, or the error of the call. stale is the cached read
 // of ref that fell due, or nil.
 func (f *Fetcher) read(ctx context.Context, store string, c *Client, ref Ref, stale *entry) (Object, error) {
+	if ref.Metadata {
+		// Metadata is read one object at a time: no store batches it.
+		mr, err := c.AsMetadataReader()
+		if err != nil {
+			return Object{}, fmt.Errorf("metadataPolicy Fetch: %w", err)
+		}
+		if f.calls != nil {
+			f.calls(store, 1)
+		}
+		return mr.GetMetadata(ctx, ref)
+	}
 	br, err := c.AsBatchReader()
 	if err != nil || f.maxBatch <= 1 {
 		if f.calls != nil {

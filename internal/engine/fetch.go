@@ -84,7 +84,7 @@ func (f *Fetcher) Get(ctx context.Context, store string, c *Client, ref Ref, max
 			return Fetched{Object: e.obj, FetchedAt: e.fetchedAt}, nil
 		}
 	}
-	v, err, _ := f.flight.Do(store+"\x00"+ref.Key+"\x00"+ref.Version, func() (any, error) {
+	v, err, _ := f.flight.Do(flightKey(store, ref), func() (any, error) {
 		// Another caller may have filled the cache while we waited.
 		if e := f.lookup(k, f.clock.Now()); e != nil && e.err == nil && maxAge > 0 && f.clock.Now().Sub(e.fetchedAt) < maxAge {
 			return Fetched{Object: e.obj, FetchedAt: e.fetchedAt}, nil
@@ -114,6 +114,16 @@ func (f *Fetcher) Get(ctx context.Context, store string, c *Client, ref Ref, max
 		return Fetched{}, err
 	}
 	return v.(Fetched), nil
+}
+
+// flightKey tells concurrent reads apart: a metadata read of an object is
+// not a read of its value.
+func flightKey(store string, ref Ref) string {
+	k := store + "\x00" + ref.Key + "\x00" + ref.Version
+	if ref.Metadata {
+		k += "\x00metadata"
+	}
+	return k
 }
 
 // batches tells whether reads through c are made in batches.

@@ -539,6 +539,9 @@ func (g *Gate) Wrap(ops Ops) Ops {
 	if ops.Lister != nil {
 		out.Lister = gatedLister{ops.Lister, g}
 	}
+	if ops.Metadata != nil {
+		out.Metadata = gatedMetadata{ops.Metadata, g}
+	}
 	if ops.Writer != nil {
 		out.Writer = gatedWriter{ops.Writer, g}
 	}
@@ -571,6 +574,19 @@ type gatedReader struct {
 func (r gatedReader) GetSecret(ctx context.Context, ref Ref) (obj Object, err error) {
 	err = r.g.do(ctx, []string{ref.Key}, func(ctx context.Context) error {
 		obj, err = r.inner.GetSecret(ctx, ref)
+		return err
+	})
+	return obj, err
+}
+
+type gatedMetadata struct {
+	inner MetadataReader
+	g     *Gate
+}
+
+func (r gatedMetadata) GetMetadata(ctx context.Context, ref Ref) (obj Object, err error) {
+	err = r.g.do(ctx, []string{ref.Key}, func(ctx context.Context) error {
+		obj, err = r.inner.GetMetadata(ctx, ref)
 		return err
 	})
 	return obj, err

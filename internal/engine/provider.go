@@ -19,6 +19,10 @@ import (
 type Ref struct {
 	Key     string
 	Version string
+	// Metadata asks for the metadata the store keeps with the object
+	// (tags, labels, custom metadata) instead of its value: a
+	// MetadataReader reads it (metadataPolicy Fetch).
+	Metadata bool
 }
 
 // Object is one remote object as a provider returns it: either a single
@@ -46,6 +50,17 @@ type Reader interface {
 // data, where the backend can (Vault KV v2 metadata, for example).
 type VersionReader interface {
 	CurrentVersion(ctx context.Context, key string) (string, error)
+}
+
+// MetadataReader reads the metadata a store keeps with an object, such as
+// the labels and annotations of a Kubernetes Secret or the custom metadata
+// of a Vault KV v2 secret (CanFetchMetadata), for metadataPolicy Fetch.
+// It returns the metadata as an Object whose Fields are its entries (a
+// structured entry, such as a map of labels, as JSON text), so that a
+// property selects one entry and a dataFrom entry copies each of them.
+// The Object's Version is empty: metadata has no version of its own.
+type MetadataReader interface {
+	GetMetadata(ctx context.Context, ref Ref) (Object, error)
 }
 
 // Owner identifies the object that writes a remote secret. Providers store
@@ -149,6 +164,9 @@ const (
 	// CanLease: issue credentials with a lease, renew and revoke it
 	// (Leaser).
 	CanLease
+	// CanFetchMetadata: read the metadata kept with an object
+	// (MetadataReader).
+	CanFetchMetadata
 )
 
 var capabilityNames = []struct {
@@ -157,6 +175,7 @@ var capabilityNames = []struct {
 }{
 	{CanRead, "read"}, {CanBatchRead, "batchRead"}, {CanCheckVersion, "versionCheck"}, {CanList, "list"},
 	{CanWrite, "write"}, {CanDelete, "delete"}, {CanWatch, "watch"}, {CanLease, "lease"},
+	{CanFetchMetadata, "fetchMetadata"},
 }
 
 // Has reports whether every capability of want is in c.
@@ -194,6 +213,8 @@ type Ops struct {
 	Versions VersionReader
 	// Lister lists keys (CanList).
 	Lister Lister
+	// Metadata reads the metadata kept with an object (CanFetchMetadata).
+	Metadata MetadataReader
 	// Writer writes and deletes owned objects (CanWrite, CanDelete).
 	Writer Writer
 	// Watcher tells of changed objects (CanWatch).
@@ -236,6 +257,9 @@ func (o Ops) Capabilities() Capabilities {
 	if o.Leaser != nil {
 		c |= CanLease
 	}
+	if o.Metadata != nil {
+		c |= CanFetchMetadata
+	}
 	return c
 }
 
@@ -273,6 +297,9 @@ func NewClient(provider string, ops Ops) (*Client, error) {
 	}
 	if ops.Lister != nil {
 		bounded.Lister = timedLister{ops.Lister}
+	}
+	if ops.Metadata != nil {
+		bounded.Metadata = timedMetadata{ops.Metadata}
 	}
 	if ops.Writer != nil {
 		bounded.Writer = timedWriter{ops.Writer}
@@ -319,6 +346,15 @@ func (c *Client) AsBatchReader() (BatchReader, error) {
 // BatchLimit is the most refs the store accepts in one batch read; zero
 // when it sets no limit of its own.
 func (c *Client) BatchLimit() int { return c.ops.BatchLimit }
+
+// AsMetadataReader returns the client's metadata read, or an error
+// wrapping ErrNotSupported.
+func (c *Client) AsMetadataReader() (MetadataReader, error) {
+	if c.ops.Metadata == nil {
+		return nil, c.notSupported(CanFetchMetadata)
+	}
+	return c.ops.Metadata, nil
+}
 
 // AsLister returns the client's listing, or an error wrapping
 // ErrNotSupported.
@@ -384,6 +420,7 @@ func (c *Client) Wrap(wrap func(Ops) Ops) *Client {
 		Batch:    pick(c.ops.Batch, w.Batch),
 		Versions: pick(c.ops.Versions, w.Versions),
 		Lister:   pick(c.ops.Lister, w.Lister),
+		Metadata: pick(c.ops.Metadata, w.Metadata),
 		Watcher:  pick(c.ops.Watcher, w.Watcher),
 		Writer:   pick(c.ops.Writer, w.Writer),
 		Checker:  pick(c.ops.Checker, w.Checker),
@@ -431,6 +468,14 @@ func (t timedReader) GetSecret(ctx context.Context, ref Ref) (Object, error) {
 	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()
 	return t.inner.GetSecret(ctx, ref)
+}
+
+type timedMetadata struct{ inner MetadataReader }
+
+func (t timedMetadata) GetMetadata(ctx context.Context, ref Ref) (Object, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	return t.inner.GetMetadata(ctx, ref)
 }
 
 type timedBatch struct{ inner BatchReader }

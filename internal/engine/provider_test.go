@@ -39,6 +39,7 @@ func TestCapabilitiesString(t *testing.T) {
 		{CanRead | CanCheckVersion | CanWrite | CanDelete, "read,versionCheck,write,delete"},
 		{CanRead | CanBatchRead | CanCheckVersion | CanList | CanWrite | CanDelete | CanWatch, "read,batchRead,versionCheck,list,write,delete,watch"},
 		{CanRead | CanLease, "read,lease"},
+		{CanRead | CanFetchMetadata, "read,fetchMetadata"},
 	} {
 		if got := tc.c.String(); got != tc.want {
 			t.Errorf("%d: got %q, want %q", tc.c, got, tc.want)

@@ -28,15 +28,17 @@ func (c *Client) InScope(scope string) (*Client, error) {
 		// A namespace name has no ".", so "team.a-db" and "team-a.db"
 		// never meet.
 		ops := PrefixKeys(c.ops, scope+".")
-		ops.Closer = nil
+		// A scoped client is for publishing: it reads no metadata.
+		ops.Closer, ops.Metadata = nil, nil
 		return &Client{provider: c.provider, ops: ops}, nil
 	}
 	ops, err := c.scope(scope)
 	if err != nil {
 		return nil, err
 	}
-	// A scoped client is for publishing: it does not watch.
-	ops.Scope, ops.Closer, ops.Watcher = nil, nil, nil
+	// A scoped client is for publishing: it does not watch, and reads
+	// no metadata.
+	ops.Scope, ops.Closer, ops.Watcher, ops.Metadata = nil, nil, nil, nil
 	out, err := NewClient(c.provider, ops)
 	if err != nil {
 		return nil, err
@@ -60,6 +62,9 @@ func PrefixKeys(ops Ops, prefix string) Ops {
 	}
 	if ops.Lister != nil {
 		out.Lister = prefixLister{ops.Lister, prefix}
+	}
+	if ops.Metadata != nil {
+		out.Metadata = prefixMetadata{ops.Metadata, prefix}
 	}
 	if ops.Writer != nil {
 		out.Writer = prefixWriter{ops.Writer, prefix}
@@ -89,6 +94,20 @@ func (p prefixReader) GetSecret(ctx context.Context, ref Ref) (Object, error) {
 	}
 	ref.Key = key
 	return p.inner.GetSecret(ctx, ref)
+}
+
+type prefixMetadata struct {
+	inner  MetadataReader
+	prefix string
+}
+
+func (p prefixMetadata) GetMetadata(ctx context.Context, ref Ref) (Object, error) {
+	key, err := within(p.prefix, ref.Key)
+	if err != nil {
+		return Object{}, err
+	}
+	ref.Key = key
+	return p.inner.GetMetadata(ctx, ref)
 }
 
 type prefixBatch struct {

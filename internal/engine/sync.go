@@ -55,13 +55,19 @@ type Result struct {
 // fetchParallelism bounds concurrent reads for one ExternalSecret.
 const fetchParallelism = 4
 
+// RefOf is the remote object a reference reads: its metadata instead of
+// its value with metadataPolicy Fetch.
+func RefOf(r v1alpha1.RemoteReference) Ref {
+	return Ref{Key: r.Key, Version: r.Version, Metadata: r.MetadataPolicy == v1alpha1.MetadataFetch}
+}
+
 // Refs lists the unique remote objects a spec names, in first-use order:
 // not those its finds match, which only a listing of the store tells.
 func Refs(spec *v1alpha1.ExternalSecretSpec) []Ref {
 	seen := map[Ref]bool{}
 	var out []Ref
 	add := func(r v1alpha1.RemoteReference) {
-		ref := Ref{Key: r.Key, Version: r.Version}
+		ref := RefOf(r)
 		if !seen[ref] {
 			seen[ref] = true
 			out = append(out, ref)
@@ -177,7 +183,7 @@ func RenderFound(spec *v1alpha1.ExternalSecretSpec, objs map[Ref]Object, found F
 		maps.Copy(data, fields)
 	}
 	for _, d := range spec.Data {
-		ref := Ref{Key: d.RemoteRef.Key, Version: d.RemoteRef.Version}
+		ref := RefOf(d.RemoteRef)
 		b, err := Extract(ref.Key, objs[ref], d.RemoteRef.Property)
 		if err != nil {
 			return nil, err
@@ -214,7 +220,7 @@ func dataFromEntry(i int, d v1alpha1.ExternalSecretDataFrom, objs map[Ref]Object
 		return rewriteKeys(i, d.Rewrite, fields, from, nil)
 	}
 	if r := d.RemoteRef; r != nil {
-		ref := Ref{Key: r.Key, Version: r.Version}
+		ref := RefOf(*r)
 		fields, err := ExtractAll(ref.Key, objs[ref], r.Property)
 		if err != nil {
 			return nil, err
@@ -262,6 +268,11 @@ func versionsOf(objs map[Ref]Object) []v1alpha1.RemoteVersion {
 	seen := map[v1alpha1.RemoteVersion]bool{}
 	var out []v1alpha1.RemoteVersion
 	for ref, o := range objs {
+		if ref.Metadata {
+			// Metadata has no version; its object's version is told
+			// by a read of its value, if the spec makes one.
+			continue
+		}
 		v := v1alpha1.RemoteVersion{Key: ref.Key, Version: o.Version}
 		if !seen[v] {
 			seen[v] = true

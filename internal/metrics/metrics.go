@@ -136,6 +136,9 @@ func Instrument(c *engine.Client, storeKind string) *engine.Client {
 		if ops.Lister != nil {
 			out.Lister = lister{ops.Lister, obs}
 		}
+		if ops.Metadata != nil {
+			out.Metadata = metadataReader{ops.Metadata, obs}
+		}
 		if ops.Writer != nil {
 			out.Writer = writer{ops.Writer, obs}
 		}
@@ -169,6 +172,18 @@ func (r reader) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, e
 	start := time.Now()
 	obj, err := r.inner.GetSecret(ctx, ref)
 	r.observe("get", start, err)
+	return obj, err
+}
+
+type metadataReader struct {
+	inner engine.MetadataReader
+	observer
+}
+
+func (r metadataReader) GetMetadata(ctx context.Context, ref engine.Ref) (engine.Object, error) {
+	start := time.Now()
+	obj, err := r.inner.GetMetadata(ctx, ref)
+	r.observe("getMetadata", start, err)
 	return obj, err
 }
 

@@ -32,8 +32,8 @@ func (Factory) Validate(store provider.Store) error {
 // Refs is empty: a fake store has no credentials.
 func (Factory) Refs(provider.Store) []provider.ObjectRef { return nil }
 
-// New returns a client over the spec's data. It reads and lists, nothing
-// else.
+// New returns a client over the spec's data. It reads and lists, and
+// reads metadata where an entry sets some; nothing else.
 func (Factory) New(_ context.Context, store provider.Store, _ provider.Deps) (engine.Ops, error) {
 	idx, err := index(store.Spec.Fake)
 	if err != nil {
@@ -43,7 +43,12 @@ func (Factory) New(_ context.Context, store provider.Store, _ provider.Deps) (en
 	if l := store.Spec.Fake.Latency; l != nil {
 		c.latency = l.Duration
 	}
-	return engine.Ops{Reader: c, Lister: c}, nil
+	ops := engine.Ops{Reader: c, Lister: c}
+	// Only a store with metadata reads it (metadataPolicy Fetch).
+	if slices.ContainsFunc(store.Spec.Fake.Data, func(d v1alpha1.FakeProviderData) bool { return len(d.Metadata) > 0 }) {
+		ops.Metadata = c
+	}
+	return ops, nil
 }
 
 // Client reads from an indexed fake spec.
@@ -56,6 +61,7 @@ type Client struct {
 type version struct {
 	name string
 	obj  engine.Object
+	meta map[string]string
 }
 
 func index(spec *v1alpha1.FakeProvider) (map[string][]version, error) {
@@ -80,36 +86,55 @@ func index(spec *v1alpha1.FakeProvider) (map[string][]version, error) {
 		} else {
 			obj.Value = []byte(d.Value)
 		}
-		out[d.Key] = append(out[d.Key], version{name: name, obj: obj})
+		out[d.Key] = append(out[d.Key], version{name: name, obj: obj, meta: d.Metadata})
 	}
 	return out, nil
 }
 
 // GetSecret returns the current or the pinned version of a key.
 func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, error) {
-	if err := c.wait(ctx); err != nil {
+	v, err := c.lookup(ctx, ref)
+	return v.obj, err
+}
+
+// GetMetadata returns the metadata of the current or the pinned version
+// of a key, one field per entry.
+func (c *Client) GetMetadata(ctx context.Context, ref engine.Ref) (engine.Object, error) {
+	v, err := c.lookup(ctx, ref)
+	if err != nil {
 		return engine.Object{}, err
 	}
+	fields := make(map[string][]byte, len(v.meta))
+	for k, m := range v.meta {
+		fields[k] = []byte(m)
+	}
+	return engine.Object{Fields: fields}, nil
+}
+
+func (c *Client) lookup(ctx context.Context, ref engine.Ref) (version, error) {
+	if err := c.wait(ctx); err != nil {
+		return version{}, err
+	}
 	if err := c.injectedError(ref.Key); err != nil {
-		return engine.Object{}, err
+		return version{}, err
 	}
 	versions := c.objects[ref.Key]
 	if len(versions) == 0 {
-		return engine.Object{}, fmt.Errorf("key %q does not exist in the fake store: %w", ref.Key, engine.ErrNotFound)
+		return version{}, fmt.Errorf("key %q does not exist in the fake store: %w", ref.Key, engine.ErrNotFound)
 	}
 	if ref.Version == "" {
-		return versions[len(versions)-1].obj, nil
+		return versions[len(versions)-1], nil
 	}
 	for _, v := range versions {
 		if v.name == ref.Version {
-			return v.obj, nil
+			return v, nil
 		}
 	}
 	names := make([]string, len(versions))
 	for i, v := range versions {
 		names[i] = v.name
 	}
-	return engine.Object{}, fmt.Errorf("key %q has no version %q (versions: %s): %w", ref.Key, ref.Version, strings.Join(names, ", "), engine.ErrNotFound)
+	return version{}, fmt.Errorf("key %q has no version %q (versions: %s): %w", ref.Key, ref.Version, strings.Join(names, ", "), engine.ErrNotFound)
 }
 
 // List lists the keys of the spec in order, with their current

@@ -54,3 +54,43 @@ func TestListRefusesTagsAndFailsWithAnInjectedError(t *testing.T) {
 		t.Fatalf("a listing with an injected error: got %v, want ErrUnavailable", err)
 	}
 }
+
+func TestMetadataIsReadWhereEntriesSetIt(t *testing.T) {
+	spec := &v1alpha1.FakeProvider{Data: []v1alpha1.FakeProviderData{
+		{Key: "a", Value: "1", Metadata: map[string]string{"team": "old"}},
+		{Key: "a", Value: "2", Metadata: map[string]string{"team": "new", "tier": "gold"}},
+		{Key: "b", Value: "3"},
+	}}
+	ops, err := Factory{}.New(context.Background(), provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "ns", Name: "f",
+		Spec: &v1alpha1.SecretStoreProvider{Fake: spec}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ops.Capabilities(); got != engine.CanRead|engine.CanList|engine.CanFetchMetadata {
+		t.Fatalf("capabilities %s, want read,list,fetchMetadata", got)
+	}
+	for _, tc := range []struct {
+		ref  engine.Ref
+		want map[string]string
+	}{
+		{engine.Ref{Key: "a", Metadata: true}, map[string]string{"team": "new", "tier": "gold"}},
+		{engine.Ref{Key: "a", Version: "1", Metadata: true}, map[string]string{"team": "old"}},
+		{engine.Ref{Key: "b", Metadata: true}, map[string]string{}},
+	} {
+		obj, err := ops.Metadata.GetMetadata(context.Background(), tc.ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(obj.Fields) != len(tc.want) || obj.Value != nil || obj.Version != "" {
+			t.Errorf("%+v: %+v, want fields %v only", tc.ref, obj, tc.want)
+		}
+		for k, v := range tc.want {
+			if string(obj.Fields[k]) != v {
+				t.Errorf("%+v: field %s = %q, want %q", tc.ref, k, obj.Fields[k], v)
+			}
+		}
+	}
+	if _, err := ops.Metadata.GetMetadata(context.Background(), engine.Ref{Key: "nope", Metadata: true}); !errors.Is(err, engine.ErrNotFound) {
+		t.Errorf("a missing key: %v, want ErrNotFound", err)
+	}
+}

@@ -101,7 +101,7 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 	c := newClient(cs, ns, who)
 	// The watch of the namespace's Secrets (watch.go) tells the names of
 	// those that change, from their metadata only.
-	ops := engine.Ops{Reader: c, Checker: c, Writer: c, Watcher: newWatcher(mc, ns, who), Lister: newLister(mc, ns, who, cs.AuthenticationV1().SelfSubjectReviews())}
+	ops := engine.Ops{Reader: c, Metadata: c, Checker: c, Writer: c, Watcher: newWatcher(mc, ns, who), Lister: newLister(mc, ns, who, cs.AuthenticationV1().SelfSubjectReviews())}
 	// A scope is a namespace of the store's cluster: the secrets of
 	// publishers of namespace "team-a" live in namespace team-a there.
 	ops.Scope = func(scope string) (engine.Ops, error) {

@@ -93,7 +93,8 @@ func (Factory) Refs(store provider.Store) []provider.ObjectRef {
 // New builds a client: it reads the CA and credentials, and detects the KV
 // version when the spec does not declare it. It does not log in yet: the
 // first request does. Every mount can be read, listed and checked; a KV
-// v2 mount also tells versions and can be written, a KV v1 mount cannot.
+// v2 mount also tells versions, keeps custom metadata and can be written,
+// a KV v1 mount cannot.
 func (f Factory) New(ctx context.Context, store provider.Store, deps provider.Deps) (engine.Ops, error) {
 	c, err := f.client(ctx, store, deps)
 	if err != nil {
@@ -105,7 +106,7 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 func (c *Client) ops() engine.Ops {
 	ops := engine.Ops{Reader: c, Checker: c, Closer: c, Lister: c, Leaser: c}
 	if c.version == "2" {
-		ops.Versions, ops.Writer = c, c
+		ops.Versions, ops.Writer, ops.Metadata = c, c, c
 	}
 	// A scope is a parent path under the mount: the secrets of publishers
 	// of namespace "team-a" live under <mount>/team-a/.

@@ -274,7 +274,7 @@ func TestCapabilitiesFollowTheKVVersion(t *testing.T) {
 		want           engine.Capabilities
 	}{
 		{"kv1", "v1", engine.CanRead | engine.CanList | engine.CanLease},
-		{"secret", "v2", engine.CanRead | engine.CanCheckVersion | engine.CanList | engine.CanWrite | engine.CanDelete | engine.CanLease},
+		{"secret", "v2", engine.CanRead | engine.CanCheckVersion | engine.CanList | engine.CanWrite | engine.CanDelete | engine.CanLease | engine.CanFetchMetadata},
 	} {
 		got := rootClient(t, tc.mount, tc.version).ops().Capabilities()
 		if got != tc.want {
