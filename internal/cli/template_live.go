@@ -41,6 +41,16 @@ type LiveStore interface {
 	GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, error)
 }
 
+// liveMetadata reads the metadata of ref (metadataPolicy Fetch) where the
+// store keeps it, and says so where it does not, as a sync would.
+func liveMetadata(ctx context.Context, store LiveStore, ref engine.Ref) (engine.Object, error) {
+	m, ok := store.(engine.MetadataReader)
+	if !ok {
+		return engine.Object{}, fmt.Errorf("%w: metadataPolicy Fetch: the store does not have the fetchMetadata capability", engine.ErrNotSupported)
+	}
+	return m.GetMetadata(ctx, ref)
+}
+
 // LiveCluster gives TemplateLive what it reads from the cluster: the
 // ExternalSecret's store, with a client built as the controller builds it
 // (close releases it), and the ConfigMaps templateFrom names.
@@ -71,7 +81,13 @@ func TemplateLive(ctx context.Context, in LiveTemplateInput, cluster LiveCluster
 	defer closeStore()
 	objs := map[engine.Ref]engine.Object{}
 	for _, ref := range engine.Refs(&es.Spec) {
-		obj, gerr := store.GetSecret(ctx, ref)
+		var obj engine.Object
+		var gerr error
+		if ref.Metadata {
+			obj, gerr = liveMetadata(ctx, store, ref)
+		} else {
+			obj, gerr = store.GetSecret(ctx, ref)
+		}
 		if gerr != nil {
 			// As in a condition: the reason and the redacted message,
 			// since a store's error may repeat what it was sent.
@@ -133,7 +149,18 @@ func (c ClusterReader) Store(ctx context.Context, namespace string, ref v1alpha1
 			_ = ops.Closer.Close()
 		}
 	}
-	return ops.Reader, r.Describe() + " (" + name + ")", closeOps, nil
+	var store LiveStore = ops.Reader
+	if ops.Metadata != nil {
+		store = liveReaders{Reader: ops.Reader, MetadataReader: ops.Metadata}
+	}
+	return store, r.Describe() + " (" + name + ")", closeOps, nil
+}
+
+// liveReaders is a store's reader with its metadata reader, for
+// metadataPolicy Fetch.
+type liveReaders struct {
+	engine.Reader
+	engine.MetadataReader
 }
 
 // StoredExternalSecret reads an ExternalSecret of the cluster as a

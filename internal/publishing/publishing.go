@@ -308,11 +308,28 @@ func (p *Publisher) Publish(ctx context.Context, req Request) (v1alpha1.PushSecr
 func (p *Publisher) exists(ctx context.Context, req Request, store *storeaccess.Resolved, entry v1alpha1.PushSecretDestinationStatus,
 	obj engine.Object, pub engine.Publication, hash, scope string) v1alpha1.PushSecretDestinationStatus {
 	now := req.Now
+	prev := req.Previous
 	entry.CheckedTime, entry.DataHash = &now, hash
-	ours := entry.State == v1alpha1.PushPublished && (entry.Scope == nil || *entry.Scope == scope)
+	// The version found, so that a removed destination of the same remote
+	// secret (a store swapped for one that points at the same place) is
+	// recognised as this one's and not deleted (Current.holds).
+	entry.Version = obj.Version
+	// Ours: written by this publisher in this scope, whatever state a
+	// passing failure left the entry in.
+	ours := entry.PublishedTime != nil && (entry.Scope == nil || *entry.Scope == scope)
 	if ours && SameFields(obj, pub.Fields) {
+		entry.State, entry.Reason, entry.Message = v1alpha1.PushPublished, string(failure.Published), ""
+		entry.Scope = &scope
 		p.deleteFormer(ctx, req, store, &entry)
 		return entry
+	}
+	if prev != nil && prev.Scope != nil && *prev.Scope != scope && prev.PublishedTime != nil && prev.State != v1alpha1.PushNotOwned {
+		// The store's defaultScope changed and the new scope holds a
+		// secret of the name, which is left as it is. The copy written
+		// in the scope before is remembered, so that it goes with the
+		// destination rather than stay untracked; it is not deleted now,
+		// as nothing of this publisher's replaced it.
+		entry.FormerScopes = appendScope(entry.FormerScopes, *prev.Scope)
 	}
 	entry.Scope = &scope
 	if entry.State != v1alpha1.PushExists {
@@ -458,13 +475,20 @@ type Current struct {
 // published with obj's version and fields. Two distinct remote secrets
 // taken for one leave an old copy in place, never delete a current one.
 func (c *Current) holds(obj engine.Object) (string, bool) {
-	if c == nil || !SameFields(obj, c.Fields) {
+	if c == nil {
 		return "", false
 	}
+	same := SameFields(obj, c.Fields)
 	for _, e := range c.Entries {
 		// A store without versions cannot tell two copies of the same
 		// data apart: the remote secret is kept rather than risk it.
-		if e.State == v1alpha1.PushPublished && (e.Version == obj.Version || obj.Version == "") {
+		sameVersion := e.Version == obj.Version || obj.Version == ""
+		switch {
+		case e.State == v1alpha1.PushPublished && same && sameVersion:
+			return e.Name, true
+		case e.State == v1alpha1.PushExists && sameVersion:
+			// A remote secret a current destination found and leaves as
+			// it is (updatePolicy IfNotExists), whatever it holds.
 			return e.Name, true
 		}
 	}

@@ -22,7 +22,8 @@ func withMetadata(secretKey, key, property string) esOpt {
 // TestKubernetesMetadataFetch: metadataPolicy Fetch copies the labels and
 // annotations of a Secret of the kubernetes store (one label by a dotted
 // property, all of them as JSON, each group as a key of dataFrom), never
-// kubectl's last-applied copy of its data, and follows a label's change;
+// kubectl's and kapp's copies of its data and any annotation that holds
+// one of its values, and follows a label's change;
 // a fake store, which keeps no metadata, refuses it by name.
 func TestKubernetesMetadataFetch(t *testing.T) {
 	ns := newNamespace(t, nil)
@@ -31,8 +32,9 @@ func TestKubernetesMetadataFetch(t *testing.T) {
 	// The store may watch, so that a label's change is told at once.
 	createSecret(t, ns, "reader-token", map[string]string{"token": accountToken(t, src, secretsAccount(t, src, "watcher", "get", "list", "watch"))})
 	_, err := kube.CoreV1().Secrets(src).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db",
-		Labels:      map[string]string{"team": "payments"},
-		Annotations: map[string]string{"owner": "ops@example.com", "kubectl.kubernetes.io/last-applied-configuration": `{"data":{"password":"cGFzcw=="}}`}},
+		Labels: map[string]string{"team": "payments"},
+		Annotations: map[string]string{"owner": "ops@example.com", "kubectl.kubernetes.io/last-applied-configuration": `{"data":{"password":"cGFzcw=="}}`,
+			"kapp.k14s.io/original": `{"data":{"password":"cGFzcw=="}}`, "copy.example.com/data": "password=pass"}},
 		Data: map[string][]byte{"password": []byte("pass")}}, metav1.CreateOptions{})
 	must(t, err)
 	kubeStore(t, ns, "remote", src, "reader-token")

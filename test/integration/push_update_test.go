@@ -154,3 +154,33 @@ func TestPushWithoutDataPublishesEveryKey(t *testing.T) {
 	waitSecretData(t, remote, "all", map[string]string{"b.txt": "2", "c": "3"})
 	waitEvent(t, ns, "p", "Published", "published keys b.txt, c to remote secret")
 }
+
+// TestPushIfNotExistsStoreSwappedKeepsTheRemoteSecret: with updatePolicy
+// IfNotExists, a destination's store swapped for one that points at the
+// same place finds the remote secret there and leaves it; the removed
+// destination's cleanup recognises it as the current one's and deletes
+// nothing, even after the source changed (the remote no longer holds the
+// source's data, as IfNotExists allows).
+func TestPushIfNotExistsStoreSwappedKeepsTheRemoteSecret(t *testing.T) {
+	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
+	publisherStore(t, ns, "a", remote)
+	publisherStore(t, ns, "same-place", remote)
+	createSecret(t, ns, "src", map[string]string{"k": "v"})
+	newPush(t, ns, "p", "src", pushTo("d", viaStore("SecretStore", "a")), func(ps *v1alpha1.PushSecret) {
+		ps.Spec.UpdatePolicy = v1alpha1.PushUpdateIfNotExists
+	})
+	waitPushReady(t, ns, "p")
+	first := waitSecretData(t, remote, "d", map[string]string{"k": "v"})
+	updateSecret(t, ns, "src", func(s *corev1.Secret) { s.Data["k"] = []byte("v2") })
+	updatePush(t, ns, "p", func(ps *v1alpha1.PushSecret) {
+		ps.Spec.Destinations[0].ConfigRef = &v1alpha1.StoreRef{Kind: "SecretStore", Name: "same-place"}
+	})
+	eventually(t, wait, func() (bool, string) {
+		st := getPush(t, ns, "p").Status.Destinations
+		return len(st) == 1 && st[0].StoreName == "same-place", fmt.Sprintf("destinations %+v", st)
+	})
+	consistently(t, 3*time.Second, func() (bool, string) {
+		s, err := getSecret(remote, "d")
+		return err == nil && s.UID == first.UID && string(s.Data["k"]) == "v", fmt.Sprintf("the remote Secret after the swap: %v", err)
+	})
+}

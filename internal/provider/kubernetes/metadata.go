@@ -2,19 +2,42 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"maps"
+	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/watchword-dev/watchword/internal/engine"
 )
 
-// lastApplied is the annotation in which kubectl apply keeps the whole
-// object it applied: for a Secret, its data. It is metadata in name only,
-// so a metadata read leaves it out.
-const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+// appliedCopies are annotations in which deployment tools keep the whole
+// object they applied: for a Secret, its data (kubectl apply, kapp,
+// Rancher's apply). They are metadata in name only, so a metadata read
+// leaves them out.
+var appliedCopies = []string{
+	"kubectl.kubernetes.io/last-applied-configuration",
+	"kapp.k14s.io/original",
+	"objectset.rio.cattle.io/applied",
+}
+
+// holdsData tells whether an annotation's value holds one of the Secret's
+// values, as it is or in base64: a copy of the data under a name that no
+// list of tools can foresee is left out too.
+func holdsData(value string, data map[string][]byte) bool {
+	for _, v := range data {
+		if len(v) < 4 {
+			// Values this short are found by chance in any text.
+			continue
+		}
+		if strings.Contains(value, string(v)) || strings.Contains(value, base64.StdEncoding.EncodeToString(v)) {
+			return true
+		}
+	}
+	return false
+}
 
 // GetMetadata reads the labels and annotations of one Secret
 // (metadataPolicy Fetch): two fields, "labels" and "annotations", each a
@@ -35,10 +58,11 @@ func (c *Client) GetMetadata(ctx context.Context, ref engine.Ref) (engine.Object
 		return engine.Object{}, fmt.Errorf("Secret %s/%s is at version %s, not the pinned %s; Kubernetes keeps no older versions: %w",
 			c.namespace, ref.Key, s.ResourceVersion, ref.Version, engine.ErrNotFound)
 	}
-	annotations := maps.Clone(s.Annotations)
-	delete(annotations, lastApplied)
-	if annotations == nil {
-		annotations = map[string]string{}
+	annotations := map[string]string{}
+	for k, v := range s.Annotations {
+		if !slices.Contains(appliedCopies, k) && !holdsData(v, s.Data) {
+			annotations[k] = v
+		}
 	}
 	labels := s.Labels
 	if labels == nil {
