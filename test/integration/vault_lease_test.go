@@ -142,10 +142,13 @@ func TestVaultDynamicDatabaseCredentials(t *testing.T) {
 		u, _ := secretCreds(t, ns, "db")
 		return u != user, "the credentials were not rotated before the maximum TTL"
 	})
-	es := getES(t, ns, "db")
-	if es.Status.Lease.ID == first.ID || es.Status.LastRotationTime == nil {
-		t.Fatalf("after the rotation: lease %q (first %q), lastRotationTime %v", es.Status.Lease.ID, first.ID, es.Status.LastRotationTime)
-	}
+	// The status is written after the target: wait for it to catch up.
+	var es *v1alpha1.ExternalSecret
+	eventually(t, wait, func() (bool, string) {
+		es = getES(t, ns, "db")
+		return es.Status.Lease != nil && es.Status.Lease.ID != first.ID && es.Status.LastRotationTime != nil,
+			fmt.Sprintf("after the rotation: lease %+v (first %q), lastRotationTime %v", es.Status.Lease, first.ID, es.Status.LastRotationTime)
+	})
 	user2, pw2 := secretCreds(t, ns, "db")
 	must(t, pgLogin(dsn, user2, pw2))
 	waitEvent(t, ns, "db", "Rotated", "")
