@@ -2,10 +2,7 @@ package vault
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/watchword-dev/watchword/internal/engine"
@@ -20,12 +17,9 @@ import (
 // metadata belongs to the secret, not to a version.
 func (c *Client) GetMetadata(ctx context.Context, ref engine.Ref) (engine.Object, error) {
 	key := strings.Trim(ref.Key, "/")
-	var q url.Values
-	if ref.Version != "" {
-		if _, err := strconv.Atoi(ref.Version); err != nil {
-			return engine.Object{}, fmt.Errorf("%s: version %q is not a KV v2 version number: %w", c.where(key), ref.Version, engine.ErrNotFound)
-		}
-		q = url.Values{"version": {ref.Version}}
+	q, err := c.versionQuery(key, ref.Version)
+	if err != nil {
+		return engine.Object{}, err
 	}
 	var out struct {
 		Data struct {

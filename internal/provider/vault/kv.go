@@ -111,12 +111,9 @@ func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, 
 		}
 		return objectOf(out.Data, "")
 	}
-	var q url.Values
-	if ref.Version != "" {
-		if _, err := strconv.Atoi(ref.Version); err != nil {
-			return engine.Object{}, fmt.Errorf("%s: version %q is not a KV v2 version number: %w", c.where(key), ref.Version, engine.ErrNotFound)
-		}
-		q = url.Values{"version": {ref.Version}}
+	q, err := c.versionQuery(key, ref.Version)
+	if err != nil {
+		return engine.Object{}, err
 	}
 	var out struct {
 		Data struct {
@@ -124,7 +121,7 @@ func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, 
 			Metadata kvMetadata     `json:"metadata"`
 		} `json:"data"`
 	}
-	err := c.call(ctx, http.MethodGet, c.dataPath(key), q, nil, &out)
+	err = c.call(ctx, http.MethodGet, c.dataPath(key), q, nil, &out)
 	if err != nil {
 		return engine.Object{}, c.explainMissing(key, ref.Version, err)
 	}
@@ -326,4 +323,16 @@ func checkOwner(where string, m *fullMetadata, owner engine.Owner) error {
 	default:
 		return fmt.Errorf("%s exists and carries no Watchword ownership marker; Watchword will not write over it unless told to adopt it: %w", where, engine.ErrNotOwned)
 	}
+}
+
+// versionQuery is the query of a KV v2 read pinned at version (none for
+// the current one); a version that is not a number cannot exist.
+func (c *Client) versionQuery(key, version string) (url.Values, error) {
+	if version == "" {
+		return nil, nil
+	}
+	if _, err := strconv.Atoi(version); err != nil {
+		return nil, fmt.Errorf("%s: version %q is not a KV v2 version number: %w", c.where(key), version, engine.ErrNotFound)
+	}
+	return url.Values{"version": {version}}, nil
 }
