@@ -8,6 +8,11 @@ import (
 )
 
 // The defaults of a Fetcher's batching.
+//
+// Tuning: misses of a batching store that come together are one call: 30
+// keys in 13 calls (memory plugin), 100 in 21 BatchGetSecretValue calls
+// (FINDINGS.md, "Stores that batch"); if a store's single reads cost as
+// little, SetBatching with max 1 reads one by one.
 const (
 	// BatchWindow is how long the first cache miss of a batch waits for
 	// others of the same store to join it, when no call of the store's

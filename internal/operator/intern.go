@@ -13,6 +13,10 @@ import (
 // holds per ExternalSecret. unique.Make keeps one canonical copy for as
 // long as any object holds it; the object is changed in place, before it
 // enters the cache.
+//
+// Tuning: cached ExternalSecrets went from 2 KB to 1.45 KB each, 205 MB to
+// 145 MB at 100,000 (FINDINGS.md, "Memory"); if memory at that scale stops
+// mattering, slimTransform can stop calling this and the file can go.
 func internExternalSecret(es *v1alpha1.ExternalSecret) {
 	intern(&es.APIVersion)
 	intern(&es.Kind)

@@ -30,6 +30,11 @@ import (
 //   - a handler added to the informer before the cache starts, so that it
 //     is never handed the cache again, queues the new and changed ones from
 //     then on, without waiting behind the replay of the others (ahead).
+//
+// Tuning: after a restart at 100,000 a new ExternalSecret synced 1.11 s and
+// 0.30 s after the lease, against 2.76 s and 4.21 s before (FINDINGS.md,
+// "Restart and takeover"); if controller-runtime starts workers before the
+// replay ends, this can go back to Kind sources and one create handler.
 
 // IndexUnsynced holds "true" for the ExternalSecrets that unsynced tells
 // apart, and nothing for the others.

@@ -76,7 +76,8 @@ type Reconciler struct {
 
 	// pending holds the status of a successful sync until the cache shows
 	// it ("ns/name" to *v1alpha1.ExternalSecretStatus), so that a reconcile
-	// that reads a stale ExternalSecret does not sync it again.
+	// that reads a stale ExternalSecret does not sync it again (a tuning
+	// with ownWrite, target.go), and the finalizer sees its lease.
 	pending sync.Map
 
 	// notices holds the keys announced changed (notify.go).

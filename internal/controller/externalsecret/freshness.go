@@ -22,6 +22,11 @@ type freshness struct {
 	m  map[string]freshEntry
 }
 
+// freshEntry is one ExternalSecret's record.
+//
+// Tuning: Unix times and one handle per store instead of time.Time and
+// strings took the records from 20 MB to 9 MB at 100,000 (FINDINGS.md,
+// "Memory"); if that stops mattering, plain times and strings will do.
 type freshEntry struct {
 	uid types.UID
 	// refreshed is the last successful refresh this instance made (zero:

@@ -190,7 +190,8 @@ func ReadsFrom(ctx context.Context, c client.Reader, kind, namespace, name strin
 		return false
 	}
 	// Most ExternalSecrets of the index read from the store (the others
-	// only publish to it): one is looked at before all of them.
+	// only publish to it): one is looked at before all of them (a tuning,
+	// with storewatch's Loop.readers, which says what it buys).
 	var first v1alpha1.ExternalSecretList
 	if err := c.List(ctx, &first, append(opts, client.Limit(1))...); err != nil {
 		return false, fmt.Errorf("listing the ExternalSecrets of %s: %w", store, err)

@@ -166,6 +166,11 @@ func resultSum(res *engine.Result) [32]byte {
 
 // ownWrite is what this instance last wrote to a target: its
 // resourceVersion, and for an Owner target a digest of its content.
+//
+// Tuning: the echo of its own write queues nothing and an unchanged refresh
+// reads no target; without it and Reconciler.pending, up to 70 % of
+// ExternalSecrets had a second GET and PATCH (FINDINGS.md, "Where the tuning
+// lives"); if that is affordable, this can go (22 MB at 100,000).
 type ownWrite struct {
 	resourceVersion string
 	sum             [32]byte
