@@ -52,9 +52,26 @@ const (
 	DeletionPolicyRetain DeletionPolicy = "Retain"
 )
 
-// ExternalSecretTarget describes the Kubernetes Secret that is written.
+// TargetKind is the kind of object an ExternalSecret writes.
+// +kubebuilder:validation:Enum=Secret;ConfigMap
+type TargetKind string
+
+const (
+	// TargetSecret writes a core/v1 Secret (the default).
+	TargetSecret TargetKind = "Secret"
+	// TargetConfigMap writes a core/v1 ConfigMap: non-secret
+	// configuration from the same store.
+	TargetConfigMap TargetKind = "ConfigMap"
+)
+
+// ExternalSecretTarget describes the Kubernetes Secret (or ConfigMap) that
+// is written.
 // +kubebuilder:validation:XValidation:rule="!has(self.adopt) || !self.adopt || !has(self.creationPolicy) || self.creationPolicy == 'Owner'",message="adopt: true works only with creationPolicy Owner (a Merge target is never owned, and None writes no Secret): remove adopt or set creationPolicy: Owner",fieldPath=".adopt"
 // +kubebuilder:validation:XValidation:rule="!has(self.immutable) || !self.immutable || !has(self.creationPolicy) || self.creationPolicy == 'Owner'",message="immutable: true works only with creationPolicy Owner (Watchword makes immutable only a Secret it creates and owns): remove immutable or set creationPolicy: Owner",fieldPath=".immutable"
+// +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind != 'ConfigMap' || !has(self.template) || !has(self.template.type)",message="template.type sets the type of a Secret, and a ConfigMap target has none: remove template.type or set kind: Secret",fieldPath=".template.type"
+// +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind != 'ConfigMap' || !has(self.creationPolicy) || self.creationPolicy != 'Merge'",message="creationPolicy Merge is not supported for a ConfigMap target: use creationPolicy Owner (or None), or kind: Secret",fieldPath=".creationPolicy"
+// +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind != 'ConfigMap' || !has(self.restartWorkloads) || size(self.restartWorkloads) == 0",message="restartWorkloads follows Secret targets only: for a ConfigMap target, opt the workload in with the label watchword.io/restart and name the ConfigMap in its watchword.io/reload-configmaps annotation (docs/rotation.md)",fieldPath=".restartWorkloads"
+// +kubebuilder:validation:XValidation:rule="!has(self.allowSecretValues) || !self.allowSecretValues || (has(self.kind) && self.kind == 'ConfigMap')",message="allowSecretValues is only for kind: ConfigMap (a Secret target may hold any value): remove it or set kind: ConfigMap",fieldPath=".allowSecretValues"
 type ExternalSecretTarget struct {
 	// name of the Secret. Defaults to the ExternalSecret's name. It is
 	// immutable: it may be set to the name already in effect (the
@@ -64,6 +81,26 @@ type ExternalSecretTarget struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	Name string `json:"name,omitempty"`
+
+	// kind of the object written: Secret (the default) or ConfigMap, for
+	// non-secret configuration kept in the same store. A ConfigMap target
+	// follows the rules of a Secret target (ownership, adoption, drift
+	// repair, deletionPolicy, immutable); its values go to data, or to
+	// binaryData when they are not UTF-8 text. Values a store does not mark
+	// as non-secret are refused unless allowSecretValues is true
+	// (docs/api.md). It is immutable.
+	// +optional
+	// +kubebuilder:default=Secret
+	Kind TargetKind `json:"kind,omitempty"`
+
+	// allowSecretValues lets a ConfigMap target hold values that the store
+	// does not mark as non-secret (every value of a store without such a
+	// mark). A ConfigMap is readable by anyone who may read the
+	// namespace's ConfigMaps and is not encrypted at rest like a Secret:
+	// set it only for values that are not secret. Only with kind
+	// ConfigMap.
+	// +optional
+	AllowSecretValues bool `json:"allowSecretValues,omitempty"`
 
 	// creationPolicy is Owner (the default: create the Secret and own
 	// it), Merge (merge keys into a Secret that must already exist) or
@@ -829,6 +866,7 @@ type ExternalSecretStatus struct {
 // effect while spec.target.name is unset. So stating the default name, or
 // unsetting a name equal to it, is no change and is allowed.
 // +kubebuilder:validation:XValidation:rule="(has(self.spec.target) && has(self.spec.target.name) && size(self.spec.target.name) > 0 ? self.spec.target.name : self.metadata.name) == (has(oldSelf.spec.target) && has(oldSelf.spec.target.name) && size(oldSelf.spec.target.name) > 0 ? oldSelf.spec.target.name : oldSelf.metadata.name)",message="spec.target.name is immutable: it may only state the name already in effect (the ExternalSecret's own name when unset); create a new ExternalSecret to write another Secret",fieldPath=".spec.target.name"
+// +kubebuilder:validation:XValidation:rule="(has(self.spec.target) && has(self.spec.target.kind) ? self.spec.target.kind : 'Secret') == (has(oldSelf.spec.target) && has(oldSelf.spec.target.kind) ? oldSelf.spec.target.kind : 'Secret')",message="spec.target.kind is immutable: create a new ExternalSecret to write another kind of object",fieldPath=".spec.target.kind"
 
 // ExternalSecret declares a Kubernetes Secret made from data in a store.
 type ExternalSecret struct {

@@ -109,14 +109,40 @@ func (c *converter) target(t map[string]any) map[string]any {
 			c.drop(path+".immutable", fmt.Sprintf("Watchword makes immutable only a Secret it creates and owns (creationPolicy Owner), not with %s", p))
 		}
 	}
-	if _, ok := take(t, "manifest"); ok {
-		c.drop(path+".manifest", "Watchword writes Secrets only, not other kinds")
-	}
+	manifest, hasManifest := take(t, "manifest")
 	if tmpl := takeMap(t, "template"); tmpl != nil {
 		set(out, "template", c.template(tmpl, path+".template", false))
 	}
+	if hasManifest {
+		c.manifest(manifest, out, path+".manifest")
+	}
 	c.leftovers(t, path)
 	return out
+}
+
+// manifest converts ESO's generic target (target.manifest: apiVersion and
+// kind) where Watchword has it: a core/v1 ConfigMap becomes
+// target.kind: ConfigMap. Any other kind is dropped.
+func (c *converter) manifest(v any, out map[string]any, path string) {
+	m, _ := v.(map[string]any)
+	apiVersion, _ := m["apiVersion"].(string)
+	kind, _ := m["kind"].(string)
+	switch {
+	case kind == "Secret" && (apiVersion == "" || apiVersion == "v1"):
+		return // a Secret is the default target
+	case kind != "ConfigMap" || (apiVersion != "" && apiVersion != "v1"):
+		c.drop(path, fmt.Sprintf("Watchword writes Secrets and ConfigMaps only, not %s %s", apiVersion, kind))
+		return
+	case out["creationPolicy"] == "Merge":
+		c.drop(path, "Watchword merges into Secrets only: the target stays a Secret; use creationPolicy Owner to write a ConfigMap")
+		return
+	}
+	out["kind"] = "ConfigMap"
+	if tmpl, _ := out["template"].(map[string]any); tmpl != nil && tmpl["type"] != nil {
+		delete(tmpl, "type")
+		c.drop(strings.TrimSuffix(path, ".manifest")+".template.type", "a ConfigMap has no type: left out")
+	}
+	c.note(path, "written as target.kind: ConfigMap; Watchword writes into a ConfigMap only values the store marks as not secret (AWS Parameter Store String and StringList), unless target.allowSecretValues: true says the others are not secret either (docs/api.md, ConfigMap targets)")
 }
 
 // template converts an ESO template. A PushSecret's template has only

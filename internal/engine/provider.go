@@ -39,6 +39,11 @@ type Object struct {
 	// dataFrom then use Fields, and a data[] entry without a property gets
 	// Value as it is stored.
 	Fields map[string][]byte
+	// NotSecret is set by a provider whose store marks this object's value
+	// as not secret (an AWS Parameter Store String or StringList
+	// parameter). Unset means secret: a ConfigMap target holds only
+	// values marked so, unless it allows secret values.
+	NotSecret bool
 }
 
 // Reader reads one remote object. Every provider implements it.

@@ -50,6 +50,9 @@ type Result struct {
 	OldestRead time.Time
 	// Found counts the matches of each find, by dataFrom entry.
 	Found []v1alpha1.FoundCount
+	// SecretKeys lists, sorted, the remote keys read whose objects the
+	// store did not mark as not secret (Object.NotSecret).
+	SecretKeys []string
 }
 
 // fetchParallelism bounds concurrent reads for one ExternalSecret.
@@ -193,7 +196,7 @@ func RenderFound(spec *v1alpha1.ExternalSecretSpec, objs map[Ref]Object, found F
 		}
 		data[d.SecretKey] = b
 	}
-	res := &Result{Data: data, Versions: versionsOf(objs), OldestRead: oldest, Found: foundCounts(found)}
+	res := &Result{Data: data, Versions: versionsOf(objs), OldestRead: oldest, Found: foundCounts(found), SecretKeys: secretKeys(objs)}
 	if t := spec.Target.Template; t != nil {
 		if err := applyTemplate(t, res, sources); err != nil {
 			return nil, err
@@ -263,6 +266,19 @@ func valueName(property string) string {
 
 // fieldName names a field of a dataFrom entry's object, for an error.
 func fieldName(field string) string { return fmt.Sprintf("field %q", field) }
+
+// secretKeys lists the remote keys of objs whose store did not mark them
+// as not secret, sorted and once each.
+func secretKeys(objs map[Ref]Object) []string {
+	var out []string
+	for ref, o := range objs {
+		if !o.NotSecret && !slices.Contains(out, ref.Key) {
+			out = append(out, ref.Key)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 func versionsOf(objs map[Ref]Object) []v1alpha1.RemoteVersion {
 	seen := map[v1alpha1.RemoteVersion]bool{}

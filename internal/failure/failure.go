@@ -75,31 +75,32 @@ const Stale Reason = "Stale"
 // Reasons of failure, with the class each has when Classify meets it.
 const (
 	// Store and provider.
-	NotFound          Reason = "NotFound"               // retried
-	PermissionDenied  Reason = "PermissionDenied"       // retried: access can be granted
-	StoreUnavailable  Reason = "StoreUnavailable"       // retried
-	Throttled         Reason = "Throttled"              // retried
-	InvalidStoreConf  Reason = "InvalidStoreConfig"     // terminal
-	NotImplemented    Reason = "ProviderNotImplemented" // terminal
-	NotSupported      Reason = "NotSupported"           // terminal
-	NotOwned          Reason = "NotOwned"               // terminal
-	ProviderError     Reason = "ProviderError"          // retried
-	StoreNotFound     Reason = "StoreNotFound"          // terminal: the store's creation queues the object
-	InvalidStoreRef   Reason = "InvalidStoreRef"        // terminal
-	InvalidStore      Reason = "InvalidStore"           // terminal
-	DependencyMissing Reason = "DependencyMissing"      // retried: a Secret, ConfigMap, service account or namespace a store names does not exist yet
-	NamespaceDenied   Reason = "NamespaceNotAllowed"    // terminal
-	PropertyError     Reason = "PropertyError"          // retried: the remote data may change
-	TemplateError     Reason = "TemplateError"          // terminal
-	TemplateNotFound  Reason = "TemplateNotFound"       // terminal: the ConfigMap's creation queues the object
-	TargetConflict    Reason = "TargetConflict"         // terminal
-	TargetMissing     Reason = "TargetMissing"          // terminal: the Secret's creation queues the object
-	TargetImmutable   Reason = "TargetImmutable"        // terminal: an immutable target keeps its data; its deletion queues the object
-	TargetRejected    Reason = "TargetRejected"         // the API server refused a target write (Rejected): terminal when invalid, retried when forbidden
-	StatusRejected    Reason = "StatusRejected"         // the API server refused to store an object's status (Rejected): terminal when invalid or too large, retried when forbidden
-	WriteConflict     Reason = "WriteConflict"          // retried
-	KubernetesAPI     Reason = "KubernetesAPIError"     // retried; terminal when the API server found the request invalid
-	ReconcileCanceled Reason = "Canceled"               // retried
+	NotFound               Reason = "NotFound"               // retried
+	PermissionDenied       Reason = "PermissionDenied"       // retried: access can be granted
+	StoreUnavailable       Reason = "StoreUnavailable"       // retried
+	Throttled              Reason = "Throttled"              // retried
+	InvalidStoreConf       Reason = "InvalidStoreConfig"     // terminal
+	NotImplemented         Reason = "ProviderNotImplemented" // terminal
+	NotSupported           Reason = "NotSupported"           // terminal
+	NotOwned               Reason = "NotOwned"               // terminal
+	ProviderError          Reason = "ProviderError"          // retried
+	StoreNotFound          Reason = "StoreNotFound"          // terminal: the store's creation queues the object
+	InvalidStoreRef        Reason = "InvalidStoreRef"        // terminal
+	InvalidStore           Reason = "InvalidStore"           // terminal
+	DependencyMissing      Reason = "DependencyMissing"      // retried: a Secret, ConfigMap, service account or namespace a store names does not exist yet
+	NamespaceDenied        Reason = "NamespaceNotAllowed"    // terminal
+	PropertyError          Reason = "PropertyError"          // retried: the remote data may change
+	TemplateError          Reason = "TemplateError"          // terminal
+	TemplateNotFound       Reason = "TemplateNotFound"       // terminal: the ConfigMap's creation queues the object
+	TargetConflict         Reason = "TargetConflict"         // terminal
+	TargetMissing          Reason = "TargetMissing"          // terminal: the Secret's creation queues the object
+	TargetImmutable        Reason = "TargetImmutable"        // terminal: an immutable target keeps its data; its deletion queues the object
+	SecretValuesNotAllowed Reason = "SecretValuesNotAllowed" // terminal: a ConfigMap target would hold values the store does not mark as not secret
+	TargetRejected         Reason = "TargetRejected"         // the API server refused a target write (Rejected): terminal when invalid, retried when forbidden
+	StatusRejected         Reason = "StatusRejected"         // the API server refused to store an object's status (Rejected): terminal when invalid or too large, retried when forbidden
+	WriteConflict          Reason = "WriteConflict"          // retried
+	KubernetesAPI          Reason = "KubernetesAPIError"     // retried; terminal when the API server found the request invalid
+	ReconcileCanceled      Reason = "Canceled"               // retried
 )
 
 // Class is what the error model says of an error.

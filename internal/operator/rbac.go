@@ -7,7 +7,8 @@ package operator
 // +kubebuilder:rbac:groups=external-secrets.x-k8s.io,resources=externalsecrets/status;secretstores/status;clustersecretstores/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=external-secrets.x-k8s.io,resources=externalsecrets/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=configmaps;namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch

@@ -116,7 +116,8 @@ type ruleCase struct {
 }
 
 // ruleCases holds a case for every rule of the CRDs but the target.name
-// transition rule, which needs an update and has TestCRDTargetNameRule.
+// and target.kind transition rules, which need an update and have
+// TestCRDTargetNameRule and TestCRDTargetKindRule.
 // TestCRDEveryRuleHasACase keeps it complete.
 var ruleCases = []ruleCase{
 	// Stores.
@@ -312,6 +313,19 @@ var ruleCases = []ruleCase{
 	{rule: "rewrite.regexp.source must be a valid regular expression", kinds: []string{kindES},
 		valid:   `{secretStoreRef: {name: s}, dataFrom: [{find: {path: app/}, rewrite: [{regexp: {source: "^app_(.*)$", target: "$1"}}]}]}`,
 		invalid: []string{`{secretStoreRef: {name: s}, dataFrom: [{find: {path: app/}, rewrite: [{regexp: {source: "[unclosed", target: x}}]}]}`}},
+	{rule: "template.type sets the type of a Secret, and a ConfigMap target has none", kinds: []string{kindES},
+		valid:   `{secretStoreRef: {name: s}, target: {kind: ConfigMap, template: {data: {a: b}}}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+		invalid: []string{`{secretStoreRef: {name: s}, target: {kind: ConfigMap, template: {type: Opaque}}, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
+	{rule: "creationPolicy Merge is not supported for a ConfigMap target", kinds: []string{kindES},
+		valid:   `{secretStoreRef: {name: s}, target: {kind: ConfigMap, creationPolicy: None}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+		invalid: []string{`{secretStoreRef: {name: s}, target: {kind: ConfigMap, creationPolicy: Merge}, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
+	{rule: "restartWorkloads follows Secret targets only", kinds: []string{kindES},
+		valid:   `{secretStoreRef: {name: s}, target: {kind: Secret, restartWorkloads: [{kind: Deployment, name: api}]}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+		invalid: []string{`{secretStoreRef: {name: s}, target: {kind: ConfigMap, restartWorkloads: [{kind: Deployment, name: api}]}, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
+	{rule: "allowSecretValues is only for kind: ConfigMap", kinds: []string{kindES},
+		valid: `{secretStoreRef: {name: s}, target: {kind: ConfigMap, allowSecretValues: true}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+		invalid: []string{`{secretStoreRef: {name: s}, target: {allowSecretValues: true}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+			`{secretStoreRef: {name: s}, target: {kind: Secret, allowSecretValues: true}, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
 	{rule: "adopt: true works only with creationPolicy Owner", kinds: []string{kindES},
 		valid: `{secretStoreRef: {name: s}, target: {adopt: true}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
 		invalid: []string{
@@ -336,6 +350,9 @@ var ruleCases = []ruleCase{
 
 // targetNameRule is the message of the transition rule on target.name.
 const targetNameRule = "spec.target.name is immutable"
+
+// targetKindRule is the message of the transition rule on target.kind.
+const targetKindRule = "spec.target.kind is immutable"
 
 // numbered joins n items made by format from 0..n-1 with ", ".
 func numbered(format string, n int) string {
@@ -400,7 +417,7 @@ func TestCRDEveryRuleHasACase(t *testing.T) {
 		kind, _, _ := unstructured.NestedString(crd, "spec", "names", "kind")
 		for _, msg := range ruleMessages(crd) {
 			total++
-			if kind == kindES && strings.Contains(msg, targetNameRule) || kind == "ClusterExternalSecret" && strings.Contains(msg, stampedTargetRule) {
+			if kind == kindES && (strings.Contains(msg, targetNameRule) || strings.Contains(msg, targetKindRule)) || kind == "ClusterExternalSecret" && strings.Contains(msg, stampedTargetRule) {
 				continue
 			}
 			if !hasRuleCase(kind, msg) && !hasRuleCase(embeds[kind], msg) {
@@ -491,6 +508,46 @@ func TestCRDTargetNameRule(t *testing.T) {
 			t.Errorf("%s: refused: %v", st.name, err)
 		case !st.allowed && (err == nil || !strings.Contains(err.Error(), targetNameRule)):
 			t.Errorf("%s: got %v, want an error containing %q", st.name, err, targetNameRule)
+		}
+	}
+}
+
+// TestCRDTargetKindRule checks the transition rule on spec.target.kind:
+// stating the default (Secret) where it was unset is no change; a change
+// between Secret and ConfigMap is refused.
+func TestCRDTargetKindRule(t *testing.T) {
+	ns := newNamespace(t, nil)
+	for name, spec := range map[string]string{
+		"secret": `{secretStoreRef: {name: s}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+		"config": `{secretStoreRef: {name: s}, target: {kind: ConfigMap}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+	} {
+		u := objectWithSpec(t, kindES, ns, spec)
+		u.SetName(name)
+		must(t, k8s.Create(context.Background(), u))
+	}
+	steps := []struct {
+		name, es, kind string // kind: a JSON value for spec.target.kind
+		allowed        bool
+	}{
+		{name: "the default stated", es: "secret", kind: `"Secret"`, allowed: true},
+		{name: "Secret to ConfigMap", es: "secret", kind: `"ConfigMap"`},
+		{name: "ConfigMap kept", es: "config", kind: `"ConfigMap"`, allowed: true},
+		{name: "ConfigMap to Secret", es: "config", kind: `"Secret"`},
+		{name: "ConfigMap unset (the default, Secret)", es: "config", kind: `null`},
+	}
+	for _, st := range steps {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(v1alpha1.GroupVersion.String())
+		u.SetKind(kindES)
+		u.SetNamespace(ns)
+		u.SetName(st.es)
+		patch := []byte(`{"spec":{"target":{"kind":` + st.kind + `}}}`)
+		err := k8s.Patch(context.Background(), u, client.RawPatch(types.MergePatchType, patch))
+		switch {
+		case st.allowed && err != nil:
+			t.Errorf("%s: refused: %v", st.name, err)
+		case !st.allowed && (err == nil || !strings.Contains(err.Error(), targetKindRule)):
+			t.Errorf("%s: got %v, want an error containing %q", st.name, err, targetKindRule)
 		}
 	}
 }

@@ -323,7 +323,7 @@ func (r *Reconciler) write(ctx context.Context, s *scope) (bool, error) {
 		st := &s.es.Status
 		s.change = classifyChange(st, s.plan, drifted, s.result.Versions)
 		r.Recorder.Event(s.es, corev1.EventTypeNormal, s.change,
-			changeMessage(s.change, targetindex.Name(s.es), w.changedKeys, changedVersions(st.Versions, s.result.Versions)))
+			changeMessage(s.change, targetWord(s.es)+" "+quote(targetindex.Name(s.es)), w.changedKeys, changedVersions(st.Versions, s.result.Versions)))
 	}
 	return false, nil
 }
@@ -388,7 +388,7 @@ func (r *Reconciler) forget(es *v1alpha1.ExternalSecret, deleted bool) {
 	key := es.Namespace + "/" + es.Name
 	if deleted {
 		r.pending.Delete(key)
-		r.ownWrites.Delete(es.Namespace + "/" + targetindex.Name(es))
+		r.ownWrites.Delete(ownKey(es))
 		r.notices.drop(key)
 		r.fresh.drop(key)
 		metrics.Leases.Drop(key)
@@ -468,6 +468,12 @@ func templateNotFound(es *v1alpha1.ExternalSecret, name string) error {
 func (r *Reconciler) templateVersions(ctx context.Context, es *v1alpha1.ExternalSecret) (string, error) {
 	var versions []string
 	for _, name := range templateNames(es) {
+		if isConfigMap(es) && name == targetindex.Name(es) {
+			// Each write of the target would be a new input, rendered
+			// into the next write: a loop that feeds its own output.
+			return "", failure.Terminalf(failure.TemplateError,
+				"templateFrom ConfigMap %q is this ExternalSecret's own target: a template cannot read what it writes; keep the templates in another ConfigMap or a Secret (the target keeps its data)", name)
+		}
 		var m metav1.PartialObjectMetadata
 		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
 		if err := r.Meta.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: name}, &m); err != nil {

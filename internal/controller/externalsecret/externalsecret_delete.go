@@ -3,11 +3,9 @@ package externalsecret
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -64,6 +62,9 @@ func (r *Reconciler) finalize(ctx context.Context, es *v1alpha1.ExternalSecret) 
 }
 
 func (r *Reconciler) cleanTarget(ctx context.Context, es *v1alpha1.ExternalSecret) error {
+	if isConfigMap(es) {
+		return r.cleanConfigMap(ctx, es)
+	}
 	var cur corev1.Secret
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: targetindex.Name(es)}, &cur); err != nil {
 		return client.IgnoreNotFound(err)
@@ -85,10 +86,7 @@ func (r *Reconciler) cleanTarget(ctx context.Context, es *v1alpha1.ExternalSecre
 		setMergeClaims(desired, claims)
 	default:
 		// Retain: let the Secret outlive us.
-		desired.OwnerReferences = slices.DeleteFunc(desired.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == es.UID })
-		if desired.Annotations[conditions.OwnerAnnotation] == es.Name {
-			delete(desired.Annotations, conditions.OwnerAnnotation)
-		}
+		desired.OwnerReferences, desired.Annotations = releasedMeta(desired.OwnerReferences, desired.Annotations, es)
 	}
 	if err := r.Client.Update(ctx, desired); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("cleaning up Secret %q: %w", cur.Name, err)

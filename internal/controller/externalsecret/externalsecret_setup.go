@@ -166,9 +166,26 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		})).
 		// ExternalSecrets whose keys were announced changed (notify.go).
 		WatchesRawSource(source.Func(r.notices.start)).
-		WatchesRawSource(cached(MetadataOf("ConfigMap"), fanOut(func(ctx context.Context, o client.Object) []reconcile.Request {
-			return byIndex(ctx, c, IndexTemplate, o.GetName(), o.GetNamespace())
-		}), predicate.ResourceVersionChangedPredicate{})).
+		// ConfigMaps, from the metadata cache of every ConfigMap (name,
+		// namespace and resourceVersion only, slimTransform): a changed
+		// template ConfigMap renders its users again, and a changed or
+		// deleted ConfigMap target is repaired at once, as a Secret
+		// target is.
+		WatchesRawSource(cached(MetadataOf("ConfigMap"), handler.Funcs{
+			CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				if !e.IsInInitialList {
+					r.configMapChanged(ctx, c, e.Object, q, false)
+				}
+			},
+			UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				if e.ObjectOld.GetResourceVersion() != e.ObjectNew.GetResourceVersion() {
+					r.configMapChanged(ctx, c, e.ObjectNew, q, false)
+				}
+			},
+			DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				r.configMapChanged(ctx, c, e.Object, q, true)
+			},
+		})).
 		WatchesRawSource(cached(&corev1.Namespace{}, fanOut(r.usersOfClusterStores), predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers, RateLimiter: opts.RateLimiter}).
 		Complete(r)
@@ -268,10 +285,28 @@ func indexStoreSecrets(ctx context.Context, mgr ctrl.Manager, reg provider.Regis
 	})
 }
 
+// configMapChanged queues the users of a template ConfigMap at low
+// priority (fanOut), and the
+// ExternalSecrets whose target is the ConfigMap unless the change is the
+// echo of this instance's own last write.
+func (r *Reconciler) configMapChanged(ctx context.Context, c client.Reader, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], deleted bool) {
+	queueAt(q, handler.LowPriority, byIndex(ctx, c, IndexTemplate, o.GetName(), o.GetNamespace())...)
+	r.kindChanged(ctx, "ConfigMap", o, q, deleted)
+}
+
 // targetChanged queues the ExternalSecrets whose target is the Secret,
 // unless the change is the echo of this instance's own last write.
 func (r *Reconciler) targetChanged(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], deleted bool) {
-	if w, ok := r.ownWrites.Load(o.GetNamespace() + "/" + o.GetName()); deleted || !ok || w.(ownWrite).resourceVersion != o.GetResourceVersion() {
+	r.kindChanged(ctx, "Secret", o, q, deleted)
+}
+
+// kindChanged queues the ExternalSecrets whose target is the object o of
+// kind (Secret or ConfigMap), unless the change is the echo of this
+// instance's own last write. An ExternalSecret that writes the other kind
+// under the same name may be queued too; its reconcile then finds its own
+// target unchanged, from the metadata cache alone.
+func (r *Reconciler) kindChanged(ctx context.Context, kind string, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], deleted bool) {
+	if w, ok := r.ownWrites.Load(ownKeyOf(kind, o.GetNamespace(), o.GetName())); deleted || !ok || w.(ownWrite).resourceVersion != o.GetResourceVersion() {
 		keys, _ := targetindex.Keys(ctx, r.Client, targetindex.Field, o.GetNamespace(), o.GetName())
 		for _, key := range keys {
 			q.Add(reconcile.Request{NamespacedName: key})

@@ -70,7 +70,7 @@ func (r *Reconciler) succeed(s *scope) {
 		st.Phase = v1alpha1.PhaseCompleted
 	}
 	from := s.store.Describe()
-	ready := "Secret " + quote(targetindex.Name(s.es)) + " holds the data of " + from
+	ready := targetWord(s.es) + " " + quote(targetindex.Name(s.es)) + " holds the data of " + from
 	inSync := "synced from " + from
 	if s.es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyNone {
 		ready = "data read from " + from + " (creationPolicy None: no Secret written)"
@@ -206,13 +206,13 @@ func (r *Reconciler) targetState(s *scope) string {
 	case s.es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyNone:
 		return "no Secret is written (creationPolicy None)"
 	case st.Target == "" || st.RefreshTime == nil:
-		return "Secret " + quote(targetindex.Name(s.es)) + " has not been written yet"
+		return targetWord(s.es) + " " + quote(targetindex.Name(s.es)) + " has not been written yet"
 	default:
 		at := st.RefreshTime.Time
 		if m := s.mem.refreshed; m != nil && m.After(at) {
 			at = *m
 		}
-		return "Secret " + quote(st.Target) + " keeps the data last synced at " + at.UTC().Format("2006-01-02T15:04:05Z")
+		return targetWord(s.es) + " " + quote(st.Target) + " keeps the data last synced at " + at.UTC().Format("2006-01-02T15:04:05Z")
 	}
 }
 

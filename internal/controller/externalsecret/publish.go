@@ -162,7 +162,7 @@ func (r *Reconciler) publishFailed(s *scope) {
 		st.Phase = v1alpha1.PhaseFailed
 		recheck = terminalRecheck(s.es, class.Reason)
 	}
-	state := "Secret " + quote(targetindex.Name(s.es)) + " holds the data; it is not published"
+	state := targetWord(s.es) + " " + quote(targetindex.Name(s.es)) + " holds the data; it is not published"
 	if s.es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyNone {
 		state = "the data was read (creationPolicy None: no Secret written); it is not published"
 	}

@@ -109,18 +109,19 @@ func versionList(vs []v1alpha1.RemoteVersion) string {
 	return s
 }
 
-// changeMessage is the Normal event of a sync that changed the target. It
-// names keys and versions, never a value.
+// changeMessage is the Normal event of a sync that changed the target
+// (described as `Secret "name"` or `ConfigMap "name"`). It names keys and
+// versions, never a value.
 func changeMessage(kind, target string, keys []string, versions []v1alpha1.RemoteVersion) string {
 	switch kind {
 	case changeCreated:
-		return fmt.Sprintf("Secret %q created; keys: %s", target, keyList(keys))
+		return fmt.Sprintf("%s created; keys: %s", target, keyList(keys))
 	case changeRotated:
-		return fmt.Sprintf("Secret %q rotated; keys changed: %s; new versions: %s", target, keyList(keys), versionList(versions))
+		return fmt.Sprintf("%s rotated; keys changed: %s; new versions: %s", target, keyList(keys), versionList(versions))
 	case changeDriftRepaired:
-		return fmt.Sprintf("Secret %q was changed outside Watchword and is restored; keys restored: %s", target, keyList(keys))
+		return fmt.Sprintf("%s was changed outside Watchword and is restored; keys restored: %s", target, keyList(keys))
 	default:
-		return fmt.Sprintf("Secret %q updated for a change of the spec, the store or a template; keys changed: %s", target, keyList(keys))
+		return fmt.Sprintf("%s updated for a change of the spec, the store or a template; keys changed: %s", target, keyList(keys))
 	}
 }
 

@@ -48,7 +48,7 @@ func TestClassifyChange(t *testing.T) {
 func TestChangeMessagesNameKeysAndVersions(t *testing.T) {
 	changed := changedVersions([]v1alpha1.RemoteVersion{{Key: "db", Version: "1"}, {Key: "api", Version: "7"}},
 		[]v1alpha1.RemoteVersion{{Key: "db", Version: "2"}, {Key: "api", Version: "7"}})
-	msg := changeMessage(changeRotated, "app", []string{"password"}, changed)
+	msg := changeMessage(changeRotated, `Secret "app"`, []string{"password"}, changed)
 	for _, want := range []string{`Secret "app" rotated`, "keys changed: password", "new versions: db@2"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q lacks %q", msg, want)

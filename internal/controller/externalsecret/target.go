@@ -44,10 +44,17 @@ func conflict(format string, args ...any) error {
 func (r *Reconciler) writeTarget(ctx context.Context, es *v1alpha1.ExternalSecret, res *engine.Result) (*writeResult, error) {
 	var w *writeResult
 	var err error
-	switch es.Spec.Target.CreationPolicy {
-	case v1alpha1.CreationPolicyNone:
+	switch {
+	case es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyNone:
 		return &writeResult{keys: slices.Sorted(maps.Keys(res.Data))}, nil
-	case v1alpha1.CreationPolicyMerge:
+	case isConfigMap(es):
+		// Refused before anything is read or written: the ConfigMap keeps
+		// what it holds.
+		if err = secretValuesRefused(es, res); err != nil {
+			return nil, err
+		}
+		w, err = r.writeOwnerConfigMap(ctx, es, res)
+	case es.Spec.Target.CreationPolicy == v1alpha1.CreationPolicyMerge:
 		w, err = r.writeMerge(ctx, es, res)
 	default:
 		w, err = r.writeOwner(ctx, es, res)
@@ -62,7 +69,7 @@ func (r *Reconciler) writeTarget(ctx context.Context, es *v1alpha1.ExternalSecre
 	if es.Spec.Target.CreationPolicy != v1alpha1.CreationPolicyMerge {
 		rec.sum, rec.hasSum = resultSum(res), true
 	}
-	r.ownWrites.Store(es.Namespace+"/"+targetindex.Name(es), rec)
+	r.ownWrites.Store(ownKey(es), rec)
 	return w, nil
 }
 
@@ -78,10 +85,10 @@ func (r *Reconciler) writeOwner(ctx context.Context, es *v1alpha1.ExternalSecret
 		}
 	}
 	sum := resultSum(res)
-	if r.unchangedSinceWrite(ctx, es, name, sum) {
+	if r.unchangedSinceWrite(ctx, es, sum) {
 		// Neither our data nor the Secret changed since we wrote it: no
 		// read, no write.
-		return &writeResult{resourceVersion: r.writtenVersion(es, name), keys: slices.Sorted(maps.Keys(res.Data))}, nil
+		return &writeResult{resourceVersion: r.writtenVersion(es), keys: slices.Sorted(maps.Keys(res.Data))}, nil
 	}
 	var cur corev1.Secret
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: name}, &cur)
@@ -91,7 +98,7 @@ func (r *Reconciler) writeOwner(ctx context.Context, es *v1alpha1.ExternalSecret
 	if err != nil {
 		return nil, fmt.Errorf("reading Secret %q: %w", name, err)
 	}
-	if err := r.checkOwnable(es, &cur); err != nil {
+	if err := r.checkOwnable(es, &cur, "Secret"); err != nil {
 		return nil, err
 	}
 	adopting := !ownedBy(&cur, es)
@@ -180,8 +187,8 @@ type ownWrite struct {
 // unchangedSinceWrite tells, from memory and the metadata cache alone,
 // whether the target still holds exactly what this instance wrote and the
 // new content is the same.
-func (r *Reconciler) unchangedSinceWrite(ctx context.Context, es *v1alpha1.ExternalSecret, name string, sum [32]byte) bool {
-	v, ok := r.ownWrites.Load(es.Namespace + "/" + name)
+func (r *Reconciler) unchangedSinceWrite(ctx context.Context, es *v1alpha1.ExternalSecret, sum [32]byte) bool {
+	v, ok := r.ownWrites.Load(ownKey(es))
 	if !ok {
 		return false
 	}
@@ -195,8 +202,8 @@ func (r *Reconciler) unchangedSinceWrite(ctx context.Context, es *v1alpha1.Exter
 
 // writtenVersion is the resourceVersion of this instance's last write of
 // the target.
-func (r *Reconciler) writtenVersion(es *v1alpha1.ExternalSecret, name string) string {
-	if v, ok := r.ownWrites.Load(es.Namespace + "/" + name); ok {
+func (r *Reconciler) writtenVersion(es *v1alpha1.ExternalSecret) string {
+	if v, ok := r.ownWrites.Load(ownKey(es)); ok {
 		return v.(ownWrite).resourceVersion
 	}
 	return ""
@@ -212,39 +219,47 @@ func (r *Reconciler) targetVersion(ctx context.Context, es *v1alpha1.ExternalSec
 		rv, found, err := r.Named.ResourceVersion(ctx, provider.NamespacedName{Namespace: es.Namespace, Name: name})
 		return rv, err == nil && found
 	}
+	// An owned Secret is in the metadata cache of labelled Secrets; a
+	// ConfigMap in the metadata cache of ConfigMaps, which template
+	// ConfigMaps need anyway.
 	var m metav1.PartialObjectMetadata
-	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(targetWord(es)))
 	if err := r.Meta.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: name}, &m); err != nil {
 		return "", false
 	}
 	return m.ResourceVersion, true
 }
 
-// checkOwnable refuses a Secret that someone else owns.
-func (r *Reconciler) checkOwnable(es *v1alpha1.ExternalSecret, cur *corev1.Secret) error {
-	name := cur.Name
+// checkOwnable refuses a target (a Secret or a ConfigMap, as kind says)
+// that someone else owns.
+func (r *Reconciler) checkOwnable(es *v1alpha1.ExternalSecret, cur metav1.Object, kind string) error {
+	name := cur.GetName()
 	if ref := metav1.GetControllerOf(cur); ref != nil {
 		if ref.UID == es.UID {
 			return nil
 		}
 		if ref.Kind == "ExternalSecret" && ref.APIVersion == v1alpha1.GroupVersion.String() {
-			return conflict("Secret %q is already written by ExternalSecret %q, which got there first; choose another spec.target.name or remove that ExternalSecret", name, ref.Name)
+			return conflict("%s %q is already written by ExternalSecret %q, which got there first; choose another spec.target.name or remove that ExternalSecret", kind, name, ref.Name)
 		}
-		return conflict("Secret %q is owned by %s %q; Watchword will not write over it: choose another spec.target.name", name, ref.Kind, ref.Name)
+		return conflict("%s %q is owned by %s %q; Watchword will not write over it: choose another spec.target.name", kind, name, ref.Kind, ref.Name)
 	}
 	if claims := mergeClaims(cur); len(claims) > 0 {
-		return conflict("Secret %q already receives keys from ExternalSecret(s) %s with creationPolicy Merge; use creationPolicy Merge here too, or another spec.target.name",
-			name, strings.Join(slices.Sorted(maps.Keys(claims)), ", "))
+		return conflict("%s %q already receives keys from ExternalSecret(s) %s with creationPolicy Merge; use creationPolicy Merge here too, or another spec.target.name",
+			kind, name, strings.Join(slices.Sorted(maps.Keys(claims)), ", "))
 	}
 	if !es.Spec.Target.Adopt {
-		return conflict("Secret %q already exists and is not owned by this ExternalSecret; Watchword will not write over it. Set spec.target.adopt: true to take it over, use creationPolicy Merge, or choose another spec.target.name", name)
+		merge := ", use creationPolicy Merge"
+		if kind == "ConfigMap" {
+			merge = ""
+		}
+		return conflict("%s %q already exists and is not owned by this ExternalSecret; Watchword will not write over it. Set spec.target.adopt: true to take it over%s, or choose another spec.target.name", kind, name, merge)
 	}
 	return nil
 }
 
-// ownedBy tells whether es is the controller of s already: a Secret it
+// ownedBy tells whether es is the controller of s already: a target it
 // created, or adopted earlier.
-func ownedBy(s *corev1.Secret, es *v1alpha1.ExternalSecret) bool {
+func ownedBy(s metav1.Object, es *v1alpha1.ExternalSecret) bool {
 	ref := metav1.GetControllerOf(s)
 	return ref != nil && ref.UID == es.UID
 }
@@ -269,24 +284,7 @@ var tokenTypes = map[corev1.SecretType]bool{
 
 // applyOwned makes s hold res, owned by es.
 func applyOwned(s *corev1.Secret, es *v1alpha1.ExternalSecret, res *engine.Result) {
-	if s.Labels == nil {
-		s.Labels = map[string]string{}
-	}
-	maps.Copy(s.Labels, res.Labels)
-	s.Labels[conditions.ManagedByLabel] = conditions.ManagedByValue
-	if s.Annotations == nil {
-		s.Annotations = map[string]string{}
-	}
-	maps.Copy(s.Annotations, res.Annotations)
-	s.Annotations[conditions.OwnerAnnotation] = es.Name
-	ref := metav1.OwnerReference{
-		APIVersion: v1alpha1.GroupVersion.String(), Kind: "ExternalSecret", Name: es.Name, UID: es.UID,
-		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-	}
-	owners := slices.DeleteFunc(slices.Clone(s.OwnerReferences), func(o metav1.OwnerReference) bool { return o.UID == es.UID })
-	// Retain keeps the reference too: the finalizer removes it before the
-	// ExternalSecret goes, so garbage collection leaves the Secret.
-	s.OwnerReferences = append(owners, ref)
+	s.Labels, s.Annotations, s.OwnerReferences = ownedMeta(s.Labels, s.Annotations, s.OwnerReferences, es, res)
 	s.Type = corev1.SecretType(res.Type)
 	if s.Type == "" {
 		s.Type = corev1.SecretTypeOpaque
@@ -297,6 +295,41 @@ func applyOwned(s *corev1.Secret, es *v1alpha1.ExternalSecret, res *engine.Resul
 		// back): turning immutable off later leaves it as it is.
 		s.Immutable = ptr.To(true)
 	}
+}
+
+// ownedMeta is the labels, annotations and owner references of a target
+// owned by es: the template's metadata, Watchword's label, the owner
+// annotation and es as the controller. The maps given may be changed.
+func ownedMeta(labels, annotations map[string]string, refs []metav1.OwnerReference, es *v1alpha1.ExternalSecret, res *engine.Result) (map[string]string, map[string]string, []metav1.OwnerReference) {
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, res.Labels)
+	labels[conditions.ManagedByLabel] = conditions.ManagedByValue
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	maps.Copy(annotations, res.Annotations)
+	annotations[conditions.OwnerAnnotation] = es.Name
+	ref := metav1.OwnerReference{
+		APIVersion: v1alpha1.GroupVersion.String(), Kind: "ExternalSecret", Name: es.Name, UID: es.UID,
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	}
+	owners := slices.DeleteFunc(slices.Clone(refs), func(o metav1.OwnerReference) bool { return o.UID == es.UID })
+	// Retain keeps the reference too: the finalizer removes it before the
+	// ExternalSecret goes, so garbage collection leaves the target.
+	return labels, annotations, append(owners, ref)
+}
+
+// releasedMeta is the owner references and annotations of a target that
+// outlives es (deletionPolicy Retain): without es's reference and owner
+// annotation.
+func releasedMeta(refs []metav1.OwnerReference, annotations map[string]string, es *v1alpha1.ExternalSecret) ([]metav1.OwnerReference, map[string]string) {
+	refs = slices.DeleteFunc(refs, func(o metav1.OwnerReference) bool { return o.UID == es.UID })
+	if annotations[conditions.OwnerAnnotation] == es.Name {
+		delete(annotations, conditions.OwnerAnnotation)
+	}
+	return refs, annotations
 }
 
 // immutableChange refuses to change the data or type of an immutable
@@ -312,13 +345,19 @@ func immutableChange(name string, cur, desired *corev1.Secret) error {
 	if len(changed) == 0 {
 		return nil
 	}
+	return immutableKeys("Secret", name, changed)
+}
+
+// immutableKeys is the TargetImmutable error of an immutable target
+// (kind Secret or ConfigMap) whose data would change in keys changed.
+func immutableKeys(kind, name string, changed []string) error {
 	const show = 10
 	keys := strings.Join(changed[:min(len(changed), show)], ", ")
 	if len(changed) > show {
 		keys += fmt.Sprintf(" and %d more", len(changed)-show)
 	}
 	return failure.Terminalf(failure.TargetImmutable,
-		"Secret %q is immutable (spec.target.immutable) and the data to write differs in keys %s: it keeps its data; delete the Secret to have it written again with the new data", name, keys)
+		"%s %q is immutable (spec.target.immutable) and the data to write differs in keys %s: it keeps its data; delete the %s to have it written again with the new data", kind, name, keys, kind)
 }
 
 // writeMerge merges this ExternalSecret's keys into an existing Secret.
@@ -417,9 +456,9 @@ func checkMergeOver(cur *corev1.Secret, claims map[string][]string, ours []strin
 		what, conditions.AllowWriteAnnotation)
 }
 
-func mergeClaims(s *corev1.Secret) map[string][]string {
+func mergeClaims(s metav1.Object) map[string][]string {
 	claims := map[string][]string{}
-	if raw := s.Annotations[conditions.MergeClaimsAnnotation]; raw != "" {
+	if raw := s.GetAnnotations()[conditions.MergeClaimsAnnotation]; raw != "" {
 		_ = json.Unmarshal([]byte(raw), &claims)
 	}
 	return claims

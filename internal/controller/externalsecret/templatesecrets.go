@@ -31,7 +31,7 @@ func templateSecretNotFound(es *v1alpha1.ExternalSecret, name string) error {
 func (r *Reconciler) templateSecretVersions(ctx context.Context, es *v1alpha1.ExternalSecret) (string, error) {
 	var versions []string
 	for _, name := range templateSecretNames(es) {
-		if name == targetindex.Name(es) {
+		if !isConfigMap(es) && name == targetindex.Name(es) {
 			// Each write of the target would be a new input, rendered
 			// into the next write: a loop that feeds its own output.
 			return "", failure.Terminalf(failure.TemplateError,

@@ -105,7 +105,17 @@ func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, 
 }
 
 func object(p *types.Parameter) engine.Object {
-	return engine.TextObject(strconv.FormatInt(p.Version, 10), []byte(aws.ToString(p.Value)))
+	o := engine.TextObject(strconv.FormatInt(p.Version, 10), []byte(aws.ToString(p.Value)))
+	o.NotSecret = notSecret(p.Type)
+	return o
+}
+
+// notSecret tells whether Parameter Store marks a parameter's value as not
+// secret: String and StringList parameters are plain text, SecureString
+// ones are encrypted with a KMS key. An answer without a type counts as
+// secret.
+func notSecret(t types.ParameterType) bool {
+	return t == types.ParameterTypeString || t == types.ParameterTypeStringList
 }
 
 // readPath reads every parameter under a path, recursively and page by
@@ -122,6 +132,7 @@ func (c *Client) readPath(ctx context.Context, ref engine.Ref) (engine.Object, e
 	fields := map[string][]byte{}
 	from := map[string]string{}
 	var versions []string
+	plain := true // every parameter under the path is marked not secret
 	in := &ssm.GetParametersByPathInput{Path: aws.String(pathArg(ref.Key)), Recursive: aws.Bool(true), WithDecryption: aws.Bool(true), MaxResults: aws.Int32(10)}
 	p := ssm.NewGetParametersByPathPaginator(c.api, in)
 	for p.HasMorePages() {
@@ -138,13 +149,14 @@ func (c *Client) readPath(ctx context.Context, ref engine.Ref) (engine.Object, e
 			}
 			from[field] = name
 			fields[field] = []byte(aws.ToString(par.Value))
+			plain = plain && notSecret(par.Type)
 			versions = append(versions, name+"@"+strconv.FormatInt(par.Version, 10))
 		}
 	}
 	if len(fields) == 0 {
 		return engine.Object{}, fmt.Errorf("%s: there is no parameter under it: %w", what, engine.ErrNotFound)
 	}
-	return engine.Object{Version: pathVersion(versions), Fields: fields}, nil
+	return engine.Object{Version: pathVersion(versions), Fields: fields, NotSecret: plain}, nil
 }
 
 // pathArg is a path as GetParametersByPath takes it: without its trailing

@@ -461,3 +461,38 @@ func TestBatchAnswerWithoutAParameterIsAProviderError(t *testing.T) {
 		t.Errorf("the parameter left out of the answer: %v (%s), want a retried ProviderError naming it", err, c.Reason)
 	}
 }
+
+// TestMarksStringParametersNotSecret: String and StringList parameters
+// are read marked not secret, SecureString ones are not, by a single
+// read, a batch and a path (not secret only when every parameter under
+// it is).
+func TestMarksStringParametersNotSecret(t *testing.T) {
+	fake := awsfake.New(region)
+	defer fake.Close()
+	store, deps := keyStore(t, fake, "marks")
+	ops := newOps(t, store, deps)
+	ctx := context.Background()
+	fake.PutParameter("/cfg/plain/level", "debug", "String")
+	fake.PutParameter("/cfg/plain/hosts", "a,b", "StringList")
+	fake.PutParameter("/cfg/mixed/level", "info", "String")
+	fake.PutParameter("/cfg/mixed/token", "t0k3n", "SecureString")
+	want := map[string]bool{"/cfg/plain/level": true, "/cfg/plain/hosts": true, "/cfg/mixed/level": true, "/cfg/mixed/token": false,
+		"/cfg/plain/": true, "/cfg/mixed/": false}
+	var refs []engine.Ref
+	for key, notSecret := range want {
+		obj, err := ops.Reader.GetSecret(ctx, engine.Ref{Key: key})
+		if err != nil || obj.NotSecret != notSecret {
+			t.Errorf("read %s: NotSecret %v, want %v (err %v)", key, obj.NotSecret, notSecret, err)
+		}
+		refs = append(refs, engine.Ref{Key: key})
+	}
+	items, err := ops.Batch.GetSecrets(ctx, refs)
+	if err != nil {
+		t.Fatalf("batch read: %v", err)
+	}
+	for i, r := range refs {
+		if items[i].Err != nil || items[i].Object.NotSecret != want[r.Key] {
+			t.Errorf("batch read %s: NotSecret %v, want %v (err %v)", r.Key, items[i].Object.NotSecret, want[r.Key], items[i].Err)
+		}
+	}
+}
