@@ -102,15 +102,35 @@ type PushSecretDestination struct {
 	Adopt bool `json:"adopt,omitempty"`
 }
 
+// SecretNamePlaceholder is what a destination name of a PushSecret with
+// secretSelector holds in place of the name of each selected Secret.
+const SecretNamePlaceholder = "{{ .secretName }}"
+
 // PushSecretSpec says which Secret to publish, which of its keys, and where.
+// +kubebuilder:validation:XValidation:rule="has(self.secretName) != has(self.secretSelector)",message="set exactly one of secretName (one Secret) and secretSelector (the Secrets whose labels match)"
+// +kubebuilder:validation:XValidation:rule="!has(self.secretSelector) || self.destinations.all(d, d.name.matches('[{][{] *[.]secretName *[}][}]'))",message="with secretSelector every destination name must hold {{ .secretName }}, which each selected Secret's name replaces, so that no two Secrets are published to one remote secret",fieldPath=".destinations"
+// +kubebuilder:validation:XValidation:rule="has(self.secretSelector) || self.destinations.all(d, !d.name.contains('{{'))",message="{{ .secretName }} in a destination name needs secretSelector; with secretName the name is used as it is",fieldPath=".destinations"
 // +kubebuilder:validation:XValidation:rule="self.destinations.all(d, self.destinations.exists_one(e, e.name == d.name && (has(e.configRef) ? e.configRef.name : 'default') == (has(d.configRef) ? d.configRef.name : 'default') && (has(e.configRef) && has(e.configRef.kind) ? e.configRef.kind : 'SecretStore') == (has(d.configRef) && has(d.configRef.kind) ? d.configRef.kind : 'SecretStore')))",message="destinations must be unique: each store may appear with each name once",fieldPath=".destinations"
 type PushSecretSpec struct {
 	// secretName is the Secret of the PushSecret's namespace to publish.
-	// +required
+	// Set it or secretSelector.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
-	SecretName string `json:"secretName"`
+	SecretName string `json:"secretName,omitempty"`
+
+	// secretSelector publishes every Secret of the PushSecret's namespace
+	// whose labels match, each to its own remote secret: every
+	// destination name holds {{ .secretName }}, which the Secret's name
+	// replaces. A Secret that starts matching is published; one that
+	// stops matching is unpublished like a removed destination (under
+	// deletionPolicy, and only where the remote secret carries this
+	// PushSecret's ownership marker). Only the Secrets that match are
+	// read. Set it or secretName.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="secretSelector must have matchLabels or matchExpressions: an empty selector would publish every Secret of the namespace"
+	SecretSelector *metav1.LabelSelector `json:"secretSelector,omitempty"`
 
 	// data selects the keys to publish and names them remotely. Empty
 	// publishes every key of the Secret under its own name.
@@ -204,6 +224,12 @@ type PushSecretDestinationStatus struct {
 	// +kubebuilder:validation:MaxLength=512
 	Name string `json:"name"`
 
+	// secretName is the source Secret this remote secret is published
+	// from, for a PushSecret with secretSelector.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	SecretName string `json:"secretName,omitempty"`
+
 	// storeKind is SecretStore or ClusterSecretStore.
 	// +required
 	// +kubebuilder:validation:MaxLength=64
@@ -292,10 +318,11 @@ type PushSecretStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// destinations has one entry per destination of the spec, and one per
+	// destinations has one entry per destination of the spec (with
+	// secretSelector, per destination and selected Secret), and one per
 	// removed destination whose remote secret could not be deleted yet.
 	// +optional
-	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:MaxItems=256
 	// +listType=atomic
 	Destinations []PushSecretDestinationStatus `json:"destinations,omitempty"`
 }

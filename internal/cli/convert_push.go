@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/watchword-dev/watchword/api/v1alpha1"
 )
 
 // pushSecret converts a PushSecret. ESO names a remote secret in each
@@ -45,17 +47,23 @@ func (c *converter) pushSecret(m map[string]any) []map[string]any {
 		return nil
 	}
 	secret := takeMap(sel, "secret")
-	if _, ok := take(secret, "selector"); ok {
-		c.drop("spec.selector.secret.selector", "selecting Secrets by label is not supported: name one Secret")
-	}
+	labels := takeMap(secret, "selector")
 	name := takeString(secret, "name")
 	c.leftovers(secret, "spec.selector.secret")
 	c.leftovers(sel, "spec.selector")
-	if name == "" {
+	switch {
+	case name != "" && labels != nil:
+		c.drop("spec.selector.secret.selector", "both a Secret name and a label selector: the named Secret is published, the selector is not carried")
+		labels = nil
+		base["secretName"] = name
+	case name != "":
+		base["secretName"] = name
+	case labels != nil:
+		base["secretSelector"] = labels
+	default:
 		c.drop("spec.selector.secret.name", "no Secret named: the PushSecret is not converted")
 		return nil
 	}
-	base["secretName"] = name
 
 	var stores []any
 	for i, e := range takeList(spec, "secretStoreRefs") {
@@ -163,9 +171,16 @@ func (c *converter) pushSecret(m map[string]any) []map[string]any {
 		if ref, ok := only[remote]; ok {
 			targets = []any{ref}
 		}
+		dest := remote
+		if labels != nil {
+			// ESO writes every matching Secret to the same remote secret,
+			// the last write winning; Watchword gives each its own.
+			dest = remote + "-" + v1alpha1.SecretNamePlaceholder
+			c.note("spec.selector.secret.selector", fmt.Sprintf("ESO writes every matching Secret to remote secret %q, each overwriting the last; Watchword publishes each Secret to a remote secret of its own, %q (the Secret's name in place of {{ .secretName }}): point the readers of %q there, or rename the destination", remote, dest, remote))
+		}
 		for _, s := range targets {
 			ref := s.(map[string]any)
-			d := map[string]any{"name": remote, "configRef": maps.Clone(ref)}
+			d := map[string]any{"name": dest, "configRef": maps.Clone(ref)}
 			dests = append(dests, d)
 		}
 		ps["destinations"] = dests

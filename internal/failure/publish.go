@@ -24,6 +24,16 @@ const (
 	// SourceKeyMissing: a key that spec.data selects is not in the source
 	// Secret. Terminal: a change of the Secret queues the PushSecret.
 	SourceKeyMissing Reason = "SourceKeyMissing"
+	// InvalidSecretSelector: a PushSecret's secretSelector cannot be used
+	// (an operator or value the API server's label selectors refuse), or
+	// it matches more Secrets than a PushSecret publishes. Terminal;
+	// nothing published is changed.
+	InvalidSecretSelector Reason = "InvalidSecretSelector"
+	// RemoteNameCollision: two selected Secrets of a PushSecret would be
+	// published to one remote secret (two destinations of one store whose
+	// names give the same name). Terminal: neither is written there, and
+	// what was published there is left as it is.
+	RemoteNameCollision Reason = "RemoteNameCollision"
 	// RemoteNameInvalid: the store cannot hold a secret of the name a
 	// publisher's destination or an ExternalSecret's remote key gives,
 	// as the provider or its client tells before anything is sent, or as

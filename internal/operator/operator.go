@@ -518,6 +518,7 @@ func (n hookNotifier) Notify(ctx context.Context, kind, namespace, name string, 
 // watch of their own, so that a change is published at once.
 func addPushSecrets(ctx context.Context, mgr ctrl.Manager, metaClient metadata.Interface, clients *storeaccess.Clients, recorder record.EventRecorder, clock engine.Clock, keys *engine.DigestKeys, opts Options) error {
 	sources := secretwatch.New(metaClient, pushsecret.SourceSecrets(mgr.GetCache()))
+	sources.Selections = pushsecret.SourceSelections(mgr.GetCache())
 	changes := sources.Subscribe()
 	if err := mgr.Add(sources); err != nil {
 		return err
@@ -525,7 +526,7 @@ func addPushSecrets(ctx context.Context, mgr ctrl.Manager, metaClient metadata.I
 	if err := mgr.Add(every{time.Minute, sources.Sweep}); err != nil {
 		return err
 	}
-	ps := &pushsecret.Reconciler{Client: mgr.GetClient(), Sources: sources, Clients: clients,
+	ps := &pushsecret.Reconciler{Client: mgr.GetClient(), Sources: sources, Selected: sources, Clients: clients,
 		Recorder: recorder, Class: opts.ControllerClass, Clock: clock, DigestKeys: keys}
 	if err := ps.SetupWithManager(ctx, mgr, pushsecret.Options{Workers: opts.Workers, RateLimiter: rateLimiter(), SourceChanges: changes}); err != nil {
 		return fmt.Errorf("setting up the PushSecret controller: %w", err)

@@ -469,6 +469,10 @@ func Defer(e v1alpha1.PushSecretDestinationStatus) v1alpha1.PushSecretDestinatio
 type Current struct {
 	Entries []v1alpha1.PushSecretDestinationStatus
 	Fields  map[string][]byte
+	// EntryFields, when set, are the fields of each entry (in the order
+	// of Entries) in place of Fields, for a publisher whose destinations
+	// publish different data (a PushSecret with secretSelector).
+	EntryFields []map[string][]byte
 }
 
 // holds names the current destination whose write obj is: one just
@@ -478,8 +482,14 @@ func (c *Current) holds(obj engine.Object) (string, bool) {
 	if c == nil {
 		return "", false
 	}
-	same := SameFields(obj, c.Fields)
-	for _, e := range c.Entries {
+	for i, e := range c.Entries {
+		fields, known := c.Fields, true
+		if c.EntryFields != nil {
+			// An entry refused before any write published nothing.
+			fields = c.EntryFields[i]
+			known = fields != nil
+		}
+		same := known && SameFields(obj, fields)
 		// A store without versions cannot tell two copies of the same
 		// data apart: the remote secret is kept rather than risk it.
 		sameVersion := e.Version == obj.Version || obj.Version == ""

@@ -11,16 +11,23 @@
 // unrelated Secrets the controller held 49 MiB before a sync instead of 119,
 // and peaked at 139 MiB instead of 272 (FINDINGS.md, "Memory"). It stays for
 // its other reason too: Watchword learns nothing of Secrets it does not use.
+//
+// A PushSecret with secretSelector names no Secret but a label selector:
+// each such selector gets one metadata-only watch of its namespace that
+// the API server filters by those labels, so only the Secrets that match
+// are ever seen, and one that stops matching is seen to go.
 package secretwatch
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -40,6 +47,16 @@ const DefaultSyncTimeout = 30 * time.Second
 // Referenced lists every Secret that still needs watching.
 type Referenced func(ctx context.Context) (map[provider.NamespacedName]bool, error)
 
+// Selection is a label selector over the Secrets of one namespace; the
+// selector is in its canonical string form (labels.Selector.String).
+type Selection struct {
+	Namespace string
+	Selector  string
+}
+
+// ReferencedSelections lists every selection that still needs watching.
+type ReferencedSelections func(ctx context.Context) (map[Selection]bool, error)
+
 // Watch keeps the watches. Its zero value is not usable; call New.
 type Watch struct {
 	// SyncTimeout bounds the wait for a new watch's first list; after it,
@@ -47,15 +64,20 @@ type Watch struct {
 	// example once RBAC allows it). Set it before use.
 	SyncTimeout time.Duration
 
+	// Selections, when set, lists the selections that Sweep keeps
+	// watching; without it Sweep stops none. Set it before use.
+	Selections ReferencedSelections
+
 	client     metadata.Interface
 	referenced Referenced
 
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	watches map[provider.NamespacedName]*watched
-	subs    []chan event.GenericEvent
+	mu       sync.Mutex
+	watches  map[provider.NamespacedName]*watched
+	selected map[Selection]*watched
+	subs     []chan event.GenericEvent
 }
 
 type watched struct {
@@ -80,7 +102,7 @@ func (e *watched) err() error {
 func New(c metadata.Interface, referenced Referenced) *Watch {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Watch{SyncTimeout: DefaultSyncTimeout, client: c, referenced: referenced, ctx: ctx, cancel: cancel,
-		watches: map[provider.NamespacedName]*watched{}}
+		watches: map[provider.NamespacedName]*watched{}, selected: map[Selection]*watched{}}
 }
 
 // Subscribe returns a channel that receives an event whenever a watched
@@ -109,6 +131,19 @@ func (w *Watch) Sweep(ctx context.Context) {
 	if refs, err := w.referenced(ctx); err == nil {
 		w.retain(refs)
 	}
+	if w.Selections == nil {
+		return
+	}
+	if sels, err := w.Selections(ctx); err == nil {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for sel, e := range w.selected {
+			if !sels[sel] {
+				e.stop()
+				delete(w.selected, sel)
+			}
+		}
+	}
 }
 
 // retain stops the watches of Secrets not in keep.
@@ -127,7 +162,7 @@ func (w *Watch) retain(keep map[provider.NamespacedName]bool) {
 func (w *Watch) Watched() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.watches)
+	return len(w.watches) + len(w.selected)
 }
 
 // ResourceVersion returns the Secret's resourceVersion, starting a watch on
@@ -135,19 +170,8 @@ func (w *Watch) Watched() int {
 // found is false when no such Secret exists. Only metadata is read.
 func (w *Watch) ResourceVersion(ctx context.Context, ref provider.NamespacedName) (rv string, found bool, err error) {
 	e := w.ensure(ref)
-	if !e.informer.HasSynced() {
-		waitCtx, cancel := context.WithDeadline(ctx, e.syncBy)
-		defer cancel()
-		if !cache.WaitForCacheSync(waitCtx.Done(), e.informer.HasSynced) {
-			if ctx.Err() != nil {
-				return "", false, ctx.Err()
-			}
-			cause := "it did not start within " + w.SyncTimeout.String()
-			if err = e.err(); err != nil {
-				cause = err.Error()
-			}
-			return "", false, fmt.Errorf("%w: cannot watch Secret %q: %s", engine.ErrUnavailable, ref.String(), cause)
-		}
+	if err = w.synced(ctx, e, fmt.Sprintf("Secret %q", ref.String())); err != nil {
+		return "", false, err
 	}
 	obj, exists, err := e.informer.GetStore().GetByKey(ref.Namespace + "/" + ref.Name)
 	if err != nil || !exists {
@@ -156,15 +180,76 @@ func (w *Watch) ResourceVersion(ctx context.Context, ref provider.NamespacedName
 	return obj.(*metav1.PartialObjectMetadata).ResourceVersion, true, nil
 }
 
+// Matching returns the names, sorted, of the Secrets of namespace ns whose
+// labels match sel, starting a watch of that selection the first time it
+// is asked for and waiting for the watch's first list. Only the metadata
+// of matching Secrets is read; a Secret that starts or stops matching is
+// told to the subscribers like a change of a Secret watched by name.
+func (w *Watch) Matching(ctx context.Context, ns string, sel labels.Selector) ([]string, error) {
+	key := Selection{Namespace: ns, Selector: sel.String()}
+	e := w.ensureSelected(key)
+	if err := w.synced(ctx, e, fmt.Sprintf("the Secrets of namespace %q labelled %s", ns, key.Selector)); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, obj := range e.informer.GetStore().List() {
+		if m, ok := obj.(*metav1.PartialObjectMetadata); ok && m.Namespace == ns {
+			out = append(out, m.Name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// synced waits for a watch's first list, until its syncBy.
+func (w *Watch) synced(ctx context.Context, e *watched, what string) error {
+	if e.informer.HasSynced() {
+		return nil
+	}
+	waitCtx, cancel := context.WithDeadline(ctx, e.syncBy)
+	defer cancel()
+	if cache.WaitForCacheSync(waitCtx.Done(), e.informer.HasSynced) {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	cause := "it did not start within " + w.SyncTimeout.String()
+	if err := e.err(); err != nil {
+		cause = err.Error()
+	}
+	return fmt.Errorf("%w: cannot watch %s: %s", engine.ErrUnavailable, what, cause)
+}
+
 func (w *Watch) ensure(ref provider.NamespacedName) *watched {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if e := w.watches[ref]; e != nil {
 		return e
 	}
-	ctx, stop := context.WithCancel(w.ctx)
 	byName := fields.OneTermEqualSelector("metadata.name", ref.Name).String()
-	inf := Informer(w.client, ref.Namespace, func(o *metav1.ListOptions) { o.FieldSelector = byName })
+	e := w.start(ref.Namespace, func(o *metav1.ListOptions) { o.FieldSelector = byName })
+	w.watches[ref] = e
+	return e
+}
+
+func (w *Watch) ensureSelected(key Selection) *watched {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e := w.selected[key]; e != nil {
+		return e
+	}
+	e := w.start(key.Namespace, func(o *metav1.ListOptions) { o.LabelSelector = key.Selector })
+	w.selected[key] = e
+	return e
+}
+
+// start runs a metadata-only informer of the Secrets of ns that selector
+// picks, telling the subscribers of every change after its first list.
+// Called with w.mu held.
+func (w *Watch) start(ns string, selector func(*metav1.ListOptions)) *watched {
+	ctx, stop := context.WithCancel(w.ctx)
+	inf := Informer(w.client, ns, selector)
 	_ = inf.SetTransform(slim)
 	e := &watched{informer: inf, stop: stop, syncBy: time.Now().Add(w.SyncTimeout)}
 	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
@@ -197,7 +282,6 @@ func (w *Watch) ensure(ref provider.NamespacedName) *watched {
 		},
 	})
 	go inf.RunWithContext(ctx)
-	w.watches[ref] = e
 	return e
 }
 

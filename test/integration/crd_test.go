@@ -346,6 +346,24 @@ var ruleCases = []ruleCase{
 		invalid: []string{
 			`{secretName: s, destinations: [{name: d}, {name: d, configRef: {name: default}}]}`,
 			`{secretName: s, destinations: [{name: d, configRef: {name: v}}, {name: d, configRef: {name: v, kind: SecretStore}}]}`}},
+	{rule: "set exactly one of secretName (one Secret) and secretSelector", kinds: []string{kindPS},
+		valid: `{secretSelector: {matchLabels: {publish: "yes"}}, destinations: [{name: "copy-{{ .secretName }}"}]}`,
+		invalid: []string{
+			`{destinations: [{name: d}]}`,
+			`{secretName: s, secretSelector: {matchLabels: {publish: "yes"}}, destinations: [{name: "copy-{{ .secretName }}"}]}`}},
+	{rule: "with secretSelector every destination name must hold {{ .secretName }}", kinds: []string{kindPS},
+		valid: `{secretSelector: {matchExpressions: [{key: tier, operator: In, values: [db]}]}, destinations: [{name: "apps/{{.secretName}}"}, {name: "{{ .secretName }}-copy", configRef: {name: other}}]}`,
+		invalid: []string{
+			`{secretSelector: {matchLabels: {publish: "yes"}}, destinations: [{name: "copy-{{ .secretName }}"}, {name: fixed, configRef: {name: other}}]}`,
+			`{secretSelector: {matchLabels: {publish: "yes"}}, destinations: [{name: "{{ .name }}"}]}`}},
+	{rule: "{{ .secretName }} in a destination name needs secretSelector", kinds: []string{kindPS},
+		valid:   `{secretName: s, destinations: [{name: "apps/s"}]}`,
+		invalid: []string{`{secretName: s, destinations: [{name: "copy-{{ .secretName }}"}]}`}},
+	{rule: "secretSelector must have matchLabels or matchExpressions", kinds: []string{kindPS},
+		valid: `{secretSelector: {matchLabels: {publish: "yes"}}, destinations: [{name: "{{ .secretName }}"}]}`,
+		invalid: []string{
+			`{secretSelector: {}, destinations: [{name: "{{ .secretName }}"}]}`,
+			`{secretSelector: {matchLabels: {}, matchExpressions: []}, destinations: [{name: "{{ .secretName }}"}]}`}},
 }
 
 // targetNameRule is the message of the transition rule on target.name.

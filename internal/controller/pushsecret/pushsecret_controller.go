@@ -46,7 +46,12 @@ type Reconciler struct {
 	Client client.Client
 	// Sources tells the resourceVersion of a source Secret; asking starts
 	// a watch of it by name, so that a change is published at once.
-	Sources  storeaccess.SecretVersions
+	Sources storeaccess.SecretVersions
+	// Selected lists the Secrets a secretSelector matches; asking starts
+	// a watch of that selection (metadata only, filtered by the API
+	// server), so that a Secret that starts or stops matching is noticed
+	// at once.
+	Selected Selections
 	Clients  *storeaccess.Clients
 	Recorder record.EventRecorder
 	// DigestKeys make each destination's status.dataHash; nil: plain
@@ -67,10 +72,12 @@ type scope struct {
 	before *v1alpha1.PushSecret
 	now    metav1.Time
 
-	// publication is what every destination gets, but its metadata.
-	publication engine.Publication
-	// remoteKeys are the names of the published fields, for events.
-	remoteKeys []string
+	// sources are the Secrets to publish (one, or those secretSelector
+	// matches), each with what it publishes.
+	sources []*origin
+	// targets are the remote secrets to publish to: the destinations of
+	// the spec, or with secretSelector each destination for each source.
+	targets []target
 
 	// destinations is the new status of every destination.
 	destinations []v1alpha1.PushSecretDestinationStatus
@@ -137,9 +144,13 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 
 // readSource reads the source Secret from the API server and selects the
 // keys to publish. Asking Sources for its version first starts the watch
-// by name that brings every later change of it here.
+// by name that brings every later change of it here. With secretSelector
+// it reads each Secret that matches instead (readSelected).
 func (r *Reconciler) readSource(ctx context.Context, s *scope) (bool, error) {
 	ps := s.ps
+	if ps.Spec.SecretSelector != nil {
+		return false, r.readSelected(ctx, s)
+	}
 	ref := provider.NamespacedName{Namespace: ps.Namespace, Name: ps.Spec.SecretName}
 	if _, _, err := r.Sources.ResourceVersion(ctx, ref); err != nil {
 		return false, err
@@ -152,19 +163,28 @@ func (r *Reconciler) readSource(ctx context.Context, s *scope) (bool, error) {
 		}
 		return false, fmt.Errorf("reading Secret %q to publish: %w", ps.Spec.SecretName, err)
 	}
-	fields, remoteKeys, err := selectData(ps, src.Data)
+	one := selectSource(ps, ps.Spec.SecretName, src.Data)
+	if one.err != nil {
+		return false, one.err
+	}
+	s.sources = []*origin{one}
+	s.targets = expand(ps, s.sources)
+	return false, nil
+}
+
+// selectSource selects and renders what one Secret publishes.
+func selectSource(ps *v1alpha1.PushSecret, name string, data map[string][]byte) *origin {
+	fields, remoteKeys, err := selectData(ps, name, data)
 	if err != nil {
-		return false, err
+		return &origin{name: name, err: err}
 	}
 	if t := ps.Spec.Template; t != nil {
 		if fields, err = engine.RenderData(t.Data, t.MergePolicy == v1alpha1.TemplateMergeMerge, fields); err != nil {
-			return false, fmt.Errorf("spec.template: %w", err)
+			return &origin{name: name, err: fmt.Errorf("spec.template over Secret %q: %w", name, err)}
 		}
 		remoteKeys = slices.Sorted(maps.Keys(fields))
 	}
-	s.publication = engine.Publication{Fields: fields}
-	s.remoteKeys = remoteKeys
-	return false, nil
+	return &origin{name: name, publication: engine.Publication{Fields: fields}, keys: remoteKeys}
 }
 
 // interval is the PushSecret's refresh interval; 0 never reads back.

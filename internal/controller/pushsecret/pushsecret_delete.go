@@ -44,16 +44,21 @@ func (r *Reconciler) syncFinalizer(ctx context.Context, s *scope) (bool, error) 
 // (publishing.Defer). One that cannot be deleted yet stays in the status as Unpublishing and is tried
 // again; a store that no longer exists deletes nothing anywhere.
 func (r *Reconciler) unpublishRemoved(ctx context.Context, s *scope) (bool, error) {
-	current := &publishing.Current{Entries: slices.Clone(s.destinations), Fields: s.publication.Fields}
+	current := &publishing.Current{Entries: slices.Clone(s.destinations), EntryFields: make([]map[string][]byte, len(s.destinations))}
+	for i, t := range s.targets {
+		if t.src != nil {
+			current.EntryFields[i] = t.src.publication.Fields
+		}
+	}
 	failing := len(s.failures) > 0
-	for _, e := range publishing.Removed(s.ps.Status.Destinations, s.ps.Spec.Destinations) {
+	for _, e := range publishing.Removed(s.ps.Status.Destinations, dests(s)) {
 		if failing && s.ps.Spec.DeletionPolicy != v1alpha1.DeletionPolicyRetain {
 			s.destinations = append(s.destinations, publishing.Defer(e))
 			continue
 		}
 		if s.ps.Spec.DeletionPolicy == v1alpha1.DeletionPolicyRetain {
 			r.Recorder.Eventf(s.ps, corev1.EventTypeNormal, string(failure.Retained),
-				"destination %q of %s was removed; its remote secret is left in place (deletionPolicy Retain)", e.Name, describeStore(s.ps, e))
+				"%s was removed; its remote secret is left in place (deletionPolicy Retain)", removedWhat(e, describeStore(s.ps, e)))
 			continue
 		}
 		if err := r.publisher().Unpublish(ctx, kind, s.ps, e, current); err != nil {
@@ -69,6 +74,15 @@ func (r *Reconciler) unpublishRemoved(ctx context.Context, s *scope) (bool, erro
 	return false, nil
 }
 
+// removedWhat names a removed destination for events: with
+// secretSelector, by the Secret it was published from.
+func removedWhat(e v1alpha1.PushSecretDestinationStatus, store string) string {
+	if e.SecretName != "" {
+		return fmt.Sprintf("remote secret %q of %s, published from Secret %q, which is no longer selected or no longer named by a destination,", e.Name, store, e.SecretName)
+	}
+	return fmt.Sprintf("destination %q of %s", e.Name, store)
+}
+
 // finalize unpublishes what a deleted PushSecret of deletionPolicy Delete
 // owns, then lets it go. Every destination of the spec is tried too, not
 // only those of the status: a write whose status was lost is still found
@@ -80,7 +94,16 @@ func (r *Reconciler) finalize(ctx context.Context, s *scope) (ctrl.Result, error
 	}
 	if ps.Spec.DeletionPolicy != v1alpha1.DeletionPolicyRetain {
 		entries := append([]v1alpha1.PushSecretDestinationStatus(nil), ps.Status.Destinations...)
-		for _, d := range ps.Spec.Destinations {
+		current := ps.Spec.Destinations
+		if ps.Spec.SecretSelector != nil {
+			// The remote secrets of the Secrets that match now (their
+			// names only: nothing is read).
+			var err error
+			if current, err = r.matchedDestinations(ctx, ps); err != nil {
+				return ctrl.Result{}, failure.Redacted(err)
+			}
+		}
+		for _, d := range current {
 			if publishing.Previous(ps.Status.Destinations, d) == nil {
 				ref := publishing.StoreRef(d)
 				entries = append(entries, v1alpha1.PushSecretDestinationStatus{Name: d.Name, StoreKind: ref.Kind, StoreName: ref.Name,
@@ -96,4 +119,23 @@ func (r *Reconciler) finalize(ctx context.Context, s *scope) (ctrl.Result, error
 	patch := client.MergeFrom(ps.DeepCopy())
 	controllerutil.RemoveFinalizer(ps, Finalizer)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, ps, patch))
+}
+
+// matchedDestinations are the destinations of a PushSecret with
+// secretSelector, named for each Secret that matches now. A selector that
+// cannot be used gives none.
+func (r *Reconciler) matchedDestinations(ctx context.Context, ps *v1alpha1.PushSecret) ([]v1alpha1.PushSecretDestination, error) {
+	sel, err := selector(ps)
+	if err != nil {
+		return nil, nil
+	}
+	names, err := r.Selected.Matching(ctx, ps.Namespace, sel)
+	if err != nil {
+		return nil, err
+	}
+	sources := make([]*origin, len(names))
+	for i, n := range names {
+		sources[i] = &origin{name: n}
+	}
+	return dests(&scope{targets: expand(ps, sources)}), nil
 }

@@ -17,16 +17,25 @@ import (
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/publishing"
+	"github.com/watchword-dev/watchword/internal/secretwatch"
 )
 
 // Field indexes on PushSecrets.
 const (
-	// IndexSource holds the name of the source Secret.
+	// IndexSource holds the name of the source Secret, or selectedSource
+	// for a PushSecret with secretSelector.
 	IndexSource = "watchword.push.source"
 	// IndexStore holds every store a destination, or a destination's last
 	// status, names (storeKey).
 	IndexStore = "watchword.push.store"
 )
+
+// selectedSource is the IndexSource value of every PushSecret with
+// secretSelector: no Secret has this name, and a change of any watched
+// Secret of its namespace queues it (the PushSecrets of a namespace that
+// select by label are few; a Secret that stops matching can no longer
+// be told apart by its labels).
+const selectedSource = "*"
 
 // Options tune the controller.
 type Options struct {
@@ -41,7 +50,11 @@ type Options struct {
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &v1alpha1.PushSecret{}, IndexSource, func(o client.Object) []string {
-		return []string{o.(*v1alpha1.PushSecret).Spec.SecretName}
+		ps := o.(*v1alpha1.PushSecret)
+		if ps.Spec.SecretSelector != nil {
+			return []string{selectedSource}
+		}
+		return []string{ps.Spec.SecretName}
 	}); err != nil {
 		return err
 	}
@@ -59,7 +72,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			return byIndex(ctx, c, IndexStore, storeKey(v1alpha1.ClusterSecretStoreKind, o.GetName()), "")
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(opts.SourceChanges, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			return byIndex(ctx, c, IndexSource, o.GetName(), o.GetNamespace())
+			return append(byIndex(ctx, c, IndexSource, o.GetName(), o.GetNamespace()), byIndex(ctx, c, IndexSource, selectedSource, o.GetNamespace())...)
 		}))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers, RateLimiter: opts.RateLimiter}).
 		Complete(r)
@@ -124,7 +137,30 @@ func SourceSecrets(c client.Reader) func(ctx context.Context) (map[provider.Name
 		}
 		out := make(map[provider.NamespacedName]bool, len(list.Items))
 		for i := range list.Items {
-			out[provider.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Spec.SecretName}] = true
+			if list.Items[i].Spec.SecretName != "" {
+				out[provider.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Spec.SecretName}] = true
+			}
+		}
+		return out, nil
+	}
+}
+
+// SourceSelections lists the secretSelectors of every PushSecret in the
+// cache: the selections their watches must keep watching.
+func SourceSelections(c client.Reader) secretwatch.ReferencedSelections {
+	return func(ctx context.Context) (map[secretwatch.Selection]bool, error) {
+		var list v1alpha1.PushSecretList
+		if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, err
+		}
+		out := map[secretwatch.Selection]bool{}
+		for i := range list.Items {
+			if list.Items[i].Spec.SecretSelector == nil {
+				continue
+			}
+			if sel, err := selector(&list.Items[i]); err == nil {
+				out[secretwatch.Selection{Namespace: list.Items[i].Namespace, Selector: sel.String()}] = true
+			}
 		}
 		return out, nil
 	}

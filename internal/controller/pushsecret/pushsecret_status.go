@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -15,6 +16,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/conditions"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
+	"github.com/watchword-dev/watchword/internal/publishing"
 )
 
 // The conditions of a PushSecret are the standard ones: Ready (every
@@ -34,7 +36,10 @@ func (r *Reconciler) record(_ context.Context, s *scope) (bool, error) {
 	s.outcome = ctrl.Result{RequeueAfter: nextCheck(s)}
 	if len(s.failures) == 0 {
 		st.ObservedGeneration = gen
-		msg := fmt.Sprintf("Secret %q is published to %d of %d destinations", s.ps.Spec.SecretName, published(s), len(s.ps.Spec.Destinations))
+		msg := fmt.Sprintf("Secret %q is published to %d of %d destinations", s.ps.Spec.SecretName, published(s), len(s.targets))
+		if s.ps.Spec.SecretSelector != nil {
+			msg = selectedMessage(s)
+		}
 		if n := existing(s); n > 0 {
 			msg += fmt.Sprintf("; %d left as they exist (updatePolicy IfNotExists)", n)
 		}
@@ -49,7 +54,7 @@ func (r *Reconciler) record(_ context.Context, s *scope) (bool, error) {
 		}
 	}
 	conditions.Set(&st.Conditions, conditions.Outcome{Err: err,
-		Message: fmt.Sprintf("%d of %d destinations published, %d failing", published(s), len(s.ps.Spec.Destinations), len(s.failures))}, gen)
+		Message: fmt.Sprintf("%d of %d destinations published, %d failing", published(s), len(s.targets), len(s.failures))}, gen)
 	if wait, ok := failure.RetryAfter(err); ok && !failure.Terminal(err) && !errors.Is(err, engine.ErrUnauthenticated) {
 		// The store asked to slow down, or its call budget is spent:
 		// try when that ends. (A hold after refused credentials keeps
@@ -59,6 +64,20 @@ func (r *Reconciler) record(_ context.Context, s *scope) (bool, error) {
 		s.outcome, s.retry = ctrl.Result{}, failure.Redacted(err)
 	}
 	return true, nil
+}
+
+// selectedMessage says what a PushSecret with secretSelector published.
+func selectedMessage(s *scope) string {
+	names := selectedNames(s)
+	if len(names) == 0 {
+		return "no Secret of the namespace matches spec.secretSelector: nothing is published"
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = fmt.Sprintf("%q", n)
+	}
+	return publishing.Clip(fmt.Sprintf("%d Secrets matched by spec.secretSelector are published to %d of %d remote secrets (status.destinations): %s",
+		len(names), published(s), len(s.targets), strings.Join(quoted, ", ")), 1024)
 }
 
 func published(s *scope) int {

@@ -15,7 +15,7 @@ import (
 // every key under its own name when spec.data is empty, otherwise the
 // selected keys under their remote names. It returns the remote names,
 // sorted, for events; a missing key is named, never a value.
-func selectData(ps *v1alpha1.PushSecret, data map[string][]byte) (map[string][]byte, []string, error) {
+func selectData(ps *v1alpha1.PushSecret, name string, data map[string][]byte) (map[string][]byte, []string, error) {
 	out := map[string][]byte{}
 	if len(ps.Spec.Data) == 0 {
 		maps.Copy(out, data)
@@ -37,7 +37,7 @@ func selectData(ps *v1alpha1.PushSecret, data map[string][]byte) (map[string][]b
 	if len(missing) > 0 {
 		return nil, nil, failure.Terminalf(failure.SourceKeyMissing,
 			"Secret %q has no key %s (spec.data selects it; the Secret has keys %s); nothing published was changed",
-			ps.Spec.SecretName, strings.Join(quoteAll(missing), ", "), publishing.KeyList(slices.Sorted(maps.Keys(data))))
+			name, strings.Join(quoteAll(missing), ", "), publishing.KeyList(slices.Sorted(maps.Keys(data))))
 	}
 	return out, slices.Sorted(maps.Keys(out)), nil
 }

@@ -1,6 +1,7 @@
 package pushsecret
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/failure"
+	"github.com/watchword-dev/watchword/internal/publishing"
 )
 
 const secretValue = "do-not-show-this"
@@ -35,7 +37,7 @@ func TestSelectData(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, keys, err := selectData(tc.ps, source)
+			got, keys, err := selectData(tc.ps, "src", source)
 			if tc.reason != "" {
 				class := failure.Classify(err)
 				if class.Reason != tc.reason || !class.Terminal {
@@ -74,5 +76,43 @@ func TestNextCheck(t *testing.T) {
 	s.ps.Spec.RefreshInterval = &metav1.Duration{}
 	if got := nextCheck(s); got != 0 {
 		t.Errorf("refreshInterval 0: next check in %s, want none", got)
+	}
+}
+
+func TestExpandSelected(t *testing.T) {
+	ps := &v1alpha1.PushSecret{Spec: v1alpha1.PushSecretSpec{
+		SecretSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"publish": "yes"}},
+		Destinations: []v1alpha1.PushSecretDestination{
+			{Name: "app-{{ .secretName }}"},
+			{Name: "{{.secretName}}"},
+			{Name: "{{ .secretName }}", ConfigRef: &v1alpha1.StoreRef{Name: "other"}},
+		}}}
+	sources := []*origin{{name: "db"}, {name: "app-db"}}
+	targets := expand(ps, sources)
+	var names []string
+	var collision error
+	for _, tg := range targets {
+		names = append(names, publishing.StoreRef(tg.dest).Name+":"+tg.dest.Name)
+		if tg.err != nil {
+			if collision != nil {
+				t.Fatalf("two refused targets: %v and %v", collision, tg.err)
+			}
+			collision = tg.err
+			if tg.src != nil {
+				t.Error("a refused collision keeps a source whose data could be written")
+			}
+		}
+	}
+	want := []string{"default:app-db", "default:app-app-db", "default:db", "other:db", "other:app-db"}
+	if !slices.Equal(names, want) {
+		t.Errorf("targets %v, want %v", names, want)
+	}
+	if class := failure.Classify(collision); class.Reason != failure.RemoteNameCollision || !class.Terminal {
+		t.Fatalf("collision: got %v, want a terminal RemoteNameCollision", collision)
+	}
+	for _, m := range []string{`Secret "db" (destination "app-{{ .secretName }}")`, `Secret "app-db" (destination "{{.secretName}}")`, `remote secret "app-db"`} {
+		if !strings.Contains(collision.Error(), m) {
+			t.Errorf("%q lacks %q", collision, m)
+		}
 	}
 }
