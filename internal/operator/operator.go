@@ -206,6 +206,10 @@ const (
 // write of the lease every retry period), so it has no client-side limit;
 // its clients have their own connection too (controller-runtime builds
 // one for a config of its own).
+//
+// The kubernetes provider's clients are not built from it: they act as a
+// store's identity, on the store's cluster, and are a store's calls,
+// bounded by the store's call gate (spec.limits) like every provider's.
 func restConfigs(cfg *rest.Config, opts Options) (shared, leader *rest.Config) {
 	shared = rest.CopyConfig(cfg)
 	if shared.UserAgent == "" {

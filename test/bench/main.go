@@ -78,20 +78,21 @@ func main() {
 	flag.DurationVar(&profileSync, "profile-sync", 0, "CPU profiles of kube-apiserver and (with -controller-pprof) of the controller over the sync's first part of this length, and of kube-apiserver over each of the three writes alone (at most 4s each), written beside -out (0: none)")
 	flag.StringVar(&watchList, "watch-list", "", "client-go's WatchListClient feature gate in the controller: true (caches filled by streaming lists), false (paginated lists), empty (client-go's default)")
 	flag.StringVar(&c.Operator, "operator", operatorWatchword, "the operator of the sync: watchword, or bare (the least any operator does: one informer, the target and the status; the run ends after the sync)")
-	benchCase := flag.String("case", "", "run one case instead of the whole run: fanout (one ClusterExternalSecret reading -keys keys into each of -namespaces namespaces; its store reads at the sync and per refresh cycle)")
+	benchCase := flag.String("case", "", "run one case instead of the whole run: fanout (one ClusterExternalSecret reading -keys keys into each of -namespaces namespaces; its store reads at the sync and per refresh cycle), or sharedkey (-n ExternalSecrets reading one key of -store aws; the time from a change of the key, told to the signed refresh endpoint, to each target updated)")
 	flag.Parse()
-	if *benchCase == caseFanOut {
+	cases := map[string]func(context.Context, config) error{caseFanOut: runFanOut, caseSharedKey: runSharedKey}
+	if runCase, ok := cases[*benchCase]; ok {
 		if err := os.MkdirAll(filepath.Dir(c.Out), 0o755); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		if err := runFanOut(context.Background(), c); err != nil {
+		if err := runCase(context.Background(), c); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
 		return
 	} else if *benchCase != "" {
-		fmt.Fprintf(os.Stderr, "-case %q: want %s, or none\n", *benchCase, caseFanOut)
+		fmt.Fprintf(os.Stderr, "-case %q: want %s or %s, or none\n", *benchCase, caseFanOut, caseSharedKey)
 		os.Exit(2)
 	}
 	if c.Operator != operatorWatchword && c.Operator != operatorBare {

@@ -43,6 +43,10 @@ type result struct {
 	// limit during the sync, in all, and how many waited over 1 ms.
 	ClientWaitSecondsSync float64 `json:"controller_client_rate_limit_wait_seconds_during_sync"`
 	ClientWaitedSync      float64 `json:"controller_requests_waited_over_1ms_during_sync"`
+	// ClientWaitLongestSync is the least bucket bound, in seconds, of
+	// rest_client_rate_limiter_duration_seconds under which every wait of
+	// the sync fell ("none": no request measured).
+	ClientWaitLongestSync string `json:"controller_client_rate_limit_longest_wait_at_most_seconds_during_sync"`
 
 	CallsPerCycle        float64 `json:"provider_calls_per_refresh_cycle"`
 	BatchCallsPerCycle   float64 `json:"provider_batch_calls_per_refresh_cycle"`
@@ -139,7 +143,7 @@ func (r *result) print(w io.Writer) {
 	fmt.Fprintf(t, "watch events sent during the sync, resources with 100 or more: count; KiB\t%s; %s\n", joinSorted(many, "%s %.0f"), joinSorted(kib, "%s %.0f"))
 	fmt.Fprintf(t, "watchers the API server closed during the sync for not keeping up\t%s\n", orNone(joinSorted(r.WatchersTerminatedByResource, "%s %.0f")))
 	if c.Operator != operatorBare {
-		fmt.Fprintf(t, "controller's requests held by its client-side rate limit during the sync\t%.0f over 1 ms, %.1f s waited in all\n", r.ClientWaitedSync, r.ClientWaitSecondsSync)
+		fmt.Fprintf(t, "controller's requests held by its client-side rate limit during the sync (rest_client_rate_limiter_duration_seconds)\t%.0f over 1 ms, %.1f s waited in all, the longest at most %s s\n", r.ClientWaitedSync, r.ClientWaitSecondsSync, r.ClientWaitLongestSync)
 	}
 	fmt.Fprintf(t, "events written during the sync\t%.0f (one first-sync event made per ExternalSecret)\n", r.EventsSync)
 	if c.Operator == operatorBare {

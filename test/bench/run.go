@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -177,6 +178,7 @@ func run(ctx context.Context, c config) (*result, error) {
 	const wait = "rest_client_rate_limiter_duration_seconds"
 	res.ClientWaitSecondsSync = mAfter.since(mBefore, wait+"_sum")
 	res.ClientWaitedSync = mAfter.since(mBefore, wait+"_count") - mAfter.since(mBefore, wait+"_bucket", `le="0.001"`)
+	res.ClientWaitLongestSync = longestBound(mAfter, mBefore, wait)
 	res.BatchCallsSync = mAfter.since(mBefore, "watchword_provider_calls_total", `operation="batchGet"`)
 	b.awsCalls("during the sync")
 	apiAfter, err := b.apiserverMetrics(ctx)
@@ -775,4 +777,27 @@ func (b *bench) steadyWrites(ctx context.Context, res *result, syncEnd time.Time
 		res.SteadyTargetPerMin = 0
 	}
 	return nil
+}
+
+// longestBound is the least bucket bound of histogram name under which
+// every observation from before to after fell, such as "0.001": the
+// longest of them is at most that. "none" if there was none, "+Inf" if
+// one was longer than the last bound.
+func longestBound(after, before metrics, name string) string {
+	total := after.since(before, name+"_count")
+	if total == 0 {
+		return "none"
+	}
+	grew := after.sinceBy(before, name+"_bucket", "le")
+	least, found := math.Inf(1), false
+	for le, n := range grew {
+		bound, err := strconv.ParseFloat(le, 64)
+		if err == nil && n >= total && bound < least {
+			least, found = bound, true
+		}
+	}
+	if !found || math.IsInf(least, 1) {
+		return "+Inf"
+	}
+	return strconv.FormatFloat(least, 'g', -1, 64)
 }
