@@ -37,7 +37,8 @@ type Factory struct{}
 
 var _ provider.Factory = Factory{}
 
-// Validate checks what CEL does not: the URL's shape.
+// Validate checks the block without I/O: the rules of its CRD again
+// (for a store made before them) and the URL's shape.
 func (Factory) Validate(store provider.Store) error {
 	spec := store.Spec.GitLab
 	if spec.ProjectID == "" && len(spec.GroupIDs) == 0 {
@@ -125,7 +126,20 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 	if spec.ProjectID != "" {
 		ops.Writer = c
 	}
+	unscoped := ops
+	ops.Scope = func(ns string) (engine.Ops, error) { return engine.PrefixKeys(unscoped, ScopePrefix(ns)), nil }
 	return ops, nil
+}
+
+// ScopePrefix is the prefix of the keys of a namespace's scope, when
+// publishers of several namespaces share a ClusterSecretStore: a
+// variable key holds letters, digits and '_' only, so the engine's
+// "NAMESPACE." cannot be one. The namespace's '-' become '_' (a
+// namespace has no '_'), and its length comes first, so that no two
+// namespaces' keys can be the same variable: "team-a" gives
+// "NS6_team_a_".
+func ScopePrefix(ns string) string {
+	return fmt.Sprintf("NS%d_%s_", len(ns), strings.ReplaceAll(ns, "-", "_"))
 }
 
 // noLimit is a limiter that never waits.

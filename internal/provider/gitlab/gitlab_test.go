@@ -397,3 +397,28 @@ func TestValidate(t *testing.T) {
 		t.Error("a store without projectID can write")
 	}
 }
+
+func TestScopesOfASharedStoreNeverShareAVariable(t *testing.T) {
+	e := newEnv(t)
+	ops := e.ops(t, e.spec())
+	owner := engine.Owner{ID: "PushSecret/team-a/p"}
+	fields := map[string][]byte{"v": []byte("a")}
+	a, err := ops.Scope("team-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Writer.PutSecret(context.Background(), "b_x", engine.Publication{Fields: fields}, owner); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.fake.ProjectVariable(project, "NS6_team_a_b_x", "*"); !ok {
+		t.Fatal("the scoped write is not at NS6_team_a_b_x")
+	}
+	// "team" with key "a_b_x" would be team_a_b_x without the length.
+	b, _ := ops.Scope("team")
+	_, err = b.Reader.GetSecret(context.Background(), engine.Ref{Key: "a_b_x"})
+	mustClass(t, err, engine.ErrNotFound)
+	page, err := a.Lister.List(context.Background(), engine.ListRequest{})
+	if err != nil || len(page.Items) != 1 || page.Items[0].Key != "b_x" {
+		t.Fatalf("the scope lists %+v, %v", page.Items, err)
+	}
+}
