@@ -64,7 +64,7 @@ func TestFakeAnswersAsGitLab(t *testing.T) {
 		t.Errorf("an unknown project: HTTP %d", status(resp))
 	}
 	// Two scopes of one key: a get without a filter is refused.
-	if _, _, err := api.ProjectVariables.CreateVariable(5, &glapi.CreateProjectVariableOptions{Key: glapi.Ptr("K1"), Value: glapi.Ptr("p"), EnvironmentScope: glapi.Ptr("production")}); err != nil {
+	if _, _, err = api.ProjectVariables.CreateVariable(5, &glapi.CreateProjectVariableOptions{Key: glapi.Ptr("K1"), Value: glapi.Ptr("p"), EnvironmentScope: glapi.Ptr("production")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, resp, _ := api.ProjectVariables.GetVariable(5, "K1", nil); status(resp) != http.StatusConflict {

@@ -196,9 +196,9 @@ func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, 
 		return engine.Object{}, err
 	}
 	for _, src := range srcs {
-		v, err := c.lookup(ctx, src, ref.Key, what+" of "+src.String())
-		if err != nil {
-			return engine.Object{}, err
+		v, lerr := c.lookup(ctx, src, ref.Key, what+" of "+src.String())
+		if lerr != nil {
+			return engine.Object{}, lerr
 		}
 		if v == nil {
 			continue

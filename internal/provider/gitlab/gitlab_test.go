@@ -304,7 +304,7 @@ func TestWritesKeepMaskedAndRefuseOthers(t *testing.T) {
 	mustClass(t, err, engine.ErrNotSupported)
 	// Delete removes the owned variable of the scope only.
 	e.fake.SetProjectVariable(project, gitlabfake.Variable{Key: "DB_PASSWORD", Value: "other-scope", EnvironmentScope: "staging"})
-	if err := ops.Writer.DeleteSecret(context.Background(), "DB_PASSWORD", owner); err != nil {
+	if err = ops.Writer.DeleteSecret(context.Background(), "DB_PASSWORD", owner); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := e.fake.ProjectVariable(project, "DB_PASSWORD", "production"); ok {
@@ -407,7 +407,7 @@ func TestScopesOfASharedStoreNeverShareAVariable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Writer.PutSecret(context.Background(), "b_x", engine.Publication{Fields: fields}, owner); err != nil {
+	if _, err = a.Writer.PutSecret(context.Background(), "b_x", engine.Publication{Fields: fields}, owner); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := e.fake.ProjectVariable(project, "NS6_team_a_b_x", "*"); !ok {

@@ -93,22 +93,22 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 		return "", err
 	}
 	if cur == nil {
-		v, resp, err := c.api.ProjectVariables.CreateVariable(c.project, &glapi.CreateProjectVariableOptions{
+		v, resp, cerr := c.api.ProjectVariables.CreateVariable(c.project, &glapi.CreateProjectVariableOptions{
 			Key: glapi.Ptr(key), Value: glapi.Ptr(text), Description: glapi.Ptr(marker), EnvironmentScope: glapi.Ptr(scope),
 			Masked: glapi.Ptr(false), Protected: glapi.Ptr(false), Raw: glapi.Ptr(true),
 			VariableType: glapi.Ptr(glapi.EnvVariableType),
 		}, glapi.WithContext(ctx))
-		if err != nil {
-			if statusOf(resp, err) == http.StatusBadRequest && taken(err) {
+		if cerr != nil {
+			if statusOf(resp, cerr) == http.StatusBadRequest && taken(cerr) {
 				// Another writer created it between the read and the create.
 				return "", fmt.Errorf("%s: another writer created it at the same time (HTTP 400, key taken); the write is tried again: %w", what, engine.ErrUnavailable)
 			}
-			return "", c.classify(what, resp, err)
+			return "", c.classify(what, resp, cerr)
 		}
 		return c.version(src, &variable{Key: v.Key, Value: v.Value, Scope: v.EnvironmentScope, Type: string(v.VariableType)}), nil
 	}
-	if err := ownership(what, cur.Description, owner); err != nil {
-		return "", err
+	if oerr := ownership(what, cur.Description, owner); oerr != nil {
+		return "", oerr
 	}
 	if cur.Value == text && cur.Description == marker && !cur.Hidden {
 		return c.version(src, cur), nil
@@ -135,8 +135,8 @@ func (c *Client) DeleteSecret(ctx context.Context, key string, owner engine.Owne
 	if err != nil || cur == nil {
 		return err
 	}
-	if err := ownership(what, cur.Description, engine.Owner{ID: owner.ID}); err != nil {
-		return err
+	if oerr := ownership(what, cur.Description, engine.Owner{ID: owner.ID}); oerr != nil {
+		return oerr
 	}
 	resp, err := c.api.ProjectVariables.RemoveVariable(c.project, key, &glapi.RemoveProjectVariableOptions{
 		Filter: &glapi.VariableFilter{EnvironmentScope: scope}}, glapi.WithContext(ctx))
