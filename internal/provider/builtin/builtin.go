@@ -13,6 +13,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/provider/barbican"
 	"github.com/watchword-dev/watchword/internal/provider/fake"
 	"github.com/watchword-dev/watchword/internal/provider/gcpsm"
+	"github.com/watchword-dev/watchword/internal/provider/gitlab"
 	"github.com/watchword-dev/watchword/internal/provider/kubernetes"
 	"github.com/watchword-dev/watchword/internal/provider/plugin"
 	"github.com/watchword-dev/watchword/internal/provider/vault"
@@ -34,5 +35,6 @@ func Registry() provider.Registry {
 		"plugin":     plugin.Factory{},
 		"vault":      vault.Factory{},
 		"webhook":    webhook.Factory{},
+		"gitlab":     gitlab.Factory{},
 	}
 }
