@@ -475,11 +475,13 @@ func (c *converter) store(kind string, m map[string]any) []map[string]any {
 		ok = c.alibaba(kind, dst, block, path)
 	case "webhook":
 		ok = c.webhook(dst, block, path)
+	case "onepassword":
+		ok = c.onepassword(dst, block, path)
 	case "barbican":
 		c.drop(path, "convert does not carry ESO's barbican block: write Watchword's barbican block by hand (docs/providers.md); the store is not converted")
 		return nil
 	default:
-		c.drop(path, fmt.Sprintf("Watchword has no %s provider (it has fake, kubernetes, vault, awssm, awsps, azurekv, gcpsm, alibaba, barbican, webhook and plugin): the store is not converted", name))
+		c.drop(path, fmt.Sprintf("Watchword has no %s provider (it has fake, kubernetes, vault, awssm, awsps, azurekv, gcpsm, alibaba, barbican, webhook, onepassword and plugin): the store is not converted", name))
 		return nil
 	}
 	if !ok {

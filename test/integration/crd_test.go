@@ -332,6 +332,12 @@ var ruleCases = []ruleCase{
 		invalid: []string{
 			`{secretName: s, destinations: [{name: d}, {name: d, configRef: {name: default}}]}`,
 			`{secretName: s, destinations: [{name: d, configRef: {name: v}}, {name: d, configRef: {name: v, kind: SecretStore}}]}`}},
+	{rule: "onepassword.vaults: each priority is 1 or more", kinds: storeKinds,
+		valid:   `{onepassword: {connectHost: "http://onepassword-connect:8080", vaults: {prod: 1, shared: 2}, auth: {secretRef: {connectTokenSecretRef: {name: op, key: token}}}}}`,
+		invalid: []string{`{onepassword: {connectHost: "http://onepassword-connect:8080", vaults: {prod: 0}, auth: {secretRef: {connectTokenSecretRef: {name: op, key: token}}}}}`}},
+	{rule: "onepassword.vaults: two vaults cannot share a priority", kinds: storeKinds,
+		valid:   `{onepassword: {connectHost: "http://onepassword-connect:8080", vaults: {prod: 1, shared: 2}, auth: {secretRef: {connectTokenSecretRef: {name: op, key: token}}}}}`,
+		invalid: []string{`{onepassword: {connectHost: "http://onepassword-connect:8080", vaults: {prod: 1, shared: 1}, auth: {secretRef: {connectTokenSecretRef: {name: op, key: token}}}}}`}},
 }
 
 // targetNameRule is the message of the transition rule on target.name.

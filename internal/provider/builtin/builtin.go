@@ -14,6 +14,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/provider/fake"
 	"github.com/watchword-dev/watchword/internal/provider/gcpsm"
 	"github.com/watchword-dev/watchword/internal/provider/kubernetes"
+	"github.com/watchword-dev/watchword/internal/provider/onepassword"
 	"github.com/watchword-dev/watchword/internal/provider/plugin"
 	"github.com/watchword-dev/watchword/internal/provider/vault"
 	"github.com/watchword-dev/watchword/internal/provider/webhook"
@@ -34,5 +35,7 @@ func Registry() provider.Registry {
 		"plugin":     plugin.Factory{},
 		"vault":      vault.Factory{},
 		"webhook":    webhook.Factory{},
+
+		"onepassword": onepassword.Factory{},
 	}
 }
