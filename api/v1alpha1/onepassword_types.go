@@ -23,7 +23,7 @@ type OnePasswordProvider struct {
 	// +kubebuilder:validation:MaxProperties=32
 	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k] >= 1)",message="onepassword.vaults: each priority is 1 or more (1 is searched first)"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, self.all(j, j == k || self[j] != self[k]))",message="onepassword.vaults: two vaults cannot share a priority"
-	Vaults map[string]int `json:"vaults"`
+	Vaults map[string]int32 `json:"vaults"`
 
 	// auth says how Watchword authenticates to the Connect server.
 	// +required

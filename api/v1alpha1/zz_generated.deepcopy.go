@@ -1498,7 +1498,7 @@ func (in *OnePasswordProvider) DeepCopyInto(out *OnePasswordProvider) {
 	*out = *in
 	if in.Vaults != nil {
 		in, out := &in.Vaults, &out.Vaults
-		*out = make(map[string]int, len(*in))
+		*out = make(map[string]int32, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val
 		}

@@ -349,9 +349,9 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 		return "", err
 	}
 	if it == nil {
-		ids, err := c.vaultIDs(ctx)
-		if err != nil {
-			return "", err
+		ids, verr := c.vaultIDs(ctx)
+		if verr != nil {
+			return "", verr
 		}
 		if idShape.MatchString(key) {
 			return "", fmt.Errorf("%s: the key has the shape of an item ID, and no item has it; a new item needs a title: %w", what, engine.ErrNotFound)
@@ -364,8 +364,8 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 		return strconv.Itoa(made.Version), nil
 	}
 	mark, found := marker(it)
-	if err := ownership(what, mark, found, owner); err != nil {
-		return "", err
+	if oerr := ownership(what, mark, found, owner); oerr != nil {
+		return "", oerr
 	}
 	if sameFields(it.Fields, fields) && len(it.Files) == 0 {
 		return strconv.Itoa(it.Version), nil

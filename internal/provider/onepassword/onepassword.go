@@ -38,7 +38,7 @@ func (Factory) Validate(store provider.Store) error {
 	if len(spec.Vaults) == 0 {
 		return fmt.Errorf("%w: onepassword.vaults must name at least one vault, with its priority (1 is searched first)", engine.ErrInvalidConfig)
 	}
-	seen := map[int]string{}
+	seen := map[int32]string{}
 	for name, prio := range spec.Vaults {
 		if strings.TrimSpace(name) == "" {
 			return fmt.Errorf("%w: onepassword.vaults has an empty vault name", engine.ErrInvalidConfig)
@@ -81,7 +81,7 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 	}
 	type vp struct {
 		name string
-		prio int
+		prio int32
 	}
 	var order []vp
 	for name, prio := range spec.Vaults {

@@ -46,8 +46,8 @@ func (d *deps) ServiceAccountToken(context.Context, v1alpha1.ServiceAccountSelec
 func (d *deps) LocalConfig() *rest.Config { return &rest.Config{} }
 
 type env struct {
-	fake              *onepasswordfake.Server
-	first, second, id string // vault IDs: "first" (priority 1), "second" (priority 2)
+	fake          *onepasswordfake.Server
+	first, second string // vault IDs: "first" (priority 1), "second" (priority 2)
 }
 
 func newEnv(t *testing.T) *env {
@@ -57,7 +57,7 @@ func newEnv(t *testing.T) *env {
 	return &env{fake: f, first: f.AddVault("first"), second: f.AddVault("second")}
 }
 
-func store(host string, vaults map[string]int) provider.Store {
+func store(host string, vaults map[string]int32) provider.Store {
 	return provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "team", Name: "op",
 		Spec: &v1alpha1.SecretStoreProvider{OnePassword: &v1alpha1.OnePasswordProvider{ConnectHost: host, Vaults: vaults,
 			Auth: v1alpha1.OnePasswordAuth{SecretRef: v1alpha1.OnePasswordAuthSecretRef{
@@ -66,7 +66,7 @@ func store(host string, vaults map[string]int) provider.Store {
 
 func (e *env) ops(t *testing.T) engine.Ops {
 	t.Helper()
-	ops, err := Factory{}.New(context.Background(), store(e.fake.URL, map[string]int{"first": 1, "second": 2}), &deps{token: token})
+	ops, err := Factory{}.New(context.Background(), store(e.fake.URL, map[string]int32{"first": 1, "second": 2}), &deps{token: token})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -248,18 +248,18 @@ func TestRefusalsAndThrottling(t *testing.T) {
 func TestValidate(t *testing.T) {
 	for _, tc := range []struct {
 		host   string
-		vaults map[string]int
+		vaults map[string]int32
 		want   string
 	}{
-		{"http://connect:8080/v1", map[string]int{"a": 1}, "connectHost"},
-		{"ftp://connect", map[string]int{"a": 1}, "connectHost"},
-		{"http://connect:8080", map[string]int{}, "at least one vault"},
-		{"http://connect:8080", map[string]int{"a": 1, "b": 1}, `"a" and "b" the same priority 1`},
+		{"http://connect:8080/v1", map[string]int32{"a": 1}, "connectHost"},
+		{"ftp://connect", map[string]int32{"a": 1}, "connectHost"},
+		{"http://connect:8080", map[string]int32{}, "at least one vault"},
+		{"http://connect:8080", map[string]int32{"a": 1, "b": 1}, `"a" and "b" the same priority 1`},
 	} {
 		err := Factory{}.Validate(store(tc.host, tc.vaults))
 		mustClass(t, err, engine.ErrInvalidConfig, tc.want)
 	}
-	if err := (Factory{}).Validate(store("https://connect.example.com/", map[string]int{"a": 1, "b": 2})); err != nil {
+	if err := (Factory{}).Validate(store("https://connect.example.com/", map[string]int32{"a": 1, "b": 2})); err != nil {
 		t.Fatal(err)
 	}
 }
