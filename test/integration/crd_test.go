@@ -373,6 +373,12 @@ var ruleCases = []ruleCase{
 		invalid: []string{
 			`{secretSelector: {}, destinations: [{name: "{{ .secretName }}"}]}`,
 			`{secretSelector: {matchLabels: {}, matchExpressions: []}, destinations: [{name: "{{ .secretName }}"}]}`}},
+	{rule: "onepassword.vaults: each priority is 1 or more", kinds: storeKinds,
+		valid:   `{onepassword: {connectHost: "http://onepassword-connect:8080", vaults: {prod: 1, shared: 2}, auth: {secretRef: {connectTokenSecretRef: {name: op, key: token}}}}}`,
+		invalid: []string{`{onepassword: {connectHost: "http://onepassword-connect:8080", vaults: {prod: 0}, auth: {secretRef: {connectTokenSecretRef: {name: op, key: token}}}}}`}},
+	{rule: "onepassword.vaults: two vaults cannot share a priority", kinds: storeKinds,
+		valid:   `{onepassword: {connectHost: "http://onepassword-connect:8080", vaults: {prod: 1, shared: 2}, auth: {secretRef: {connectTokenSecretRef: {name: op, key: token}}}}}`,
+		invalid: []string{`{onepassword: {connectHost: "http://onepassword-connect:8080", vaults: {prod: 1, shared: 1}, auth: {secretRef: {connectTokenSecretRef: {name: op, key: token}}}}}`}},
 }
 
 // targetNameRule is the message of the transition rule on target.name.

@@ -15,6 +15,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/provider/gcpsm"
 	"github.com/watchword-dev/watchword/internal/provider/gitlab"
 	"github.com/watchword-dev/watchword/internal/provider/kubernetes"
+	"github.com/watchword-dev/watchword/internal/provider/onepassword"
 	"github.com/watchword-dev/watchword/internal/provider/plugin"
 	"github.com/watchword-dev/watchword/internal/provider/vault"
 	"github.com/watchword-dev/watchword/internal/provider/webhook"
@@ -36,5 +37,7 @@ func Registry() provider.Registry {
 		"vault":      vault.Factory{},
 		"webhook":    webhook.Factory{},
 		"gitlab":     gitlab.Factory{},
+
+		"onepassword": onepassword.Factory{},
 	}
 }
