@@ -42,7 +42,7 @@ func publishedFrom(ps *v1alpha1.PushSecret) map[string]string {
 	return out
 }
 
-func remoteAbsent(t *testing.T, ns, name string) func() (bool, string) {
+func remoteAbsent(ns, name string) func() (bool, string) {
 	return func() (bool, string) {
 		_, err := getSecret(ns, name)
 		if apierrors.IsNotFound(err) {
@@ -73,8 +73,8 @@ func TestPushSelectorFollowsTheLabels(t *testing.T) {
 	if c == nil || c.Reason != "Published" || c.Message != `2 Secrets matched by spec.secretSelector are published to 2 of 2 remote secrets (status.destinations): "a", "b"` {
 		t.Errorf("Ready: %+v", c)
 	}
-	consistently(t, 2*time.Second, remoteAbsent(t, remote, "copy-c"))
-	consistently(t, time.Second, remoteAbsent(t, remote, "copy-outsider"))
+	consistently(t, 2*time.Second, remoteAbsent(remote, "copy-c"))
+	consistently(t, time.Second, remoteAbsent(remote, "copy-outsider"))
 
 	// A Secret that starts matching is published, without any change of
 	// the PushSecret.
@@ -98,7 +98,7 @@ func TestPushSelectorFollowsTheLabels(t *testing.T) {
 	// An edit of a selected Secret reaches its remote copy at once.
 	updateSecret(t, ns, "b", func(s *corev1.Secret) { s.Data["password"] = []byte("rotated") })
 	waitSecretData(t, remote, "copy-b", map[string]string{"password": "rotated"})
-	consistently(t, time.Second, remoteAbsent(t, remote, "copy-outsider"))
+	consistently(t, time.Second, remoteAbsent(remote, "copy-outsider"))
 }
 
 func TestPushSelectorRemovesOnlyWhatItOwnsAndWhatDeletionPolicyAllows(t *testing.T) {
@@ -149,7 +149,7 @@ func TestPushSelectorRefusesACollision(t *testing.T) {
 		`Secret "db" (destination "app-{{ .secretName }}") and Secret "app-db" (destination "{{ .secretName }}") would all be published to remote secret "app-db"`)
 	waitSecretData(t, remote, "app-app-db", map[string]string{"k": "from-app-db"})
 	waitSecretData(t, remote, "db", map[string]string{"k": "from-db"})
-	consistently(t, 2*time.Second, remoteAbsent(t, remote, "app-db"))
+	consistently(t, 2*time.Second, remoteAbsent(remote, "app-db"))
 	refused := 0
 	for _, d := range ps.Status.Destinations {
 		if d.Name == "app-db" {

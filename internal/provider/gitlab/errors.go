@@ -35,20 +35,20 @@ func (c *Client) classify(what string, resp *glapi.Response, err error) error {
 		return fmt.Errorf("%s: the call to GitLab at %s failed: %w", what, c.instance, engine.ErrUnavailable)
 	}
 	label := fmt.Sprintf("HTTP %d", status)
-	switch {
-	case status == http.StatusUnauthorized:
+	switch status {
+	case http.StatusUnauthorized:
 		return fmt.Errorf("%s: GitLab refused %s (%s): the token is revoked, expired or wrong; put a valid one in the Secret: %w", what, c.who, label, engine.ErrUnauthenticated)
-	case status == http.StatusForbidden:
+	case http.StatusForbidden:
 		return fmt.Errorf("%s: GitLab does not let %s do it (%s): the token needs the read_api scope to read and api to write, and a role that may manage CI/CD variables (Maintainer): %w",
 			what, c.who, label, engine.ErrPermissionDenied)
-	case status == http.StatusNotFound:
+	case http.StatusNotFound:
 		return fmt.Errorf("%s: GitLab answered %s (no such project, group or variable, or the token cannot see it): %w", what, label, engine.ErrNotFound)
-	case status == http.StatusTooManyRequests:
+	case http.StatusTooManyRequests:
 		if d, ok := retryAfter(resp); ok {
 			return engine.ThrottledFor(d, fmt.Sprintf("%s: GitLab throttled the calls (%s) and asked to wait %s", what, label, d))
 		}
 		return fmt.Errorf("%s: GitLab throttled the calls (%s): %w", what, label, engine.ErrThrottled)
-	case status == http.StatusBadRequest:
+	case http.StatusBadRequest:
 		fields := refusedFields(err)
 		if fields == "" {
 			return fmt.Errorf("%s: GitLab refused the request as invalid (%s): %w", what, label, engine.ErrInvalidConfig)

@@ -357,9 +357,9 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 			return "", fmt.Errorf("%s: the key has the shape of an item ID, and no item has it; a new item needs a title: %w", what, engine.ErrNotFound)
 		}
 		item := &op.Item{Title: key, Category: itemCategory, Vault: op.ItemVault{ID: ids[0]}, Fields: fields}
-		made, err := call(ctx, func() (*op.Item, error) { return c.api.CreateItem(item, ids[0]) })
-		if err != nil {
-			return "", c.classify(what, err)
+		made, cerr := call(ctx, func() (*op.Item, error) { return c.api.CreateItem(item, ids[0]) })
+		if cerr != nil {
+			return "", c.classify(what, cerr)
 		}
 		return strconv.Itoa(made.Version), nil
 	}
