@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 )
@@ -184,6 +185,12 @@ func TestPushSelectorStampedByAClusterPushSecret(t *testing.T) {
 			Destinations:   []v1alpha1.PushSecretDestination{{Name: "stamped-{{ .secretName }}"}}}}}
 	must(t, k8s.Create(context.Background(), cps))
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), cps) })
+	// The ClusterPushSecret's controller stamps the PushSecret: wait for it
+	// to exist before waiting for it to be Ready.
+	eventually(t, wait, func() (bool, string) {
+		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "stamped"}, &v1alpha1.PushSecret{})
+		return err == nil, fmt.Sprintf("the stamped PushSecret: %v", err)
+	})
 	waitPushReady(t, ns, "stamped")
 	waitSecretData(t, remote, "stamped-one", map[string]string{"k": "v1"})
 	waitSecretData(t, remote, "stamped-two", map[string]string{"k": "v2"})
