@@ -526,7 +526,9 @@ func (noObserver) CallDelayed()       {}
 func (noObserver) CallRefused(string) {}
 
 // Wrap returns ops whose every call to the store passes through the gate:
-// for Client.Wrap. The change feed (Watcher) is one long call made by the
+// for Client.Wrap. Lease calls (issue, renew, revoke) spend the budget
+// like reads: a thousand renewals due together wait their turn rather than
+// crowd out every read. The change feed (Watcher) is one long call made by the
 // feed's own loop with its own backoff, and is left as it is.
 func (g *Gate) Wrap(ops Ops) Ops {
 	out := Ops{Reader: gatedReader{ops.Reader, g}}
@@ -547,6 +549,9 @@ func (g *Gate) Wrap(ops Ops) Ops {
 	}
 	if ops.Checker != nil {
 		out.Checker = gatedChecker{ops.Checker, g}
+	}
+	if ops.Leaser != nil {
+		out.Leaser = gatedLeaser{ops.Leaser, g}
 	}
 	return out
 }
@@ -637,6 +642,34 @@ func (w gatedWriter) PutSecret(ctx context.Context, key string, p Publication, o
 
 func (w gatedWriter) DeleteSecret(ctx context.Context, key string, owner Owner) error {
 	return w.g.do(ctx, []string{key}, func(ctx context.Context) error { return w.inner.DeleteSecret(ctx, key, owner) })
+}
+
+// gatedLeaser passes lease calls through the gate. A held-back renewal is
+// tried again when the budget allows; a lease is renewed well before its
+// end (engine.NextLeaseAction), so a short wait costs nothing.
+type gatedLeaser struct {
+	inner Leaser
+	g     *Gate
+}
+
+func (l gatedLeaser) Issue(ctx context.Context, req LeaseRequest) (obj Object, lease Lease, err error) {
+	err = l.g.do(ctx, []string{req.Path}, func(ctx context.Context) error {
+		obj, lease, err = l.inner.Issue(ctx, req)
+		return err
+	})
+	return obj, lease, err
+}
+
+func (l gatedLeaser) Renew(ctx context.Context, id string, increment time.Duration) (lease Lease, err error) {
+	err = l.g.do(ctx, []string{id}, func(ctx context.Context) error {
+		lease, err = l.inner.Renew(ctx, id, increment)
+		return err
+	})
+	return lease, err
+}
+
+func (l gatedLeaser) Revoke(ctx context.Context, id string) error {
+	return l.g.do(ctx, []string{id}, func(ctx context.Context) error { return l.inner.Revoke(ctx, id) })
 }
 
 type gatedChecker struct {

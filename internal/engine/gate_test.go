@@ -472,3 +472,47 @@ func TestGateHoldsNothingForACallersInput(t *testing.T) {
 		t.Fatalf("two failures to reach the store, an invalid name between them: hold %q, want %q", kind, RefusedUnreachable)
 	}
 }
+
+// countingLeaser is a store that issues, renews and revokes leases and
+// counts the calls that reached it.
+type countingLeaser struct{ calls atomic.Int64 }
+
+func (l *countingLeaser) Issue(context.Context, LeaseRequest) (Object, Lease, error) {
+	l.calls.Add(1)
+	return Object{}, Lease{ID: "database/creds/app/x", Duration: time.Hour, Renewable: true}, nil
+}
+
+func (l *countingLeaser) Renew(context.Context, string, time.Duration) (Lease, error) {
+	l.calls.Add(1)
+	return Lease{ID: "database/creds/app/x", Duration: time.Hour, Renewable: true}, nil
+}
+
+func (l *countingLeaser) Revoke(context.Context, string) error {
+	l.calls.Add(1)
+	return nil
+}
+
+// TestGateSpendsTheBudgetOnLeases: issuing, renewing and revoking a lease
+// are calls of the store's budget like reads, so that leases due together
+// cannot spend more than the store allows.
+func TestGateSpendsTheBudgetOnLeases(t *testing.T) {
+	g, _, obs := newTestGate(GateLimits{CallsPerMinute: 1, Burst: 3})
+	l := &countingLeaser{}
+	gated := g.Wrap(Ops{Reader: stubOps{}, Leaser: l}).Leaser
+	ctx := context.Background()
+	if _, _, err := gated.Issue(ctx, LeaseRequest{Path: "database/creds/app"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gated.Renew(ctx, "database/creds/app/x", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := gated.Revoke(ctx, "database/creds/app/x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gated.Renew(ctx, "database/creds/app/y", time.Hour); !errors.Is(err, ErrHeldBack) {
+		t.Fatalf("a fourth lease call within a budget of three: got %v, want ErrHeldBack", err)
+	}
+	if l.calls.Load() != 3 || obs.sent.Load() != 3 {
+		t.Fatalf("%d lease calls reached the store (%d sent), want the 3 the budget allows", l.calls.Load(), obs.sent.Load())
+	}
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"hash/fnv"
 	"time"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
@@ -98,6 +99,7 @@ func nextLeaseAction(l *v1alpha1.VaultLeaseStatus, percent int32, before time.Du
 	if exp := l.ExpiryTime.Time; at.After(exp) {
 		at = exp
 	}
+	at = at.Add(-LeaseSpread(l.ID, at.Sub(last)))
 	capped := l.Duration.Duration < l.TTL.Duration
 	switch {
 	case now.Before(at):
@@ -107,6 +109,28 @@ func nextLeaseAction(l *v1alpha1.VaultLeaseStatus, percent int32, before time.Du
 	default:
 		return LeaseRotate, at
 	}
+}
+
+// MaxLeaseSpread bounds how much earlier than its share a lease is
+// renewed (or replaced) to spread renewals in time.
+const MaxLeaseSpread = 10 * time.Minute
+
+// LeaseSpread is how much earlier than its due time a lease acts, so that
+// leases issued together (a thousand ExternalSecrets synced in the same
+// minute) are not renewed together: up to a tenth of the wait, at most
+// MaxLeaseSpread, taken from a hash of the lease ID. Earlier, never later,
+// so the margin before expiry that renewPercent and renewBefore keep is
+// only ever larger; the same ID gives the same spread after a restart.
+// Written here rather than taken from a jitter helper (such as
+// apimachinery's wait.Jitter) because it must be deterministic per lease.
+func LeaseSpread(id string, wait time.Duration) time.Duration {
+	window := min(wait/10, MaxLeaseSpread)
+	if window <= 0 || id == "" {
+		return 0
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(id))
+	return time.Duration(h.Sum64() % uint64(window))
 }
 
 type timedLeaser struct{ inner Leaser }

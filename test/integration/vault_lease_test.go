@@ -319,3 +319,62 @@ func TestVaultStaticRoleReadLikeKV(t *testing.T) {
 		t.Fatal("the password from before the rotation still logs in")
 	}
 }
+
+// TestVaultSealedKeepsTheLeaseAndRenewsItWhenBack: a Vault sealed when a
+// lease falls due keeps the target's credentials (the condition says the
+// store is unavailable); once Vault is unsealed, before the lease ends,
+// the same lease is renewed, not replaced, and Vault holds one lease.
+func TestVaultSealedKeepsTheLeaseAndRenewsItWhenBack(t *testing.T) {
+	needVault(t)
+	ns := newNamespace(t, nil)
+	dsn, mount := vaultDatabase(t, ns, time.Minute, time.Hour)
+	createSecret(t, ns, "vault-token", map[string]string{"token": vaultSrv.RootToken})
+	vaultStore(t, ns, "vault", tokenAuth("vault-token"), "v2")
+	vaultDynamicES(t, ns, "db", "vault", mount+"/creds/app", 50)
+	first := waitReady(t, ns, "db").Status.Lease
+	if first == nil {
+		t.Fatal("no lease in the status of a Ready vaultDynamic ExternalSecret")
+	}
+	user, pw := secretCreds(t, ns, "db")
+
+	must(t, vaultSrv.Seal())
+	unsealed := false
+	defer func() {
+		if !unsealed {
+			must(t, vaultSrv.Unseal())
+		}
+	}()
+	// The renewal falls due (at about half of the minute) while Vault is
+	// sealed: the sync fails, and says why, and the target keeps its
+	// credentials, which still log in.
+	waitCondition(t, ns, "db", "StoreUnavailable", "sealed")
+	consistently(t, 5*time.Second, func() (bool, string) {
+		u, p := secretCreds(t, ns, "db")
+		return u == user && p == pw, "the target's credentials changed while Vault was sealed"
+	})
+	must(t, pgLogin(dsn, user, pw))
+	if time.Until(first.ExpiryTime.Time) < 10*time.Second {
+		t.Fatalf("the lease ends in %s: too soon to show a renewal after the unseal (the machine is too slow for this test's timing)", time.Until(first.ExpiryTime.Time))
+	}
+
+	must(t, vaultSrv.Unseal())
+	unsealed = true
+	back := time.Now()
+	var l *v1alpha1.VaultLeaseStatus
+	eventually(t, wait, func() (bool, string) {
+		l = getES(t, ns, "db").Status.Lease
+		return l != nil && l.RenewTime != nil && l.RenewTime.After(back), fmt.Sprintf("lease %+v not renewed since the unseal", l)
+	})
+	if l.ID != first.ID || !l.ExpiryTime.After(first.ExpiryTime.Time) {
+		t.Fatalf("after the unseal the lease is %q expiring %s, want the same lease %q renewed past %s", l.ID, l.ExpiryTime, first.ID, first.ExpiryTime)
+	}
+	if u, p := secretCreds(t, ns, "db"); u != user || p != pw {
+		t.Fatal("the renewal after the unseal changed the credentials")
+	}
+	must(t, pgLogin(dsn, user, pw))
+	if n := vaultLeases(t, mount+"/creds/app/"); n != 1 {
+		t.Fatalf("Vault holds %d leases of the role, want 1", n)
+	}
+	waitReady(t, ns, "db")
+	t.Logf("renewed %s after the unseal, %s before the lease would have ended", l.RenewTime.Sub(back).Round(100*time.Millisecond), first.ExpiryTime.Sub(l.RenewTime.Time).Round(100*time.Millisecond))
+}
