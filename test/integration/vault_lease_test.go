@@ -347,7 +347,10 @@ func TestVaultSealedKeepsTheLeaseAndRenewsItWhenBack(t *testing.T) {
 	// The renewal falls due (at about half of the minute) while Vault is
 	// sealed: the sync fails, and says why, and the target keeps its
 	// credentials, which still log in.
-	waitCondition(t, ns, "db", "StoreUnavailable", "sealed")
+	eventually(t, time.Minute, func() (bool, string) {
+		c := readyCond(getES(t, ns, "db"))
+		return c != nil && c.Reason == "StoreUnavailable" && strings.Contains(c.Message, "sealed"), fmt.Sprintf("Ready condition %+v, want StoreUnavailable (sealed) once the renewal falls due", c)
+	})
 	consistently(t, 5*time.Second, func() (bool, string) {
 		u, p := secretCreds(t, ns, "db")
 		return u == user && p == pw, "the target's credentials changed while Vault was sealed"
