@@ -258,3 +258,15 @@ func (n NamespacedName) compare(o NamespacedName) int {
 	}
 	return strings.Compare(n.Name, o.Name)
 }
+
+// CABundle is the PEM CA bundle of a store: the one its spec holds, or
+// the ConfigMap or Secret key its caProvider names, read through deps.
+func CABundle(ctx context.Context, deps Deps, bundle []byte, p *v1alpha1.CAProvider) ([]byte, error) {
+	if p == nil {
+		return bundle, nil
+	}
+	if p.Type == "ConfigMap" {
+		return deps.ConfigMapValue(ctx, p.Namespace, p.Name, p.Key)
+	}
+	return deps.SecretValue(ctx, v1alpha1.SecretKeySelector{Name: p.Name, Key: p.Key, Namespace: p.Namespace})
+}

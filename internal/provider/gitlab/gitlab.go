@@ -170,17 +170,9 @@ var _ retryablehttp.CheckRetry = retryPolicy
 
 // httpClient trusts the CA bundle when one is given.
 func httpClient(ctx context.Context, spec *v1alpha1.GitLabProvider, deps provider.Deps) (*http.Client, error) {
-	ca := spec.CABundle
-	if p := spec.CAProvider; p != nil {
-		var err error
-		if p.Type == "ConfigMap" {
-			ca, err = deps.ConfigMapValue(ctx, p.Namespace, p.Name, p.Key)
-		} else {
-			ca, err = deps.SecretValue(ctx, v1alpha1.SecretKeySelector{Name: p.Name, Key: p.Key, Namespace: p.Namespace})
-		}
-		if err != nil {
-			return nil, err
-		}
+	ca, err := provider.CABundle(ctx, deps, spec.CABundle, spec.CAProvider)
+	if err != nil {
+		return nil, err
 	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.Proxy = http.ProxyFromEnvironment

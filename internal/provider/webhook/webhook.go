@@ -106,17 +106,9 @@ func (Factory) New(ctx context.Context, store provider.Store, deps provider.Deps
 // httpClient is the client of the store: the CA bundle's roots when one is
 // given, redirects followed only on the same host and scheme.
 func httpClient(ctx context.Context, spec *v1alpha1.WebhookProvider, cfg *config, deps provider.Deps) (*http.Client, error) {
-	ca := spec.CABundle
-	if p := spec.CAProvider; p != nil {
-		var err error
-		if p.Type == "ConfigMap" {
-			ca, err = deps.ConfigMapValue(ctx, p.Namespace, p.Name, p.Key)
-		} else {
-			ca, err = deps.SecretValue(ctx, v1alpha1.SecretKeySelector{Name: p.Name, Key: p.Key, Namespace: p.Namespace})
-		}
-		if err != nil {
-			return nil, err
-		}
+	ca, err := provider.CABundle(ctx, deps, spec.CABundle, spec.CAProvider)
+	if err != nil {
+		return nil, err
 	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.Proxy = http.ProxyFromEnvironment
