@@ -158,11 +158,7 @@ func TestLeaderElectionOutsideTheClientBudget(t *testing.T) {
 	}()
 	t.Cleanup(func() {
 		cancel()
-		select {
-		case <-stopped:
-		case <-time.After(wait):
-			t.Errorf("the operator did not stop within %s", wait)
-		}
+		awaitStop(t, "the operator", stopped)
 	})
 	// Its caches fill at 5 lists a second before it runs for the lease.
 	select {

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -228,4 +229,45 @@ func updateSecret(t *testing.T, ns, name string, change func(*corev1.Secret)) {
 		}
 		return true, ""
 	})
+}
+
+// goroutinesOf returns the stacks of the goroutines still running code
+// of the operator or controller-runtime, for a test whose operator did
+// not stop in time: they say which part held the shutdown up.
+func goroutinesOf() string {
+	var buf strings.Builder
+	_ = pprof.Lookup("goroutine").WriteTo(&buf, 2)
+	var kept []string
+	for _, g := range strings.Split(buf.String(), "\n\n") {
+		if strings.Contains(g, "watchword/internal") || strings.Contains(g, "controller-runtime/pkg/manager") {
+			kept = append(kept, g)
+		}
+	}
+	return strings.Join(kept, "\n\n")
+}
+
+// stopGrace is how long a stopping operator may take: controller-runtime's
+// graceful shutdown period (30 s, as long as a pod's default termination
+// grace period, which the chart keeps), and a little more. Beyond it the
+// manager itself gives up and Start returns an error.
+const stopGrace = 35 * time.Second
+
+// awaitStop waits, once what's context is cancelled, for done to close;
+// it fails the test after stopGrace. A stop slower than the suite's usual
+// wait logs what was still running then, so that a slow part can be found.
+func awaitStop(t *testing.T, what string, done <-chan struct{}) bool {
+	t.Helper()
+	select {
+	case <-done:
+		return true
+	case <-time.After(wait):
+		t.Logf("%s has not stopped within %s; what was still running:\n%s", what, wait, goroutinesOf())
+	}
+	select {
+	case <-done:
+		return true
+	case <-time.After(stopGrace - wait):
+		t.Errorf("%s did not stop within %s", what, stopGrace)
+		return false
+	}
 }

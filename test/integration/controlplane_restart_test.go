@@ -88,16 +88,18 @@ func (m *midRun) startOperator(name string, edit func(*operator.Options)) *runni
 			return
 		}
 		cancel()
-		select {
-		case <-r.done:
-			if r.err != nil {
-				t.Errorf("the operator %s ended with: %v", r.name, r.err)
-			}
-		case <-time.After(wait):
-			t.Errorf("the operator %s did not stop within %s", r.name, wait)
-		}
+		r.stop(t)
 	})
 	return r
+}
+
+// stop waits, once the operator's context is cancelled, for its Start to
+// return without an error.
+func (r *runningOperator) stop(t *testing.T) {
+	t.Helper()
+	if awaitStop(t, "the operator "+r.name, r.done) && r.err != nil {
+		t.Errorf("the operator %s ended with: %v", r.name, r.err)
+	}
 }
 
 // ended tells whether the operator's Start returned, and its error.

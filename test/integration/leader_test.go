@@ -75,11 +75,7 @@ func startReplicaWith(t *testing.T, ns, class string, n int, change func(*operat
 	}()
 	t.Cleanup(func() {
 		cancel()
-		select {
-		case <-r.stopped:
-		case <-time.After(wait):
-			t.Errorf("replica %s did not stop within %s", r.name, wait)
-		}
+		awaitStop(t, "replica "+r.name, r.stopped)
 	})
 	return r
 }

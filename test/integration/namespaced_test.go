@@ -170,11 +170,7 @@ func startNamespacedOperator(t *testing.T, ns, sa, class string) *operator.Opera
 	}()
 	t.Cleanup(func() {
 		cancel()
-		select {
-		case <-done:
-		case <-time.After(wait):
-			t.Errorf("the namespaced operator did not stop within %s", wait)
-		}
+		awaitStop(t, "the namespaced operator", done)
 	})
 	return op
 }

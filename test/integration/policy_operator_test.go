@@ -65,11 +65,7 @@ func startOperatorAsWith(t *testing.T, ns, sa, class string, set func(*operator.
 	}()
 	t.Cleanup(func() {
 		cancel()
-		select {
-		case <-done:
-		case <-time.After(wait):
-			t.Errorf("the operator running as %s/%s did not stop within %s", ns, sa, wait)
-		}
+		awaitStop(t, "the operator running as "+ns+"/"+sa, done)
 	})
 }
 

@@ -115,11 +115,7 @@ func startWebhookWith(t *testing.T, ns string, validity, check time.Duration, ce
 		}
 		stopped = true
 		cancel()
-		select {
-		case <-done:
-		case <-time.After(wait):
-			t.Errorf("the webhook's operator did not stop within %s", wait)
-		}
+		awaitStop(t, "the webhook's operator", done)
 	}
 	t.Cleanup(w.stop)
 	if certDir != "" {
