@@ -16,49 +16,31 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
-	"github.com/watchword-dev/watchword/internal/conditions"
 	"github.com/watchword-dev/watchword/internal/controller/externalsecret"
-	"github.com/watchword-dev/watchword/internal/controller/pushsecret"
 	"github.com/watchword-dev/watchword/internal/controller/restart"
-	"github.com/watchword-dev/watchword/internal/controller/secretstore"
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/events"
-	"github.com/watchword-dev/watchword/internal/metrics"
 	"github.com/watchword-dev/watchword/internal/notify"
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/refreshhook"
-	"github.com/watchword-dev/watchword/internal/secretwatch"
-	"github.com/watchword-dev/watchword/internal/storeaccess"
-	"github.com/watchword-dev/watchword/internal/storewatch"
 	"github.com/watchword-dev/watchword/internal/webhook"
 )
 
@@ -297,212 +279,39 @@ type Operator struct {
 	Fetcher *engine.Fetcher
 }
 
-// New builds the manager and registers every controller.
+// New builds the manager and adds the operator's parts to it (parts.go),
+// in this order: a part may use what the parts before it built.
 func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error) {
-	cfg, leaderCfg := restConfigs(cfg, opts)
-	clock := opts.Clock
-	if clock == nil {
-		clock = engine.RealClock
-	}
-	leaseID := opts.LeaderElectionID
-	if leaseID == "" {
-		leaseID = LeaderElectionID(opts.ControllerClass)
-	}
-	// A leader releases its lease when the manager stops. That is safe
-	// because the process ends then: nothing of this replica runs on once
-	// a successor holds the lease.
-	var newCache cache.NewCacheFunc
-	if len(opts.Namespaces) > 0 {
-		newCache = newNamespacedCache(opts.Namespaces)
-		ctrl.LoggerFrom(ctx).Info("Serving only the listed namespaces; ClusterSecretStores are not served", "namespaces", opts.Namespaces)
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Logger:                        opts.Logger,
-		NewCache:                      newCache,
-		Scheme:                        Scheme(),
-		Metrics:                       metricsOptions(opts),
-		HealthProbeBindAddress:        opts.HealthAddr,
-		PprofBindAddress:              opts.PprofAddr,
-		LeaderElection:                opts.LeaderElection,
-		LeaderElectionID:              leaseID,
-		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		LeaderElectionConfig:          leaderCfg,
-		LeaseDuration:                 durationOrNil(opts.LeaseDuration),
-		RenewDeadline:                 durationOrNil(opts.RenewDeadline),
-		RetryPeriod:                   durationOrNil(opts.RetryPeriod),
-		// A standby starts its controllers' sources before it leads
-		// (controller-runtime's warmup): the initial list of every
-		// ExternalSecret is queued while it waits, so that once it takes
-		// the lease a new ExternalSecret is not queued behind 100,000
-		// replayed ones. Only a standby: warmup delays the run for the
-		// lease until every source has replayed its objects, which a
-		// replica that finds the lease free (a restart, the first start)
-		// would spend without leading.
-		// Tuning: at 100,000 a standby syncs a new ExternalSecret 0.02–0.11 s
-		// after the lease (2.29 s before); warming every replica delayed a
-		// restart's lease from about 25 s to 40.6 s (FINDINGS.md, "Restart and
-		// takeover"). If warmup stops delaying that, leaseHeld can go.
-		Controller: config.Controller{SkipNameValidation: ptr.To(opts.SkipNameValidation),
-			EnableWarmup: ptr.To(opts.LeaderElection && leaseHeld(ctx, leaderCfg, opts.LeaderElectionNamespace, leaseID, time.Now()))},
-		Cache: cache.Options{DefaultTransform: slimTransform, ByObject: map[client.Object]cache.ByObject{
-			// Of Secrets, only the targets Watchword owns are watched (their
-			// metadata, by label); credentials and Merge targets are watched
-			// by name (secretwatch, whose comment has the tuning's figures).
-			// Nothing else is listed or held.
-			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{conditions.ManagedByLabel: conditions.ManagedByValue})},
-
-			// Of workloads, only those that opt in to restarts, by label.
-			&appsv1.Deployment{}:  {Label: restart.Selector()},
-			&appsv1.StatefulSet{}: {Label: restart.Selector()},
-			&appsv1.DaemonSet{}:   {Label: restart.Selector()},
-			&batchv1.CronJob{}:    {Label: restart.Selector()},
-		}},
-		Client: client.Options{Cache: &client.CacheOptions{
-			// Secret and ConfigMap contents are read from the API server
-			// when needed and never cached: Watchword caches only their
-			// metadata, so it holds no secret it was not asked for.
-			DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}},
-		}},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating the manager: %w", err)
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
+	p, err := newParts(ctx, cfg, opts)
 	if err != nil {
 		return nil, err
 	}
-	metaClient, err := metadata.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	named := secretwatch.New(metaClient, externalsecret.NamedSecrets(mgr.GetCache(), opts.Registry))
-	esChanges, storeChanges, clusterStoreChanges := named.Subscribe(), named.Subscribe(), named.Subscribe()
-	if err := mgr.Add(named); err != nil {
-		return nil, err
-	}
-	clients := storeaccess.NewClients(opts.Registry, named, mgr.GetAPIReader(), kube, cfg)
-	clients.Clock = clock
-	clients.Limits = storeLimits(opts)
-	fetcher := engine.NewFetcher(clock, nil)
-	//nolint:staticcheck // SA1019: the reconcilers record through record.EventRecorder; the new events API changes every call.
-	recorder := events.NewLimiter(mgr.GetEventRecorderFor("watchword"), mgr.GetScheme(),
-		opts.NormalEventsPerSecond, int(10*opts.NormalEventsPerSecond), events.DefaultPeriod)
-	if err := mgr.Add(manager.RunnableFunc(events.Start(recorder))); err != nil {
-		return nil, err
-	}
-	digestKeys, keyErr := addDigestKeys(ctx, mgr, opts.DigestKeySecret, opts.DigestKeyReload)
-	if keyErr != nil {
-		return nil, keyErr
-	}
-	es := &externalsecret.Reconciler{
-		Client: mgr.GetClient(), Meta: mgr.GetCache(), Named: named, Clients: clients, Fetcher: fetcher,
-		Recorder: recorder, Class: opts.ControllerClass, Clock: clock, Metrics: metrics.SyncObserver{},
-		StatusPeriod: opts.StatusRefreshPeriod, DigestKeys: digestKeys,
-	}
-	if err := es.SetupWithManager(ctx, mgr, externalsecret.Options{Workers: opts.Workers, RateLimiter: rateLimiter(), SecretChanges: esChanges}); err != nil {
-		return nil, fmt.Errorf("setting up the ExternalSecret controller: %w", err)
-	}
-	// The change feeds of stores (those that can watch and are read from)
-	// refresh ExternalSecrets at once, as the refresh endpoint does.
-	watches := &storewatch.Loop{Reader: mgr.GetClient(), Clients: clients, Notifier: es, Class: opts.ControllerClass,
-		ReadsFrom: func(ctx context.Context, kind, namespace, name string) (bool, error) {
-			return externalsecret.ReadsFrom(ctx, mgr.GetClient(), kind, namespace, name)
-		}}
-	watchChanges := map[bool]<-chan event.GenericEvent{false: watches.Subscribe(false), true: watches.Subscribe(true)}
-	if err := watches.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up the store watches: %w", err)
-	}
-	for _, cluster := range []bool{false, true} {
-		if cluster && len(opts.Namespaces) > 0 {
-			continue // a namespaced operator serves no ClusterSecretStore
-		}
-		changes, kind := storeChanges, v1alpha1.SecretStoreKind
-		if cluster {
-			changes, kind = clusterStoreChanges, v1alpha1.ClusterSecretStoreKind
-		}
-		ss := &secretstore.Reconciler{Client: mgr.GetClient(), Clients: clients, Recorder: recorder,
-			Class: opts.ControllerClass, Cluster: cluster, CredentialIndex: externalsecret.IndexStoreSecret, CredentialChanges: changes,
-			Watches: watches, WatchChanges: watchChanges[cluster], ConnectionChanges: clients.ConnectionChanges(kind)}
-		if err := ss.SetupWithManager(mgr); err != nil {
-			return nil, fmt.Errorf("setting up the store controller: %w", err)
+	for _, part := range []struct {
+		name string
+		add  func(context.Context) error
+	}{
+		{"the watches of Secrets named by ExternalSecrets and stores", p.addNamedSecrets},
+		{"the store clients", p.addClients},
+		{"the event limiter", p.addEvents},
+		{"the digest keys", p.addDigestKeys},
+		{"the ExternalSecret controller", p.addExternalSecrets},
+		{"the store watches", p.addStoreWatches},
+		{"the store controllers", p.addStores},
+		{"the restart controllers", p.addRestarts},
+		{"the PushSecret controller", p.addPushSecrets},
+		{"the ClusterExternalSecret and ClusterPushSecret controllers", p.addClusterFanOut},
+		{"the caches", p.warmCaches},
+		{"the admission webhook", p.addWebhook},
+		{"the refresh endpoint", p.addRefreshHook},
+		{"the health checks", p.addHealthChecks},
+		{"the sweeps of unused reads and watches", p.addSweeps},
+		{"the staleness metrics", p.addFreshness},
+	} {
+		if err := part.add(ctx); err != nil {
+			return nil, fmt.Errorf("setting up %s: %w", part.name, err)
 		}
 	}
-	notifier, nerr := addNotifier(mgr, opts)
-	if nerr != nil {
-		return nil, nerr
-	}
-	if err := restart.Setup(ctx, mgr, recorder, opts.ControllerClass, clock, restart.Options{RestartRate: opts.RestartRate, Namespaces: opts.Namespaces, DigestKeys: digestKeys,
-		HeldWarningAfter: opts.RestartHeldWarningAfter, Notifier: notifier}); err != nil {
-		return nil, fmt.Errorf("setting up the restart controllers: %w", err)
-	}
-	if err := addPushSecrets(ctx, mgr, metaClient, clients, recorder, clock, digestKeys, opts); err != nil {
-		return nil, err
-	}
-	if err := addClusterFanOut(ctx, mgr, opts); err != nil {
-		return nil, err
-	}
-	if err := warmCaches(ctx, mgr); err != nil {
-		return nil, err
-	}
-	if opts.Webhook != nil {
-		if err := webhook.Setup(ctx, mgr, *opts.Webhook); err != nil {
-			return nil, fmt.Errorf("setting up the admission webhook: %w", err)
-		}
-	}
-	if a := opts.RefreshHookAddr; a != "" && a != "0" {
-		h := &refreshhook.Handler{Stores: mgr.GetClient(), Secrets: mgr.GetClient(), Notifier: hookNotifier{es}, Class: opts.ControllerClass,
-			Namespaces: opts.Namespaces, Options: opts.RefreshHook}
-		srv := &refreshhook.Server{Addr: a, Handler: h}
-		if pod := opts.RefreshHook.LeaderPod; pod.Name != "" {
-			srv.Leader = &refreshhook.LeaderPod{Client: mgr.GetClient(), Pod: pod}
-			// A label this pod kept from a process that ended without
-			// taking it off would send notifications to a standby; it goes
-			// before this process is ready.
-			srv.Leader.Remove(ctx)
-		}
-		if err := mgr.Add(srv); err != nil {
-			return nil, err
-		}
-	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return nil, err
-	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
-		return nil, err
-	}
-	// Cached reads no one used for an hour, and the watches of Secrets
-	// nothing names any more, are dropped.
-	if err := mgr.Add(every{5 * time.Minute, func(context.Context) { fetcher.Sweep(time.Hour) }}); err != nil {
-		return nil, err
-	}
-	if err := mgr.Add(every{time.Minute, named.Sweep}); err != nil {
-		return nil, err
-	}
-	// The staleness metrics of the ExternalSecrets, by store, from the
-	// replica that serves them (a runnable of the leader only).
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		remove := metrics.AddFreshnessSource(es.Freshness)
-		<-ctx.Done()
-		remove()
-		return nil
-	})); err != nil {
-		return nil, err
-	}
-	return &Operator{Manager: mgr, Fetcher: fetcher}, nil
-}
-
-// addNotifier runs the delivery of notifications of restarts, when a
-// receivers' Secret is named; none otherwise.
-func addNotifier(mgr ctrl.Manager, opts Options) (restart.Notifier, error) {
-	if opts.NotifySecret.Name == "" {
-		return nil, nil
-	}
-	n := notify.New(opts.Notify, notify.SecretLoader{Reader: mgr.GetAPIReader(), Secret: opts.NotifySecret}, ctrl.Log.WithName("notifications"))
-	if err := mgr.Add(n); err != nil {
-		return nil, err
-	}
-	return n, nil
+	return &Operator{Manager: p.mgr, Fetcher: p.fetcher}, nil
 }
 
 // hookNotifier hands the refresh endpoint's notifications to the
@@ -515,52 +324,6 @@ func (n hookNotifier) Notify(ctx context.Context, kind, namespace, name string, 
 		err = refreshhook.ErrNotRunning
 	}
 	return queued, err
-}
-
-// addPushSecrets registers the PushSecret controller. The Secrets that
-// PushSecrets publish are watched by name (their metadata only), by a
-// watch of their own, so that a change is published at once.
-func addPushSecrets(ctx context.Context, mgr ctrl.Manager, metaClient metadata.Interface, clients *storeaccess.Clients, recorder record.EventRecorder, clock engine.Clock, keys *engine.DigestKeys, opts Options) error {
-	sources := secretwatch.New(metaClient, pushsecret.SourceSecrets(mgr.GetCache()))
-	sources.Selections = pushsecret.SourceSelections(mgr.GetCache())
-	changes := sources.Subscribe()
-	if err := mgr.Add(sources); err != nil {
-		return err
-	}
-	if err := mgr.Add(every{time.Minute, sources.Sweep}); err != nil {
-		return err
-	}
-	ps := &pushsecret.Reconciler{Client: mgr.GetClient(), Sources: sources, Selected: sources, Clients: clients,
-		Recorder: recorder, Class: opts.ControllerClass, Clock: clock, DigestKeys: keys}
-	if err := ps.SetupWithManager(ctx, mgr, pushsecret.Options{Workers: opts.Workers, RateLimiter: rateLimiter(), SourceChanges: changes}); err != nil {
-		return fmt.Errorf("setting up the PushSecret controller: %w", err)
-	}
-	return nil
-}
-
-// warmCaches asks the manager's cache now for every kind the controllers
-// watch through it. The cache then fills them when the process starts,
-// before it runs for the lease, instead of when a controller starts after
-// winning it: a standby replica holds warm caches and serves new work
-// within moments of taking over, and a restarted one takes the lease only
-// once its lists are in. (The kinds the field indexes name are asked for
-// by the indexes already.) A namespaced cache answers for the kinds it
-// does not serve itself.
-//
-// Tuning: at 100,000 a new ExternalSecret synced 1.84 s after a restart's
-// lease instead of 10.61 s, 2.29 s after a takeover's instead of 5.49 s
-// (FINDINGS.md, "Restart and takeover"); if lists were quick, each
-// controller could fill its caches when it starts, after the lease.
-func warmCaches(ctx context.Context, mgr ctrl.Manager) error {
-	for _, obj := range []client.Object{
-		&v1alpha1.ExternalSecret{}, &v1alpha1.PushSecret{}, &v1alpha1.SecretStore{}, &v1alpha1.ClusterSecretStore{},
-		&corev1.Namespace{}, externalsecret.MetadataOf("Secret"), externalsecret.MetadataOf("ConfigMap"),
-	} {
-		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
-			return fmt.Errorf("preparing the cache of %T: %w", obj, err)
-		}
-	}
-	return nil
 }
 
 // leaseHeld tells whether another replica holds the lease now: it names
