@@ -1,4 +1,5 @@
-// Package targetindex finds the ExternalSecrets that write a Secret.
+// Package targetindex finds the ExternalSecrets that write a Secret (or a
+// ConfigMap: spec.target.kind).
 //
 // Most ExternalSecrets write a Secret of their own name (spec.target.name
 // unset, or the same). Those are found by a get by name, and only the
@@ -48,15 +49,39 @@ func Register(ctx context.Context, idx client.FieldIndexer, field string, keep f
 	})
 }
 
-// Writers are the ExternalSecrets of namespace ns that write Secret
-// name: the one of that name, if its target is named after it, and those
-// in the index field. They are copies, which the caller may change.
-func Writers(ctx context.Context, c client.Reader, field, ns, name string) ([]v1alpha1.ExternalSecret, error) {
-	return writers(ctx, c, field, ns, name)
+// Kind is the kind of object an ExternalSecret writes: "Secret" or
+// "ConfigMap".
+func Kind(es *v1alpha1.ExternalSecret) string {
+	if es.Spec.Target.Kind == v1alpha1.TargetConfigMap {
+		return "ConfigMap"
+	}
+	return "Secret"
 }
 
-// Keys are the keys of the Writers. The cache's objects are read without
-// copies.
+// Writers are the ExternalSecrets of namespace ns that write Secret
+// name: the one of that name, if its target is named after it, and those
+// in the index field; not those that write a ConfigMap of that name. They
+// are copies, which the caller may change.
+func Writers(ctx context.Context, c client.Reader, field, ns, name string) ([]v1alpha1.ExternalSecret, error) {
+	return WritersOf(ctx, c, field, ns, "Secret", name)
+}
+
+// WritersOf are the ExternalSecrets of namespace ns that write the object
+// of kind ("Secret" or "ConfigMap", as Kind tells) and name.
+func WritersOf(ctx context.Context, c client.Reader, field, ns, kind, name string) ([]v1alpha1.ExternalSecret, error) {
+	list, err := writers(ctx, c, field, ns, name)
+	out := list[:0]
+	for i := range list {
+		if Kind(&list[i]) == kind {
+			out = append(out, list[i])
+		}
+	}
+	return out, err
+}
+
+// Keys are the keys of the ExternalSecrets that write a Secret or a
+// ConfigMap of that name (the index does not tell the kinds apart). The
+// cache's objects are read without copies.
 func Keys(ctx context.Context, c client.Reader, field, ns, name string) ([]types.NamespacedName, error) {
 	list, err := writers(ctx, c, field, ns, name, client.UnsafeDisableDeepCopy)
 	out := make([]types.NamespacedName, len(list))

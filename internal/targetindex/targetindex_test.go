@@ -104,3 +104,59 @@ func TestWritersFindsTargetsNamedAfterTheirExternalSecretWithoutAnIndexEntry(t *
 		}
 	}
 }
+
+// A ConfigMap and a Secret of the same name are two objects: the writers
+// of one are not the writers of the other, while Keys (which queues
+// reconciles on a change of either) finds both.
+func TestWritersTellSecretsFromConfigMapsOfTheSameName(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	configMap := func(e *v1alpha1.ExternalSecret) *v1alpha1.ExternalSecret {
+		e.Spec.Target.Kind = v1alpha1.TargetConfigMap
+		return e
+	}
+	objs := []client.Object{
+		es("ns", "app", "", ""),                // the Secret "app", by its own name
+		configMap(es("ns", "cm", "app", "")),   // the ConfigMap "app"
+		configMap(es("ns", "conf", "", "")),    // the ConfigMap "conf", by its own name
+		es("ns", "s", "conf", ""),              // the Secret "conf"
+		es("ns", "s2", "app", ""),              // the Secret "app" too
+		configMap(es("ns", "cm2", "conf", "")), // the ConfigMap "conf" too
+	}
+	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...)
+	if err := Register(context.Background(), indexer{b}, "test.target", nil); err != nil {
+		t.Fatal(err)
+	}
+	c := b.Build()
+	for _, tc := range []struct {
+		kind, name string
+		want       []string
+	}{
+		{"Secret", "app", []string{"ns/app", "ns/s2"}},
+		{"ConfigMap", "app", []string{"ns/cm"}},
+		{"Secret", "conf", []string{"ns/s"}},
+		{"ConfigMap", "conf", []string{"ns/cm2", "ns/conf"}},
+	} {
+		got, err := WritersOf(context.Background(), c, "test.target", "ns", tc.kind, tc.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(names(got), tc.want) {
+			t.Errorf("writers of %s %q: %v, want %v", tc.kind, tc.name, names(got), tc.want)
+		}
+		if tc.kind == "Secret" {
+			if plain, _ := Writers(context.Background(), c, "test.target", "ns", tc.name); !slices.Equal(names(plain), tc.want) {
+				t.Errorf("Writers of Secret %q: %v, want %v", tc.name, names(plain), tc.want)
+			}
+		}
+	}
+	keys, err := Keys(context.Background(), c, "test.target", "ns", "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 3 {
+		t.Errorf("Keys of %q: %v, want the three writers of the Secret and the ConfigMap", "app", keys)
+	}
+}

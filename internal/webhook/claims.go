@@ -115,16 +115,18 @@ type Claims struct {
 	Reader client.Reader
 }
 
-// targetHolders are the ExternalSecrets other than self that write
-// Secret name of namespace ns in a way that excludes policy p: an Owner
-// target excludes every other writer; Merge targets share a Secret (their
-// keys are checked when they sync) but exclude an Owner.
-func (c Claims) targetHolders(ctx context.Context, ns, name string, p v1alpha1.CreationPolicy, self string) ([]holder, error) {
+// targetHolders are the ExternalSecrets other than self that write the
+// object of kind (Secret or ConfigMap) and name of namespace ns in a way
+// that excludes policy p: an Owner target excludes every other writer;
+// Merge targets share an object (their keys are checked when they sync)
+// but exclude an Owner. A Secret and a ConfigMap of one name are two
+// objects and exclude nothing.
+func (c Claims) targetHolders(ctx context.Context, ns, kind, name string, p v1alpha1.CreationPolicy, self string) ([]holder, error) {
 	excluded := []v1alpha1.CreationPolicy{v1alpha1.CreationPolicyOwner}
 	if p == v1alpha1.CreationPolicyOwner {
 		excluded = append(excluded, v1alpha1.CreationPolicyMerge)
 	}
-	writers, err := targetindex.Writers(ctx, c.Reader, IndexTarget, ns, name)
+	writers, err := targetindex.WritersOf(ctx, c.Reader, IndexTarget, ns, kind, name)
 	if err != nil {
 		return nil, err
 	}

@@ -90,13 +90,13 @@ func (v *Validator) externalSecret(ctx context.Context, req admission.Request) (
 	}
 	self := "ExternalSecret/" + es.Namespace + "/" + es.Name
 	if claim := targetClaim(&es); claim != "" && (old == nil || claim != targetClaim(old)) {
-		name, p := targetindex.Name(&es), creationPolicy(&es)
-		hs, err := v.Claims.targetHolders(ctx, es.Namespace, name, p, self)
+		kind, name, p := targetindex.Kind(&es), targetindex.Name(&es), creationPolicy(&es)
+		hs, err := v.Claims.targetHolders(ctx, es.Namespace, kind, name, p, self)
 		if err != nil {
 			return "", err
 		}
 		if len(hs) > 0 {
-			return targetMessage(name, p, hs[0]), nil
+			return targetMessage(kind, name, p, hs[0]), nil
 		}
 	}
 	if old == nil {
@@ -149,11 +149,11 @@ func (v *Validator) destinationsTaken(ctx context.Context, obj, old client.Objec
 }
 
 // targetMessage says who holds a target and what to do.
-func targetMessage(name string, p v1alpha1.CreationPolicy, h holder) string {
+func targetMessage(kind, name string, p v1alpha1.CreationPolicy, h holder) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Secret %q of namespace %s is already written by %s, which got there first", name, h.Namespace, h)
+	fmt.Fprintf(&b, "%s %q of namespace %s is already written by %s, which got there first", kind, name, h.Namespace, h)
 	if p == v1alpha1.CreationPolicyMerge {
-		b.WriteString(" and owns the whole Secret (creationPolicy Owner)")
+		fmt.Fprintf(&b, " and owns the whole %s (creationPolicy Owner)", kind)
 	}
 	b.WriteString(": choose another spec.target.name")
 	if p == v1alpha1.CreationPolicyOwner {

@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"math/big"
 	"net"
 	"os"
@@ -212,6 +213,39 @@ func TestWebhookRefusesSecondExternalSecretNamingHolder(t *testing.T) {
 	waitReady(t, ns, "other")
 	// (spec.target.name is immutable, so an ExternalSecret cannot move
 	// onto a held target by an update.)
+}
+
+// TestWebhookTellsSecretAndConfigMapTargetsApart: a Secret and a
+// ConfigMap of one name are two objects. Once the webhook knows an
+// ExternalSecret that writes the Secret "shared", one that writes the
+// ConfigMap "shared" is admitted and synced; a second writer of that
+// ConfigMap is refused, the message naming the ConfigMap and its holder.
+func TestWebhookTellsSecretAndConfigMapTargetsApart(t *testing.T) {
+	ns := newNamespace(t, nil)
+	startWebhook(t, ns, 0, 0)
+	fakeStore(t, ns, "store", fakeEntry{key: "a", value: "va"}, fakeEntry{key: "b", value: "vb"})
+	newES(t, ns, "secret", "store", withTarget("shared", v1alpha1.CreationPolicyOwner), withData("v", "a", ""))
+	waitReady(t, ns, "secret")
+	// The webhook's cache knows the Secret's writer: a second one is refused.
+	refusedWith(t, esObject(ns, "secret2", "store", withTarget("shared", v1alpha1.CreationPolicyOwner), withData("v", "b", "")),
+		`Secret "shared"`, "ExternalSecret "+ns+"/secret")
+
+	toConfigMap := func(es *v1alpha1.ExternalSecret) {
+		es.Spec.Target.Kind, es.Spec.Target.AllowSecretValues = v1alpha1.TargetConfigMap, true
+	}
+	newES(t, ns, "config", "store", withTarget("shared", v1alpha1.CreationPolicyOwner), withData("c", "b", ""), toConfigMap)
+	waitReady(t, ns, "config")
+	eventually(t, wait, func() (bool, string) {
+		var cm corev1.ConfigMap
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "shared"}, &cm); err != nil {
+			return false, err.Error()
+		}
+		return cm.Data["c"] == "vb", fmt.Sprintf("ConfigMap data keys %v", slices.Sorted(maps.Keys(cm.Data)))
+	})
+	waitSecretData(t, ns, "shared", map[string]string{"v": "va"})
+
+	refusedWith(t, esObject(ns, "config2", "store", withTarget("shared", v1alpha1.CreationPolicyOwner), withData("c", "a", ""), toConfigMap),
+		`ConfigMap "shared"`, "ExternalSecret "+ns+"/config", "got there first")
 }
 
 // TestWebhookRefusesPushSecretDestinationHeldByAnother: a PushSecret
