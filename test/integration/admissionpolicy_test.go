@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -128,7 +129,7 @@ func TestAdmissionPolicyConstrainsWatchwordsOwnAccount(t *testing.T) {
 	withNS := func(s *corev1.Secret) *corev1.Secret { s.Namespace = ns; return s }
 
 	// Creations.
-	refused("creating an unlabelled Secret", "may create only Secrets labelled", as.Create(ctx, withNS(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "forged"}})))
+	refused("creating an unlabelled Secret", "may create only Secrets and ConfigMaps labelled", as.Create(ctx, withNS(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "forged"}})))
 	allowed("creating a labelled Secret", as.Create(ctx, withNS(labelled("created", nil))))
 	sat := withNS(labelled("sa-token", map[string]string{corev1.ServiceAccountNameKey: "default"}))
 	sat.Type = corev1.SecretTypeServiceAccountToken
@@ -138,14 +139,14 @@ func TestAdmissionPolicyConstrainsWatchwordsOwnAccount(t *testing.T) {
 	refused("creating a labelled bootstrap token Secret", "may not write a Secret of type", as.Create(ctx, boot))
 
 	// Updates.
-	refused("updating a Secret of someone else", "may update only Secrets it manages", update("foreign"))
+	refused("updating a Secret of someone else", "may update only Secrets and ConfigMaps it manages", update("foreign"))
 	allowed("updating a Secret whose owner allows it", update("allowed"))
 	allowed("updating a Secret it merges into", update("merged"))
 	allowed("updating a Secret it manages", update("managed"))
 
 	// Deletions.
-	refused("deleting a Secret of someone else", "may delete only Secrets labelled", as.Delete(ctx, withNS(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "foreign"}})))
-	refused("deleting a Secret whose owner allows writes", "may delete only Secrets labelled", as.Delete(ctx, withNS(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "allowed"}})))
+	refused("deleting a Secret of someone else", "may delete only Secrets and ConfigMaps labelled", as.Delete(ctx, withNS(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "foreign"}})))
+	refused("deleting a Secret whose owner allows writes", "may delete only Secrets and ConfigMaps labelled", as.Delete(ctx, withNS(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "allowed"}})))
 	allowed("deleting a Secret it manages", as.Delete(ctx, withNS(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "managed"}})))
 
 	// The foreign Secret is as it was; another user is not affected.
@@ -155,4 +156,76 @@ func TestAdmissionPolicyConstrainsWatchwordsOwnAccount(t *testing.T) {
 		t.Error("the foreign Secret was changed")
 	}
 	allowed("another user creating an unlabelled Secret", k8s.Create(ctx, withNS(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "by-admin"}})))
+}
+
+// TestAdmissionPolicyConstrainsConfigMapWritesToo: ConfigMaps are targets
+// as well (spec.target.kind), and the shipped policy holds Watchword's
+// account to the same rules for them: create only labelled ones, update
+// only those it manages or whose owner allows it, delete only those it
+// manages; another user is not affected.
+func TestAdmissionPolicyConstrainsConfigMapWritesToo(t *testing.T) {
+	ns := newNamespace(t, nil)
+	sa := secretsAccount(t, ns, "watchword", "get")
+	ctx := context.Background()
+	must(t, k8s.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "configmaps"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "update", "delete"}}}}))
+	must(t, k8s.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "configmaps"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "configmaps"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}}))
+	installAdmissionPolicy(t, ns, sa)
+	as := impersonating(t, ns, sa)
+	managed := map[string]string{"app.kubernetes.io/managed-by": "watchword"}
+	cm := func(name string, labels, annotations map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations},
+			Data: map[string]string{"k": "v"}}
+	}
+	// The policy takes effect once the API server has loaded it.
+	eventually(t, 30*time.Second, func() (bool, string) {
+		err := as.Create(ctx, cm("probe", nil, nil))
+		if err == nil {
+			_ = k8s.Delete(ctx, cm("probe", nil, nil))
+		}
+		return apierrors.IsForbidden(err) || apierrors.IsInvalid(err), "the policy is not enforced yet"
+	})
+	must(t, k8s.Create(ctx, cm("foreign", nil, nil)))
+	must(t, k8s.Create(ctx, cm("allowed", nil, map[string]string{"watchword.io/allow-write": "true"})))
+	must(t, k8s.Create(ctx, cm("managed", managed, nil)))
+	update := func(name string) error {
+		var c corev1.ConfigMap
+		if err := as.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &c); err != nil {
+			return err
+		}
+		c.Data["k"] = "forged"
+		return as.Update(ctx, &c)
+	}
+	for _, tc := range []struct {
+		what, refusal string
+		err           error
+	}{
+		{"creating an unlabelled ConfigMap", "may create only Secrets and ConfigMaps labelled", as.Create(ctx, cm("forged", nil, nil))},
+		{"creating a labelled ConfigMap", "", as.Create(ctx, cm("created", managed, nil))},
+		{"updating a ConfigMap of someone else", "may update only Secrets and ConfigMaps it manages", update("foreign")},
+		{"updating a ConfigMap whose owner allows it", "", update("allowed")},
+		{"updating a ConfigMap it manages", "", update("managed")},
+		{"deleting a ConfigMap of someone else", "may delete only Secrets and ConfigMaps labelled", as.Delete(ctx, cm("foreign", nil, nil))},
+		{"deleting a ConfigMap whose owner allows writes", "may delete only Secrets and ConfigMaps labelled", as.Delete(ctx, cm("allowed", nil, nil))},
+		{"deleting a ConfigMap it manages", "", as.Delete(ctx, cm("managed", nil, nil))},
+	} {
+		switch {
+		case tc.refusal == "" && tc.err != nil:
+			t.Errorf("%s: refused (%v), want allowed", tc.what, tc.err)
+		case tc.refusal != "" && tc.err == nil:
+			t.Errorf("%s: allowed, want refused by the policy", tc.what)
+		case tc.refusal != "" && (!apierrors.IsForbidden(tc.err) && !apierrors.IsInvalid(tc.err) || !strings.Contains(tc.err.Error(), tc.refusal)):
+			t.Errorf("%s: refused with %v, want the policy's message containing %q", tc.what, tc.err, tc.refusal)
+		}
+	}
+	var foreign corev1.ConfigMap
+	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "foreign"}, &foreign))
+	if foreign.Data["k"] != "v" {
+		t.Error("the foreign ConfigMap was changed")
+	}
+	if err := k8s.Create(ctx, cm("by-admin", nil, nil)); err != nil {
+		t.Errorf("another user creating an unlabelled ConfigMap: refused (%v), want allowed", err)
+	}
 }
