@@ -26,6 +26,12 @@ import (
 	"github.com/watchword-dev/watchword/internal/targetindex"
 )
 
+// clusterCABundle is the ConfigMap that Kubernetes publishes in every
+// namespace with the cluster's CA certificates, and rewrites whenever it
+// differs: a target of that name would be a tug of war, and breaks every
+// pod that trusts the API server through it.
+const clusterCABundle = "kube-root-ca.crt"
+
 // isConfigMap tells whether an ExternalSecret writes a ConfigMap.
 func isConfigMap(es *v1alpha1.ExternalSecret) bool {
 	return es.Spec.Target.Kind == v1alpha1.TargetConfigMap
@@ -88,6 +94,9 @@ func secretValuesRefused(es *v1alpha1.ExternalSecret, res *engine.Result) error 
 // ExternalSecret owns, as writeOwner does a Secret.
 func (r *Reconciler) writeOwnerConfigMap(ctx context.Context, es *v1alpha1.ExternalSecret, res *engine.Result) (*writeResult, error) {
 	name := targetindex.Name(es)
+	if name == clusterCABundle {
+		return nil, conflict("ConfigMap %q is the cluster's CA bundle, published in every namespace by Kubernetes, which rewrites it; Watchword never writes it, even with adopt: name the target otherwise (spec.target.name)", name)
+	}
 	keys := slices.Sorted(maps.Keys(res.Data))
 	if _, known := r.targetVersion(ctx, es); !known {
 		// The metadata cache has no such ConfigMap: create it without a

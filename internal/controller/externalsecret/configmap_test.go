@@ -86,3 +86,22 @@ func TestSecretValuesRefused(t *testing.T) {
 		})
 	}
 }
+
+// The cluster's CA bundle ConfigMap is never a target, whether named by
+// target.name (which admission refuses too) or by the ExternalSecret's own
+// name, and even with adopt: the refusal is terminal, before any request.
+func TestClusterCABundleIsNeverATarget(t *testing.T) {
+	for _, tc := range []struct{ name, target string }{{"kube-root-ca.crt", ""}, {"app", "kube-root-ca.crt"}} {
+		es := &v1alpha1.ExternalSecret{}
+		es.Namespace, es.Name = "ns", tc.name
+		es.Spec.Target.Kind, es.Spec.Target.Name, es.Spec.Target.Adopt = v1alpha1.TargetConfigMap, tc.target, true
+		_, err := (&Reconciler{}).writeOwnerConfigMap(t.Context(), es, &engine.Result{Data: map[string][]byte{"ca.crt": []byte("x")}})
+		var fe *failure.Error
+		if !errors.As(err, &fe) || fe.Reason != failure.TargetConflict || !fe.Terminal {
+			t.Fatalf("ExternalSecret %q, target.name %q: got %v, want a terminal TargetConflict", tc.name, tc.target, err)
+		}
+		if !strings.Contains(err.Error(), `ConfigMap "kube-root-ca.crt"`) || !strings.Contains(err.Error(), "spec.target.name") {
+			t.Errorf("the refusal %q does not name the ConfigMap and what to change", err)
+		}
+	}
+}
