@@ -332,7 +332,7 @@ var ruleCases = []ruleCase{
 		valid:   `{secretStoreRef: {name: s}, target: {kind: Secret, restartWorkloads: [{kind: Deployment, name: api}]}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
 		invalid: []string{`{secretStoreRef: {name: s}, target: {kind: ConfigMap, restartWorkloads: [{kind: Deployment, name: api}]}, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
 	{rule: "the ConfigMap kube-root-ca.crt is the cluster's CA bundle", kinds: []string{kindES},
-		valid: `{secretStoreRef: {name: s}, target: {name: kube-root-ca.crt}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
+		valid:   `{secretStoreRef: {name: s}, target: {name: kube-root-ca.crt}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
 		invalid: []string{`{secretStoreRef: {name: s}, target: {kind: ConfigMap, name: kube-root-ca.crt, allowSecretValues: true}, data: [{secretKey: k, remoteRef: {key: k}}]}`}},
 	{rule: "allowSecretValues is only for kind: ConfigMap", kinds: []string{kindES},
 		valid: `{secretStoreRef: {name: s}, target: {kind: ConfigMap, allowSecretValues: true}, data: [{secretKey: k, remoteRef: {key: k}}]}`,
