@@ -205,7 +205,7 @@ func (p *parts) addStoreWatches(context.Context) error {
 
 // addStores registers the SecretStore controller and, unless the operator
 // serves listed namespaces only, the ClusterSecretStore one.
-func (p *parts) addStores(context.Context) error {
+func (p *parts) addStores(ctx context.Context) error {
 	for _, cluster := range []bool{false, true} {
 		if cluster && len(p.opts.Namespaces) > 0 {
 			continue // a namespaced operator serves no ClusterSecretStore
@@ -215,9 +215,9 @@ func (p *parts) addStores(context.Context) error {
 			changes, kind = p.clusterChanges, v1alpha1.ClusterSecretStoreKind
 		}
 		ss := &secretstore.Reconciler{Client: p.mgr.GetClient(), Clients: p.clients, Recorder: p.recorder,
-			Class: p.opts.ControllerClass, Cluster: cluster, CredentialIndex: externalsecret.IndexStoreSecret, CredentialChanges: changes,
-			Watches: p.watches, WatchChanges: p.watches.Subscribe(cluster), ConnectionChanges: p.clients.ConnectionChanges(kind)}
-		if err := ss.SetupWithManager(p.mgr); err != nil {
+			Class: p.opts.ControllerClass, Cluster: cluster, CredentialIndex: externalsecret.IndexStoreSecret, Watches: p.watches}
+		if err := ss.SetupWithManager(ctx, p.mgr, secretstore.Options{CredentialChanges: changes,
+			WatchChanges: p.watches.Subscribe(cluster), ConnectionChanges: p.clients.ConnectionChanges(kind)}); err != nil {
 			return fmt.Errorf("the %s controller: %w", kind, err)
 		}
 	}
@@ -235,7 +235,8 @@ func (p *parts) addRestarts(ctx context.Context) error {
 		}
 		notifier = n
 	}
-	return restart.Setup(ctx, p.mgr, p.recorder, p.opts.ControllerClass, p.clock, restart.Options{RestartRate: p.opts.RestartRate, Namespaces: p.opts.Namespaces, DigestKeys: p.digestKeys,
+	c := &restart.Controllers{Recorder: p.recorder, Class: p.opts.ControllerClass, Clock: p.clock}
+	return c.SetupWithManager(ctx, p.mgr, restart.Options{RestartRate: p.opts.RestartRate, Namespaces: p.opts.Namespaces, DigestKeys: p.digestKeys,
 		HeldWarningAfter: p.opts.RestartHeldWarningAfter, Notifier: notifier})
 }
 

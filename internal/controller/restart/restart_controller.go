@@ -131,8 +131,19 @@ type Options struct {
 	DigestKeys *engine.DigestKeys
 }
 
-// Setup registers one controller per workload kind, sharing one gate.
-func Setup(ctx context.Context, mgr ctrl.Manager, recorder record.EventRecorder, class string, clock engine.Clock, opts Options) error {
+// Controllers are the restart controllers: one per workload kind, sharing
+// one gate, and the lister of restartWorkloads (Lister). Their fields are
+// what every one of them uses.
+type Controllers struct {
+	Recorder record.EventRecorder
+	Class    string
+	Clock    engine.Clock
+}
+
+// SetupWithManager registers one controller per workload kind, sharing
+// one gate, and the Lister.
+func (c *Controllers) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	recorder, class, clock := c.Recorder, c.Class, c.Clock
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.ExternalSecret{}, IndexListed, listedKeys); err != nil {
 		return err
 	}

@@ -42,22 +42,29 @@ type Reconciler struct {
 	Cluster bool
 	// CredentialIndex is the field index of stores by credential Secret.
 	CredentialIndex string
+	// APIReader reads from the API server, not the cache: whether the
+	// objects a store names exist. Defaults to the manager's.
+	APIReader client.Reader
+	// Watches tells whether each store's changes are watched (package
+	// storewatch), for the ChangesWatched condition; nil leaves the
+	// condition out.
+	Watches WatchStates
+}
+
+// Options are the controller's settings and the feeds of changes that
+// queue stores, as the other controllers take them.
+type Options struct {
+	// RateLimiter paces the retries of stores that wait for a change in
+	// the cluster. Defaults to RetryBackoff.
+	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
 	// CredentialChanges receives the changes of credential Secrets.
 	CredentialChanges <-chan event.GenericEvent
 	// ConnectionChanges receives the stores whose client lost or
 	// regained its connection (a plugin that went away or came back):
 	// they are checked again at once. Nil watches none.
 	ConnectionChanges <-chan event.GenericEvent
-	// APIReader reads from the API server, not the cache: whether the
-	// objects a store names exist. Defaults to the manager's.
-	APIReader client.Reader
-	// RateLimiter paces the retries of stores that wait for a change in
-	// the cluster. Defaults to RetryBackoff.
-	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
-	// Watches tells whether each store's changes are watched (package
-	// storewatch), for the ChangesWatched condition; nil leaves the
-	// condition out. WatchChanges receives the stores whose state changed.
-	Watches      WatchStates
+	// WatchChanges receives the stores whose watch state changed (for
+	// the ChangesWatched condition). Nil watches none.
 	WatchChanges <-chan event.GenericEvent
 }
 
@@ -246,8 +253,8 @@ func (r *Reconciler) validate(ctx context.Context, s *storeaccess.Resolved) erro
 
 // SetupWithManager registers the controller; changes of credential Secrets
 // (watched by name) validate their stores again at once, and a store that
-// waits for a change in the cluster is retried with RateLimiter.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+// waits for a change in the cluster is retried with opts.RateLimiter.
+func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts Options) error {
 	name := "secretstore"
 	if r.Cluster {
 		name = "clustersecretstore"
@@ -256,12 +263,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
-	if r.RateLimiter == nil {
-		r.RateLimiter = RetryBackoff()
+	if opts.RateLimiter == nil {
+		opts.RateLimiter = RetryBackoff()
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		WithOptions(controller.Options{RateLimiter: r.RateLimiter}).
+		WithOptions(controller.Options{RateLimiter: opts.RateLimiter}).
 		For(r.newObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A deleted store's provider client is closed and forgotten.
 		Watches(r.newObject(), handler.Funcs{
@@ -269,7 +276,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				r.Clients.Drop(e.Object.GetUID())
 			},
 		}).
-		WatchesRawSource(source.Channel(r.CredentialChanges, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		WatchesRawSource(source.Channel(orNever(opts.CredentialChanges), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			key := o.GetNamespace() + "/" + o.GetName()
 			var out []reconcile.Request
 			if r.Cluster {
@@ -289,8 +296,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return out
 		}))).
-		WatchesRawSource(source.Channel(orNever(r.WatchChanges), &handler.EnqueueRequestForObject{})).
-		WatchesRawSource(source.Channel(orNever(r.ConnectionChanges), &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(orNever(opts.WatchChanges), &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(orNever(opts.ConnectionChanges), &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }
 
