@@ -53,6 +53,7 @@ type Server struct {
 	apiKeys   map[string]string   // login -> API key
 	passwords map[string]string   // login -> password
 	jwts      map[string]jwtEntry // service ID + "\x00" + JWT -> the host it authenticates
+	subjects  map[string]string   // service ID + "\x00" + sub claim -> host
 	tokens    map[string]issued   // token signature -> who and until when
 	vars      map[string]*variable
 	denied    map[string]bool // login + "\x00" + id: visible, not executable
@@ -81,7 +82,7 @@ type variable struct {
 
 // Start starts a fake of account.
 func Start(account string) *Server {
-	s := &Server{Account: account, apiKeys: map[string]string{}, passwords: map[string]string{}, jwts: map[string]jwtEntry{},
+	s := &Server{Account: account, apiKeys: map[string]string{}, passwords: map[string]string{}, jwts: map[string]jwtEntry{}, subjects: map[string]string{},
 		tokens: map[string]issued{}, vars: map[string]*variable{}, denied: map[string]bool{}, hidden: map[string]bool{}, ttl: 8 * time.Minute}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	// A client that does not trust the certificate is a test's case, not
@@ -115,6 +116,35 @@ func (s *Server) AddJWT(serviceID, jwt, host string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.jwts[serviceID+"\x00"+jwt] = jwtEntry{host: host}
+}
+
+// AddJWTSubject lets any unexpired JWT whose sub claim is sub
+// authenticate as host through authn-jwt/serviceID, as an authenticator
+// whose identity comes from the token's claims does. The fake does not
+// check the token's signature (a real authenticator checks it against
+// the issuer's keys).
+func (s *Server) AddJWTSubject(serviceID, sub, host string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.subjects[serviceID+"\x00"+sub] = host
+}
+
+// subjectHost is the host of a JWT's claims, if its subject is known.
+func (s *Server) subjectHost(service, jwt string) (string, bool) {
+	parts := strings.Split(jwt, ".")
+	if len(parts) != 3 {
+		return "", false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	var claims struct {
+		Sub string `json:"sub"`
+		Exp int64  `json:"exp"`
+	}
+	if err != nil || json.Unmarshal(raw, &claims) != nil || claims.Exp < time.Now().Unix() {
+		return "", false
+	}
+	host, ok := s.subjects[service+"\x00"+claims.Sub]
+	return host, ok
 }
 
 // Set adds a value to variable id (creating it), a new version.
@@ -298,6 +328,9 @@ func (s *Server) authnJWT(w http.ResponseWriter, r *http.Request, service, accou
 		return
 	}
 	e, ok := s.jwts[service+"\x00"+form.Get("jwt")]
+	if !ok {
+		e.host, ok = s.subjectHost(service, form.Get("jwt"))
+	}
 	if account != s.Account || !ok || (host != "" && host != e.host) {
 		s.unauthorized(w)
 		return
