@@ -81,8 +81,8 @@ func TestSDKDrivesTheFake(t *testing.T) {
 	if err != nil || len(rs) != 1 || rs[0]["id"] != "myorg:variable:prod/db/pass word" {
 		t.Fatalf("resources, second page of one: %v, %v", rs, err)
 	}
-	if ok, err := c.ResourceExists("myorg:variable:other"); err != nil || !ok {
-		t.Fatalf("resource exists: %v, %v", ok, err)
+	if ok, xerr := c.ResourceExists("myorg:variable:other"); xerr != nil || !ok {
+		t.Fatalf("resource exists: %v, %v", ok, xerr)
 	}
 
 	// Refusals: a variable the role may see but not fetch, one hidden.
@@ -111,9 +111,9 @@ func TestSDKDrivesTheFake(t *testing.T) {
 	for _, host := range []string{"", "host/apps/app"} {
 		cfg := config(t, s, "jwt", "k8s")
 		cfg.JWTContent, cfg.JWTHostID = "header.claims.sig", host
-		j, err := conjurapi.NewClientFromJwt(cfg)
-		if err != nil {
-			t.Fatal(err)
+		j, jerr := conjurapi.NewClientFromJwt(cfg)
+		if jerr != nil {
+			t.Fatal(jerr)
 		}
 		if v, err = j.RetrieveSecret("prod/db/pass word"); err != nil || string(v) != "v2" {
 			t.Fatalf("jwt (host %q): %v", host, err)
