@@ -338,3 +338,33 @@ func otherCA(t *testing.T) []byte {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
+
+// TestConcurrentReadsShareOneToken reads from many goroutines at once
+// while Conjur refuses the token in the middle (run with -race): every
+// read succeeds, and authentications stay few.
+func TestConcurrentReadsShareOneToken(t *testing.T) {
+	e := newEnv(t)
+	ops := e.ops(t, e.apiKeySpec())
+	e.fake.Set("db", []byte("s3cr3t"))
+	errs := make(chan error, 40)
+	for i := range 40 {
+		if i == 20 {
+			e.fake.ExpireTokens()
+		}
+		go func() {
+			obj, err := ops.Reader.GetSecret(context.Background(), engine.Ref{Key: "db"})
+			if err == nil && string(obj.Value) != "s3cr3t" {
+				err = errors.New("a read returned another value")
+			}
+			errs <- err
+		}()
+	}
+	for range 40 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if auths, _, _ := e.fake.Counts(); auths > 3 {
+		t.Errorf("%d authentications for 40 reads and one refused token; want at most 3", auths)
+	}
+}
