@@ -61,9 +61,10 @@ func (c *Client) accessToken(ctx context.Context, refused []byte) ([]byte, error
 	if err != nil {
 		return nil, c.classify(what, err)
 	}
+	after := retryAfter(resp)
 	raw, err := response.DataResponse(resp)
 	if err != nil {
-		return nil, c.classifyAuth(what, err)
+		return nil, c.throttled(what, after, c.classifyAuth(what, err))
 	}
 	tok, err := authn.NewToken(raw)
 	if err != nil {
@@ -101,9 +102,10 @@ func (c *Client) do(ctx context.Context, what string, build func() (*http.Reques
 			refused = tok
 			continue
 		}
+		after := retryAfter(resp)
 		data, err := response.DataResponse(resp)
 		if err != nil {
-			return nil, c.classify(what, err)
+			return nil, c.throttled(what, after, c.classify(what, err))
 		}
 		return data, nil
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
 	"github.com/watchword-dev/watchword/internal/provider/providertest"
 	"github.com/watchword-dev/watchword/pkg/conformance"
@@ -278,6 +279,9 @@ func TestRefusalsAndThrottling(t *testing.T) {
 	e.fake.Throttle(1)
 	_, err = ops.Versions.CurrentVersion(ctx, "db")
 	mustClass(t, err, engine.ErrThrottled, "HTTP 429")
+	if d, ok := failure.RetryAfter(err); !ok || d != 3*time.Second {
+		t.Errorf("the wait of Conjur's Retry-After: %v, %v; want 3s", d, ok)
+	}
 	e.fake.Fail(1)
 	_, err = ops.Versions.CurrentVersion(ctx, "db")
 	mustClass(t, err, engine.ErrUnavailable, "HTTP 503")

@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/cyberark/conjur-api-go/conjurapi/response"
 
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 )
 
 // classify maps an error of a request to the engine's classes. what says
@@ -52,4 +56,29 @@ func (c *Client) classifyAuth(what string, err error) error {
 			what, e.Code, engine.ErrUnauthenticated)
 	}
 	return c.classify(what, err)
+}
+
+// retryAfter reads the Retry-After of a 429 answer, before the SDK's
+// error type drops the headers: seconds or an HTTP date; zero when
+// absent, malformed or past, and a day at most.
+func retryAfter(resp *http.Response) time.Duration {
+	if resp.StatusCode != http.StatusTooManyRequests {
+		return 0
+	}
+	v := strings.TrimSpace(resp.Header.Get("Retry-After"))
+	var d time.Duration
+	if n, err := strconv.Atoi(v); err == nil {
+		d = time.Duration(n) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = time.Until(t)
+	}
+	return min(max(d, 0), 24*time.Hour)
+}
+
+// throttled gives a throttled error the wait Conjur asked for.
+func (c *Client) throttled(what string, after time.Duration, err error) error {
+	if after <= 0 || !errors.Is(err, engine.ErrThrottled) {
+		return err
+	}
+	return failure.ThrottledFor(after, what+": Conjur throttled the calls (HTTP 429)")
 }
