@@ -11,6 +11,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/provider/awssm"
 	"github.com/watchword-dev/watchword/internal/provider/azurekv"
 	"github.com/watchword-dev/watchword/internal/provider/barbican"
+	"github.com/watchword-dev/watchword/internal/provider/conjur"
 	"github.com/watchword-dev/watchword/internal/provider/fake"
 	"github.com/watchword-dev/watchword/internal/provider/gcpsm"
 	"github.com/watchword-dev/watchword/internal/provider/gitlab"
@@ -39,5 +40,6 @@ func Registry() provider.Registry {
 		"gitlab":     gitlab.Factory{},
 
 		"onepassword": onepassword.Factory{},
+		"conjur":      conjur.Factory{},
 	}
 }
