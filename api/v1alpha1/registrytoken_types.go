@@ -25,10 +25,13 @@ type RegistryToken struct {
 	// +required
 	Registry RegistryKind `json:"registry"`
 
-	// registryID is, for ECR, the account ID of the registry (12 digits);
-	// unset, the registry of the store's own account.
+	// registryID is, for ECR, the account ID of the registry (12 digits)
+	// the .dockerconfigjson names, in the store's region; unset, the
+	// registry of the store's own account. The token is the same (ECR's
+	// token is good for every registry the caller may pull from).
 	// +optional
 	// +kubebuilder:validation:Pattern=`^[0-9]{12}$`
+	// +kubebuilder:validation:MaxLength=12
 	RegistryID string `json:"registryID,omitempty"`
 
 	// renewBefore is how long before the token's expiry a new one is

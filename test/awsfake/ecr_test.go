@@ -56,11 +56,15 @@ func TestECRAuthorizationToken(t *testing.T) {
 		t.Errorf("counted %d calls, want 1", n)
 	}
 
+	// registryIds are deprecated (the token is good for every registry),
+	// but ECR still takes them, and the fake checks them as ECR does.
 	other := "444455556666"
+	//nolint:staticcheck // SA1019: the fake must check the deprecated field as ECR still does.
 	out, err = ecrClient(fake, id, secret).GetAuthorizationToken(ctx, &ecr.GetAuthorizationTokenInput{RegistryIds: []string{other}})
 	if err != nil || len(out.AuthorizationData) != 1 || !strings.HasPrefix(aws.ToString(out.AuthorizationData[0].ProxyEndpoint), "https://"+other+".") {
 		t.Errorf("registry %s: %v %+v", other, err, out)
 	}
+	//nolint:staticcheck // SA1019: as above.
 	if _, err = ecrClient(fake, id, secret).GetAuthorizationToken(ctx, &ecr.GetAuthorizationTokenInput{RegistryIds: []string{"12"}}); code(err) != "InvalidParameterException" {
 		t.Errorf("malformed registry ID: %s", code(err))
 	}

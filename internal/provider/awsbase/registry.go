@@ -49,13 +49,11 @@ func (r *RegistryTokens) Issue(ctx context.Context, req engine.LeaseRequest) (en
 		return engine.Object{}, engine.Lease{}, failure.Terminalf(failure.NotSupported,
 			"an AWS store issues no Vault leases: dataFrom vaultDynamic needs a Vault store (an AWS store issues ECR tokens with dataFrom registryToken)")
 	}
-	in := &ecr.GetAuthorizationTokenInput{}
+	// No registryIds: ECR deprecated them, as a token is good for every
+	// registry the caller may pull from; registryID only names the host
+	// the .dockerconfigjson holds it for.
 	what := "asking ECR for an authorization token"
-	if req.RegistryID != "" {
-		in.RegistryIds = []string{req.RegistryID}
-		what += " of registry " + req.RegistryID
-	}
-	out, err := r.api.GetAuthorizationToken(ctx, in)
+	out, err := r.api.GetAuthorizationToken(ctx, &ecr.GetAuthorizationTokenInput{})
 	if err != nil {
 		return engine.Object{}, engine.Lease{}, r.s.Classify(what, err)
 	}
@@ -66,6 +64,17 @@ func (r *RegistryTokens) Issue(ctx context.Context, req engine.LeaseRequest) (en
 	host, user, pass, err := authorization(a.ProxyEndpoint, a.AuthorizationToken)
 	if err != nil {
 		return engine.Object{}, engine.Lease{}, fmt.Errorf("%s: %w", what, err)
+	}
+	endpoint := aws.ToString(a.ProxyEndpoint)
+	if req.RegistryID != "" {
+		// ACCOUNT.dkr.ecr.REGION.amazonaws.com: the registry of another
+		// account in the same region and partition.
+		_, rest, ok := strings.Cut(host, ".")
+		if !ok {
+			return engine.Object{}, engine.Lease{}, fmt.Errorf("%s: ECR answered a proxy endpoint host without a domain: %w", what, engine.ErrUnavailable)
+		}
+		host = req.RegistryID + "." + rest
+		endpoint = "https://" + host
 	}
 	if a.ExpiresAt == nil {
 		return engine.Object{}, engine.Lease{}, fmt.Errorf("%s: ECR answered a token without an expiry: %w", what, engine.ErrUnavailable)
@@ -82,7 +91,7 @@ func (r *RegistryTokens) Issue(ctx context.Context, req engine.LeaseRequest) (en
 		// templates (a converted one renders unchanged).
 		"username":       []byte(user),
 		"password":       []byte(pass),
-		"proxy_endpoint": []byte(aws.ToString(a.ProxyEndpoint)),
+		"proxy_endpoint": []byte(endpoint),
 		"expires_at":     []byte(strconv.FormatInt(expiry.Unix(), 10)),
 	}
 	return engine.Object{Version: version, Fields: fields},
@@ -118,6 +127,7 @@ func DockerConfigJSON(host, user, pass string) ([]byte, error) {
 		Password string `json:"password"`
 		Auth     string `json:"auth"`
 	}
+	//nolint:gosec // G117: the password is the point of a .dockerconfigjson, written only to the target Secret.
 	b, err := json.Marshal(map[string]map[string]entry{"auths": {host: {Username: user, Password: pass,
 		Auth: base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))}}})
 	if err != nil {
