@@ -429,7 +429,7 @@ type FoundCount struct {
 // ExternalSecretDataFrom copies every field of one remote object
 // (remoteRef), or every remote object a find matches, one Secret key each
 // (find); rewrite then renames the Secret keys of the entry.
-// +kubebuilder:validation:XValidation:rule="(has(self.remoteRef) ? 1 : 0) + (has(self.find) ? 1 : 0) + (has(self.vaultDynamic) ? 1 : 0) == 1",message="set exactly one of remoteRef, find or vaultDynamic in a dataFrom entry"
+// +kubebuilder:validation:XValidation:rule="(has(self.remoteRef) ? 1 : 0) + (has(self.find) ? 1 : 0) + (has(self.vaultDynamic) ? 1 : 0) + (has(self.registryToken) ? 1 : 0) == 1",message="set exactly one of remoteRef, find, vaultDynamic or registryToken in a dataFrom entry"
 type ExternalSecretDataFrom struct {
 	// remoteRef is the object whose fields are copied; with property, the
 	// fields of that nested object.
@@ -449,6 +449,12 @@ type ExternalSecretDataFrom struct {
 	// only source.
 	// +optional
 	VaultDynamic *VaultDynamicSecret `json:"vaultDynamic,omitempty"`
+
+	// registryToken asks the store's cloud for a container registry pull
+	// token and writes it as a kubernetes.io/dockerconfigjson Secret (see
+	// RegistryToken); it is the ExternalSecret's only source.
+	// +optional
+	RegistryToken *RegistryToken `json:"registryToken,omitempty"`
 
 	// rewrite renames the Secret keys this entry produces, each rule in
 	// order on the result of the one before. Two remote objects or fields
@@ -561,6 +567,9 @@ const (
 // +kubebuilder:validation:XValidation:rule="(has(self.data) && size(self.data) > 0) || (has(self.dataFrom) && size(self.dataFrom) > 0)",message="set at least one entry in data or dataFrom"
 // +kubebuilder:validation:XValidation:rule="!has(self.refreshPolicy) || self.refreshPolicy == 'Periodic' || !has(self.refreshInterval) || self.refreshInterval in ['0', '0s', '1h', '1h0m0s']",message="refreshInterval is not used with refreshPolicy OnChange or CreatedOnce: remove it (or set it to 0), or use refreshPolicy Periodic",fieldPath=".refreshInterval"
 // +kubebuilder:validation:XValidation:rule="!has(self.dataFrom) || !self.dataFrom.exists(d, has(d.vaultDynamic)) || (size(self.dataFrom) == 1 && (!has(self.data) || size(self.data) == 0))",message="a dataFrom entry with vaultDynamic must be the only source of the ExternalSecret: no other dataFrom entry and no data (use a template to add constant keys)"
+// +kubebuilder:validation:XValidation:rule="!has(self.dataFrom) || !self.dataFrom.exists(d, has(d.registryToken)) || (size(self.dataFrom) == 1 && (!has(self.data) || size(self.data) == 0))",message="a dataFrom entry with registryToken must be the only source of the ExternalSecret: no other dataFrom entry and no data"
+// +kubebuilder:validation:XValidation:rule="!has(self.dataFrom) || !self.dataFrom.exists(d, has(d.registryToken)) || !has(self.target) || !has(self.target.template) || !has(self.target.template.type) || self.target.template.type == 'kubernetes.io/dockerconfigjson'",message="a registryToken writes a kubernetes.io/dockerconfigjson Secret: leave target.template.type unset or set it to kubernetes.io/dockerconfigjson",fieldPath=".target.template.type"
+// +kubebuilder:validation:XValidation:rule="!has(self.dataFrom) || !self.dataFrom.exists(d, has(d.registryToken)) || !has(self.target) || !has(self.target.kind) || self.target.kind == 'Secret'",message="a registryToken is a secret and is written to a Secret: remove target.kind ConfigMap",fieldPath=".target.kind"
 type ExternalSecretSpec struct {
 	// secretStoreRef names the store to read from.
 	// +required
@@ -848,7 +857,9 @@ type ExternalSecretStatus struct {
 
 	// lease is the Vault lease of the target's credentials (dataFrom
 	// vaultDynamic), so that a restarted controller renews it rather than
-	// issuing new ones.
+	// issuing new ones; for a dataFrom registryToken, the token's registry
+	// and expiry (id ecr:REGISTRY@EXPIRY), so that a restarted controller
+	// keeps a fresh token.
 	// +optional
 	Lease *VaultLeaseStatus `json:"lease,omitempty"`
 }

@@ -179,6 +179,18 @@ func convertDoc(src string, doc []byte, findings *[]Finding) ([][]byte, error) {
 		*findings = append(*findings, Finding{Severity: sev, Source: src, Object: obj, Reason: reason})
 		return [][]byte{ensureNewline(doc)}
 	}
+	if group == generatorGroup && head.Kind == ecrGenerator && version == "v1alpha1" {
+		var m map[string]any
+		if err := yaml.Unmarshal(doc, &m); err != nil {
+			return nil, errors.New("the document does not parse as YAML")
+		}
+		c := &converter{src: src, obj: obj, findings: findings}
+		out := c.ecrAuthorizationToken(m)
+		if len(out) == 0 {
+			return passThrough("no SecretStore could be written from it (see above): passed through unchanged (it stays an External Secrets Operator object)", Dropped), nil
+		}
+		return marshalObjects(out)
+	}
 	if strings.HasSuffix(group, "."+esoGroup) {
 		return passThrough(fmt.Sprintf("Watchword has no %s (%s): passed through unchanged (it stays an External Secrets Operator object)", head.Kind, group), Dropped), nil
 	}
@@ -215,6 +227,12 @@ func convertDoc(src string, doc []byte, findings *[]Finding) ([][]byte, error) {
 	default:
 		return passThrough(fmt.Sprintf("Watchword has no %s: passed through unchanged (it stays an External Secrets Operator object)", head.Kind), Dropped), nil
 	}
+	return marshalObjects(out)
+}
+
+// marshalObjects checks the converted objects against Watchword's types
+// and writes them as YAML.
+func marshalObjects(out []map[string]any) ([][]byte, error) {
 	var docs [][]byte
 	for _, o := range out {
 		if err := checkTyped(o); err != nil {

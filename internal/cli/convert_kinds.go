@@ -23,9 +23,23 @@ func (c *converter) externalSecret(m map[string]any) []map[string]any {
 	out := newObject("ExternalSecret", meta)
 	dst := map[string]any{}
 
-	if ref := takeMap(spec, "secretStoreRef"); len(ref) > 0 {
+	generator := ""
+	entries, _ := spec["dataFrom"].([]any)
+	for _, e := range entries {
+		if name := ecrGeneratorRef(e); name != "" && generator == "" {
+			generator = name
+		}
+	}
+	ref := takeMap(spec, "secretStoreRef")
+	switch {
+	case generator != "":
+		if len(ref) > 0 {
+			c.note("spec.secretStoreRef", fmt.Sprintf("replaced by SecretStore %q, the converted ECRAuthorizationToken generator: a registryToken is the ExternalSecret's only source", generator))
+		}
+		dst["secretStoreRef"] = map[string]any{"name": generator, "kind": "SecretStore"}
+	case len(ref) > 0:
 		dst["secretStoreRef"] = c.carry(ref, reflect.TypeFor[v1alpha1.StoreRef](), "spec.secretStoreRef")
-	} else {
+	default:
 		c.drop("spec.secretStoreRef", "no store: Watchword reads every key of an ExternalSecret from one store, named by secretStoreRef (sourceRef per entry is not supported); the converted object needs one")
 	}
 
@@ -55,6 +69,10 @@ func (c *converter) externalSecret(m map[string]any) []map[string]any {
 	}
 	var data []any
 	for i, e := range takeList(spec, "data") {
+		if generator != "" {
+			c.drop(pathIndex("spec.data", i), "not carried: the ECR token of the generator is the ExternalSecret's only source (dataFrom registryToken); move this entry to an ExternalSecret of its own")
+			continue
+		}
 		if d := c.dataEntry(e, pathIndex("spec.data", i)); d != nil {
 			data = append(data, d)
 		}
@@ -62,7 +80,17 @@ func (c *converter) externalSecret(m map[string]any) []map[string]any {
 	set(dst, "data", data)
 	var dataFrom []any
 	for i, e := range takeList(spec, "dataFrom") {
-		if d := c.dataFromEntry(e, pathIndex("spec.dataFrom", i)); d != nil {
+		path := pathIndex("spec.dataFrom", i)
+		if generator != "" {
+			if name := ecrGeneratorRef(e); name == generator && len(dataFrom) == 0 {
+				d, _ := e.(map[string]any)
+				dataFrom = append(dataFrom, c.registryTokenEntry(d, path))
+			} else {
+				c.drop(path, "not carried: the ECR token of the generator is the ExternalSecret's only source (dataFrom registryToken); move this entry to an ExternalSecret of its own")
+			}
+			continue
+		}
+		if d := c.dataFromEntry(e, path); d != nil {
 			dataFrom = append(dataFrom, d)
 		}
 	}

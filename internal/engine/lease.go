@@ -5,6 +5,8 @@ import (
 	"hash/fnv"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 )
 
@@ -16,6 +18,14 @@ type LeaseRequest struct {
 	Method string
 	// Parameters go in the query of a GET, the body of a POST.
 	Parameters map[string]string
+	// Registry, when set, asks instead for a registry pull token of that
+	// kind (dataFrom registryToken), of the registry RegistryID (empty:
+	// the caller's own); Path, Method and Parameters are then unused.
+	// The Object holds the key .dockerconfigjson and its version is the
+	// token's expiry; the Lease's ID names the registry and the expiry,
+	// and it cannot be renewed.
+	Registry   v1alpha1.RegistryKind
+	RegistryID string
 }
 
 // Lease is what a store granted with issued credentials: an ID to renew
@@ -46,6 +56,42 @@ type Leaser interface {
 // LeaseRef is the remote reference under which the credentials of a
 // vaultDynamic entry are rendered and their version recorded.
 func LeaseRef(v *v1alpha1.VaultDynamicSecret) Ref { return Ref{Key: v.Path} }
+
+// DefaultRegistryRenewBefore is how long before its expiry a registry
+// token is replaced when the spec does not say: an hour of ECR's twelve.
+const DefaultRegistryRenewBefore = time.Hour
+
+// RegistryLease is the lease entry that a registryToken entry is held by:
+// a token cannot be renewed or revoked, so it is replaced renewBefore its
+// expiry and retained (it expires) when the ExternalSecret goes. Its path
+// names the registry, so a changed registry asks for a new token.
+func RegistryLease(t *v1alpha1.RegistryToken) *v1alpha1.VaultDynamicSecret {
+	before := DefaultRegistryRenewBefore
+	if t.RenewBefore != nil && t.RenewBefore.Duration > 0 {
+		before = t.RenewBefore.Duration
+	}
+	path := "registry:" + string(t.Registry)
+	if t.RegistryID != "" {
+		path += ":" + t.RegistryID
+	}
+	return &v1alpha1.VaultDynamicSecret{Path: path, RenewBefore: &metav1.Duration{Duration: before},
+		DeletionPolicy: v1alpha1.VaultLeaseRetain}
+}
+
+// DynamicEntry is the spec's dataFrom entry that holds a lease (a
+// vaultDynamic, or a registryToken as RegistryLease makes it) and the
+// request that issues it; nil when there is none.
+func DynamicEntry(spec *v1alpha1.ExternalSecretSpec) (*v1alpha1.VaultDynamicSecret, *LeaseRequest) {
+	for _, d := range spec.DataFrom {
+		if v := d.VaultDynamic; v != nil {
+			return v, &LeaseRequest{Path: v.Path, Method: v.Method, Parameters: v.Parameters}
+		}
+		if t := d.RegistryToken; t != nil {
+			return RegistryLease(t), &LeaseRequest{Registry: t.Registry, RegistryID: t.RegistryID}
+		}
+	}
+	return nil, nil
+}
 
 // LeaseAction is what a held lease needs now.
 type LeaseAction int

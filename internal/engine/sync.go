@@ -202,8 +202,41 @@ func RenderFound(spec *v1alpha1.ExternalSecretSpec, objs map[Ref]Object, found F
 			return nil, err
 		}
 	}
+	if slices.ContainsFunc(spec.DataFrom, func(d v1alpha1.ExternalSecretDataFrom) bool { return d.RegistryToken != nil }) {
+		registryTarget(spec.Target.Template, res)
+	}
 	return res, nil
 }
+
+// DockerConfigJSONType is the Secret type of image pull credentials, the
+// type a registryToken entry writes unless the template sets it, and
+// DockerConfigJSONKey its one key.
+const (
+	DockerConfigJSONType = "kubernetes.io/dockerconfigjson"
+	DockerConfigJSONKey  = ".dockerconfigjson"
+)
+
+// registryTarget makes the target of a registryToken entry a pull secret
+// (the kubelet takes only this type in imagePullSecrets) holding only
+// .dockerconfigjson unless a template rendered the data: the token's
+// other fields (RegistryTemplateKeys) are there for templates.
+func registryTarget(t *v1alpha1.ExternalSecretTemplate, res *Result) {
+	if res.Type == "" {
+		res.Type = DockerConfigJSONType
+	}
+	if t != nil && (len(t.Data) > 0 || len(t.TemplateFrom) > 0) {
+		return
+	}
+	for _, k := range RegistryTemplateKeys {
+		delete(res.Data, k)
+	}
+}
+
+// RegistryTemplateKeys are the fields of a registry token besides
+// .dockerconfigjson, the keys of External Secrets Operator's
+// ECRAuthorizationToken generator: templates may use them, and without a
+// template they are left out of the target.
+var RegistryTemplateKeys = []string{"username", "password", "proxy_endpoint", "expires_at"}
 
 // dataFromEntry is the Secret keys of dataFrom entry i: the fields of its
 // remote object, or each object its find matched whole under the key of
@@ -219,6 +252,17 @@ func dataFromEntry(i int, d v1alpha1.ExternalSecretDataFrom, objs map[Ref]Object
 		fields := maps.Clone(o.Fields)
 		for k := range fields {
 			from[k] = fmt.Sprintf("field %q of vaultDynamic path %q", k, v.Path)
+		}
+		return rewriteKeys(i, d.Rewrite, fields, from, nil)
+	}
+	if t := d.RegistryToken; t != nil {
+		o, ok := objs[LeaseRef(RegistryLease(t))]
+		if !ok {
+			return nil, fmt.Errorf("the %s registry token was not issued: %w", t.Registry, ErrNotFound)
+		}
+		fields := maps.Clone(o.Fields)
+		for k := range fields {
+			from[k] = fmt.Sprintf("field %q of the %s registry token", k, t.Registry)
 		}
 		return rewriteKeys(i, d.Rewrite, fields, from, nil)
 	}

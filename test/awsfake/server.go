@@ -1,5 +1,6 @@
-// Package awsfake is a strict loopback AWS for tests: Secrets Manager and
-// Systems Manager Parameter Store over the JSON 1.1 protocol (X-Amz-Target),
+// Package awsfake is a strict loopback AWS for tests: Secrets Manager,
+// Systems Manager Parameter Store and ECR's GetAuthorizationToken over the
+// JSON 1.1 protocol (X-Amz-Target),
 // and STS over the query protocol, on one HTTP endpoint. No AWS emulator
 // can be installed here, so the tests drive the official SDK against this
 // server, which:
@@ -80,6 +81,10 @@ type Server struct {
 	latency, jitter time.Duration
 	// omitSelectors leaves Selector out of parameter answers.
 	omitSelectors bool
+	// ecrLifetime is how long an ECR token lasts; ecrPasswords are the
+	// passwords of the tokens issued, in order.
+	ecrLifetime  time.Duration
+	ecrPasswords []string
 }
 
 // credential is an access key the fake knows: a user's long-lived key or
@@ -291,6 +296,8 @@ func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request, target string
 		service, action = "secretsmanager", "secretsmanager:"+op
 	case "AmazonSSM":
 		service, action = "ssm", "ssm:"+op
+	case "AmazonEC2ContainerRegistry_V20150921":
+		service, action = "ecr", "ecr:"+op
 	default:
 		writeJSONError(w, errorf(400, "UnknownOperationException", "unknown target %q", target))
 		return
@@ -312,6 +319,8 @@ func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request, target string
 	switch service {
 	case "secretsmanager":
 		out, aerr = s.secretsManager(op, body, principal)
+	case "ecr":
+		out, aerr = s.ecr(op, body)
 	default:
 		out, aerr = s.ssm(op, body, principal)
 	}

@@ -44,26 +44,37 @@ type leaseHeld struct {
 	recorded string
 }
 
-// vaultDynamic is the spec's vaultDynamic entry; nil when it has none.
+// vaultDynamic is the spec's entry that holds a lease: its vaultDynamic
+// entry, or its registryToken entry as engine.RegistryLease holds it (a
+// token that is replaced renewBefore its expiry); nil when it has none.
 func vaultDynamic(es *v1alpha1.ExternalSecret) *v1alpha1.VaultDynamicSecret {
-	for _, d := range es.Spec.DataFrom {
-		if d.VaultDynamic != nil {
-			return d.VaultDynamic
-		}
+	v, _ := engine.DynamicEntry(&es.Spec)
+	return v
+}
+
+// dynamicWhat names the entry in errors: "dataFrom vaultDynamic" or
+// "dataFrom registryToken".
+func dynamicWhat(req *engine.LeaseRequest) string {
+	if req != nil && req.Registry != "" {
+		return "dataFrom registryToken"
 	}
-	return nil
+	return "dataFrom vaultDynamic"
 }
 
 // holdLease renews the lease, keeps it, or issues new credentials, as
 // engine.NextLeaseAction says and the target needs.
 func (r *Reconciler) holdLease(ctx context.Context, s *scope) (bool, error) {
-	v := vaultDynamic(s.es)
+	v, req := engine.DynamicEntry(&s.es.Spec)
 	if v == nil {
 		return false, nil
 	}
+	what := dynamicWhat(req)
 	leaser, err := s.client.AsLeaser()
 	if err != nil {
-		return false, fmt.Errorf("%s: dataFrom vaultDynamic needs a store that issues leases (Vault): %w", s.store.Describe(), err)
+		if req.Registry != "" {
+			return false, fmt.Errorf("%s: %s needs a store that issues registry tokens (awssm or awsps for ECR): %w", s.store.Describe(), what, err)
+		}
+		return false, fmt.Errorf("%s: %s needs a store that issues leases (Vault): %w", s.store.Describe(), what, err)
 	}
 	held := s.es.Status.Lease
 	if held != nil && held.Path == v.Path {
@@ -76,9 +87,9 @@ func (r *Reconciler) holdLease(ctx context.Context, s *scope) (bool, error) {
 		}
 		s.lease.replaced, s.lease.revoke = held, gone && v.DeletionPolicy != v1alpha1.VaultLeaseRetain
 	}
-	obj, l, err := leaser.Issue(ctx, engine.LeaseRequest{Path: v.Path, Method: v.Method, Parameters: v.Parameters})
+	obj, l, err := leaser.Issue(ctx, *req)
 	if err != nil {
-		return false, fmt.Errorf("%s: dataFrom vaultDynamic: %w", s.store.Describe(), err)
+		return false, fmt.Errorf("%s: %s: %w", s.store.Describe(), what, err)
 	}
 	s.lease.leased = map[engine.Ref]engine.Object{engine.LeaseRef(v): obj}
 	if l.ID != "" {

@@ -54,7 +54,7 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 	c := &Client{s: s, api: ssm.NewFromConfig(s.Config, func(o *ssm.Options) {
 		o.BaseEndpoint = s.BaseEndpoint()
 		s.EndpointOptions(&o.EndpointOptions.UseFIPSEndpoint, &o.EndpointOptions.UseDualStackEndpoint)
-	})}
+	}), tokens: awsbase.NewRegistryTokens(s)}
 	return c.Ops(), nil
 }
 
@@ -62,11 +62,13 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 type Client struct {
 	s   *awsbase.Session
 	api *ssm.Client
+	// tokens issues ECR pull tokens (dataFrom registryToken).
+	tokens *awsbase.RegistryTokens
 }
 
 // Ops are the client's operations.
 func (c *Client) Ops() engine.Ops {
-	ops := engine.Ops{Reader: c, Batch: c, BatchLimit: BatchLimit, Versions: c, Lister: c, Writer: c, Checker: c}
+	ops := engine.Ops{Reader: c, Batch: c, BatchLimit: BatchLimit, Versions: c, Lister: c, Writer: c, Checker: c, Leaser: c.tokens}
 	plain := ops
 	ops.Scope = func(scope string) (engine.Ops, error) { return scoped(plain, scope), nil }
 	return ops

@@ -53,7 +53,7 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 	c := &Client{s: s, api: secretsmanager.NewFromConfig(s.Config, func(o *secretsmanager.Options) {
 		o.BaseEndpoint = s.BaseEndpoint()
 		s.EndpointOptions(&o.EndpointOptions.UseFIPSEndpoint, &o.EndpointOptions.UseDualStackEndpoint)
-	})}
+	}), tokens: awsbase.NewRegistryTokens(s)}
 	return c.Ops(), nil
 }
 
@@ -61,11 +61,13 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 type Client struct {
 	s   *awsbase.Session
 	api *secretsmanager.Client
+	// tokens issues ECR pull tokens (dataFrom registryToken).
+	tokens *awsbase.RegistryTokens
 }
 
 // Ops are the client's operations.
 func (c *Client) Ops() engine.Ops {
-	return engine.Ops{Reader: c, Batch: c, BatchLimit: BatchLimit, Versions: c, Lister: c, Writer: c, Checker: c}
+	return engine.Ops{Reader: c, Batch: c, BatchLimit: BatchLimit, Versions: c, Lister: c, Writer: c, Checker: c, Leaser: c.tokens}
 }
 
 // versionID tells a version ID from a staging label: IDs are 32 to 64

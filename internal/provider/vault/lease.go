@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/failure"
 )
 
 // leaseAnswer is the part of Vault's answer to a secrets engine read, or
@@ -33,6 +34,10 @@ func (a leaseAnswer) lease() engine.Lease {
 // version, and loses its ttl field, which counts
 // down at every read and would make every refresh look like a change.
 func (c *Client) Issue(ctx context.Context, req engine.LeaseRequest) (engine.Object, engine.Lease, error) {
+	if req.Registry != "" {
+		return engine.Object{}, engine.Lease{}, failure.Terminalf(failure.NotSupported,
+			"Vault issues no %s registry tokens: dataFrom registryToken with registry %s needs an awssm or awsps store", req.Registry, req.Registry)
+	}
 	path := strings.Trim(req.Path, "/")
 	where := fmt.Sprintf("Vault path %q", path)
 	var q url.Values
