@@ -7,7 +7,7 @@ import (
 // SecretStoreProvider is the union of provider blocks. Exactly one is set.
 // Both store specs embed it inline, so this one rule validates the spec of
 // either kind.
-// +kubebuilder:validation:XValidation:rule="[has(self.alibaba), has(self.awsps), has(self.awssm), has(self.azurekv), has(self.barbican), has(self.fake), has(self.gcpsm), has(self.kubernetes), has(self.plugin), has(self.vault), has(self.webhook), has(self.gitlab), has(self.onepassword)].exists_one(x, x)",message="set exactly one provider block in spec (one of: alibaba, awsps, awssm, azurekv, barbican, fake, gcpsm, kubernetes, plugin, vault, webhook, gitlab, onepassword)"
+// +kubebuilder:validation:XValidation:rule="[has(self.alibaba), has(self.awsps), has(self.awssm), has(self.azurekv), has(self.barbican), has(self.fake), has(self.gcpsm), has(self.kubernetes), has(self.plugin), has(self.vault), has(self.webhook), has(self.gitlab), has(self.onepassword), has(self.infisical)].exists_one(x, x)",message="set exactly one provider block in spec (one of: alibaba, awsps, awssm, azurekv, barbican, fake, gcpsm, kubernetes, plugin, vault, webhook, gitlab, onepassword, infisical)"
 type SecretStoreProvider struct {
 	// alibaba reads and writes secrets of Alibaba Cloud KMS Secrets Manager.
 	// +optional
@@ -66,6 +66,10 @@ type SecretStoreProvider struct {
 	// Connect server.
 	// +optional
 	OnePassword *OnePasswordProvider `json:"onepassword,omitempty"`
+
+	// infisical reads the secrets of an Infisical project.
+	// +optional
+	Infisical *InfisicalProvider `json:"infisical,omitempty"`
 }
 
 // PluginProvider configures a store served by an out-of-tree plugin.

@@ -14,6 +14,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/provider/fake"
 	"github.com/watchword-dev/watchword/internal/provider/gcpsm"
 	"github.com/watchword-dev/watchword/internal/provider/gitlab"
+	"github.com/watchword-dev/watchword/internal/provider/infisical"
 	"github.com/watchword-dev/watchword/internal/provider/kubernetes"
 	"github.com/watchword-dev/watchword/internal/provider/onepassword"
 	"github.com/watchword-dev/watchword/internal/provider/plugin"
@@ -39,5 +40,6 @@ func Registry() provider.Registry {
 		"gitlab":     gitlab.Factory{},
 
 		"onepassword": onepassword.Factory{},
+		"infisical":   infisical.Factory{},
 	}
 }
