@@ -175,9 +175,9 @@ func TestTheFakeRefusesWhatInfisicalRefuses(t *testing.T) {
 		{"a login without a secret", "POST", "/api/v1/auth/universal-auth/login", "", []byte(`{"clientId":"id-1"}`), 400},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, _ := do(t, s, tc.method, tc.path, tc.token, tc.body)
-			if resp.StatusCode != tc.want {
-				t.Fatalf("status %d, want %d", resp.StatusCode, tc.want)
+			got, _ := do(t, s, tc.method, tc.path, tc.token, tc.body)
+			if got.StatusCode != tc.want {
+				t.Fatalf("status %d, want %d", got.StatusCode, tc.want)
 			}
 		})
 	}
