@@ -36,12 +36,37 @@ type InfisicalProvider struct {
 	CAProvider *CAProvider `json:"caProvider,omitempty"`
 }
 
-// InfisicalAuth is the machine identity Watchword logs in as.
+// InfisicalAuth is the machine identity Watchword logs in as, and how.
+// Exactly one login is set.
+// +kubebuilder:validation:XValidation:rule="[has(self.universalAuthCredentials), has(self.kubernetesAuth)].exists_one(x, x)",message="infisical.auth: set exactly one of universalAuthCredentials and kubernetesAuth"
 type InfisicalAuth struct {
 	// universalAuthCredentials are the client ID and client secret of a
 	// machine identity's Universal Auth.
+	// +optional
+	UniversalAuthCredentials *InfisicalUniversalAuthCredentials `json:"universalAuthCredentials,omitempty"`
+
+	// kubernetesAuth logs in with a token Watchword requests for a
+	// service account, which Infisical reviews with the cluster
+	// (a machine identity's Kubernetes Auth).
+	// +optional
+	KubernetesAuth *InfisicalKubernetesAuth `json:"kubernetesAuth,omitempty"`
+}
+
+// InfisicalKubernetesAuth is a machine identity's Kubernetes Auth.
+type InfisicalKubernetesAuth struct {
+	// identityId is the ID of the machine identity.
 	// +required
-	UniversalAuthCredentials InfisicalUniversalAuthCredentials `json:"universalAuthCredentials"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9-]+$`
+	IdentityID string `json:"identityId"`
+
+	// serviceAccountRef is the service account whose token is sent. In a
+	// SecretStore it is of the store's namespace; a ClusterSecretStore
+	// gives its namespace. audiences are those the identity allows, if it
+	// names any.
+	// +required
+	ServiceAccountRef ServiceAccountSelector `json:"serviceAccountRef"`
 }
 
 // InfisicalUniversalAuthCredentials names the Secret keys of a machine

@@ -14,7 +14,8 @@ var infisicalOtherAuth = []string{"awsAuthCredentials", "azureAuthCredentials", 
 
 // infisical carries ESO's infisical block to Watchword's, which has the
 // same name and fields for a Universal Auth login. A store that logs in
-// otherwise is not converted; expandSecretReferences: false is not
+// otherwise is not converted (ESO's Kubernetes Auth sends the token of
+// its own pod, Watchword's that of a named service account); expandSecretReferences: false is not
 // carried (Watchword always expands, as ESO does by default).
 func (c *converter) infisical(dst, b map[string]any, path string) bool {
 	out := map[string]any{}
@@ -53,10 +54,10 @@ func (c *converter) infisical(dst, b map[string]any, path string) bool {
 	c.leftovers(auth, path+".auth")
 	c.leftovers(b, path)
 	if ua == nil {
-		reason := "no universalAuthCredentials: Watchword's infisical store logs in with Universal Auth only; the store is not converted"
+		reason := "no universalAuthCredentials: the store is not converted"
 		if len(other) > 0 {
 			slices.Sort(other)
-			reason = "the store logs in with " + other[0] + ": Watchword's infisical store logs in with Universal Auth only; the store is not converted"
+			reason = "the store logs in with " + other[0] + ": Watchword's infisical store logs in with Universal Auth, or with Kubernetes Auth as a named service account (kubernetesAuth: identityId and serviceAccountRef, which ESO's block does not hold: write it by hand); the store is not converted"
 		}
 		c.drop(path+".auth", reason)
 		return false

@@ -5,6 +5,7 @@
 // Infisical's official Go SDK.
 //
 //	POST /api/v1/auth/universal-auth/login     {"clientId","clientSecret"} → an access token
+//	POST /api/v1/auth/kubernetes-auth/login    {"identityId","jwt"} → an access token
 //	GET  /api/v3/secrets/raw                   the secrets of a folder (recursive=true: and below)
 //	GET  /api/v3/secrets/raw/{secretName}      one secret, its current or a given version
 //
@@ -15,7 +16,9 @@
 // unknown members are refused (400). Every secret request needs a bearer
 // token from a login that has not expired nor been revoked (401); an
 // identity denied a project gets 403; an unknown project, environment,
-// folder, secret or version gets 404. Errors are Infisical's JSON
+// folder, secret or version gets 404. A Kubernetes Auth login is checked
+// against the token's subject claim only (Infisical asks the cluster's
+// TokenReview). Errors are Infisical's JSON
 // {"reqId","statusCode","message","error"}, and a 404 names what it did not
 // find, echoing the request as Infisical does. Versions start at 1 and
 // grow by one with each change, as Infisical's do, and each is kept.
@@ -30,6 +33,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
@@ -62,8 +66,9 @@ type Server struct {
 }
 
 type identity struct {
-	secret string
-	denied map[string]bool // project slugs
+	secret  string          // Universal Auth's client secret
+	subject string          // Kubernetes Auth's service account, system:serviceaccount:NS:NAME
+	denied  map[string]bool // project slugs
 }
 
 type token struct {
@@ -91,6 +96,7 @@ func Start() *Server {
 		ttl: time.Hour, calls: map[string]int{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v1/auth/universal-auth/login", s.login)
+	mux.HandleFunc("POST /api/v1/auth/kubernetes-auth/login", s.kubernetesLogin)
 	mux.HandleFunc("GET /api/v3/secrets/raw", s.authed(s.list))
 	mux.HandleFunc("GET /api/v3/secrets/raw/{secretName}", s.authed(s.get))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -128,6 +134,16 @@ func (s *Server) AddIdentity(clientID, clientSecret string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.identities[clientID] = &identity{secret: clientSecret, denied: map[string]bool{}}
+}
+
+// AddKubernetesIdentity makes the fake accept a machine identity's
+// Kubernetes Auth login with a token of the service account ns/name.
+// Infisical reviews the token with the cluster (TokenReview); the fake
+// checks only its subject claim, not its signature.
+func (s *Server) AddKubernetesIdentity(identityID, ns, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.identities[identityID] = &identity{subject: "system:serviceaccount:" + ns + ":" + name, denied: map[string]bool{}}
 }
 
 // Deny makes the fake refuse (403) the identity's requests to a project.
@@ -302,15 +318,72 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	s.calls["login"]++
 	id := s.identities[body.ClientID]
-	if id == nil || id.secret != body.ClientSecret {
+	if id == nil || id.secret == "" || id.secret != body.ClientSecret {
 		s.calls["unauthorized"]++
 		fail(w, http.StatusUnauthorized, "UnauthorizedError", "Invalid credentials")
 		return
 	}
+	s.issue(w, body.ClientID)
+}
+
+// issue answers a login with a new access token. Call with s.mu held.
+func (s *Server) issue(w http.ResponseWriter, id string) {
 	value := "st." + newID() + newID()
-	s.tokens[value] = &token{clientID: body.ClientID, expires: time.Now().Add(s.ttl)}
+	s.tokens[value] = &token{clientID: id, expires: time.Now().Add(s.ttl)}
 	secs := int64(s.ttl / time.Second)
 	writeJSON(w, http.StatusOK, map[string]any{"accessToken": value, "expiresIn": secs, "accessTokenMaxTTL": 30 * 24 * 3600, "tokenType": "Bearer"})
+}
+
+func (s *Server) kubernetesLogin(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		fail(w, http.StatusUnsupportedMediaType, "Unsupported Media Type", "Unsupported Media Type: "+r.Header.Get("Content-Type"))
+		return
+	}
+	var body struct {
+		IdentityID       string `json:"identityId"`
+		JWT              string `json:"jwt"`
+		OrganizationSlug string `json:"organizationSlug"`
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil || body.IdentityID == "" || body.JWT == "" {
+		fail(w, http.StatusBadRequest, "BadRequest", "Invalid request body")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls["login"]++
+	id := s.identities[body.IdentityID]
+	if id == nil || id.subject == "" {
+		s.calls["unauthorized"]++
+		fail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Kubernetes auth method not found for identity with ID %s", body.IdentityID))
+		return
+	}
+	if subjectOf(body.JWT) != id.subject {
+		s.calls["unauthorized"]++
+		fail(w, http.StatusUnauthorized, "UnauthorizedError", "Access denied: service account not allowed")
+		return
+	}
+	s.issue(w, body.IdentityID)
+}
+
+// subjectOf is the sub claim of a JWT, unverified; "" if it has none.
+func subjectOf(jwt string) string {
+	parts := strings.Split(jwt, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return ""
+	}
+	var claims struct {
+		Sub string `json:"sub"`
+	}
+	if json.Unmarshal(raw, &claims) != nil {
+		return ""
+	}
+	return claims.Sub
 }
 
 // scope is the project, environment and folder of a request.

@@ -29,15 +29,19 @@ func infisicalFake(t *testing.T, ns string) (*infisicalfake.Server, string) {
 	return fake, clientID
 }
 
-func infisicalStore(t *testing.T, ns, name string, fake *infisicalfake.Server) {
+func infisicalStore(t *testing.T, ns, name string, fake *infisicalfake.Server, change ...func(*v1alpha1.InfisicalProvider)) {
 	t.Helper()
+	spec := &v1alpha1.InfisicalProvider{
+		HostAPI: fake.URL() + "/api", CABundle: fake.CAPEM(),
+		Auth: v1alpha1.InfisicalAuth{UniversalAuthCredentials: &v1alpha1.InfisicalUniversalAuthCredentials{
+			ClientID:     v1alpha1.SecretKeySelector{Name: "infisical-identity", Key: "clientId"},
+			ClientSecret: v1alpha1.SecretKeySelector{Name: "infisical-identity", Key: "clientSecret"}}},
+		SecretsScope: v1alpha1.InfisicalSecretsScope{ProjectSlug: "shop", EnvironmentSlug: "prod", SecretsPath: "/backend", Recursive: true}}
+	for _, c := range change {
+		c(spec)
+	}
 	must(t, k8s.Create(context.Background(), &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.SecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{Infisical: &v1alpha1.InfisicalProvider{
-			HostAPI: fake.URL() + "/api", CABundle: fake.CAPEM(),
-			Auth: v1alpha1.InfisicalAuth{UniversalAuthCredentials: v1alpha1.InfisicalUniversalAuthCredentials{
-				ClientID:     v1alpha1.SecretKeySelector{Name: "infisical-identity", Key: "clientId"},
-				ClientSecret: v1alpha1.SecretKeySelector{Name: "infisical-identity", Key: "clientSecret"}}},
-			SecretsScope: v1alpha1.InfisicalSecretsScope{ProjectSlug: "shop", EnvironmentSlug: "prod", SecretsPath: "/backend", Recursive: true}}}}}))
+		Spec: v1alpha1.SecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{Infisical: spec}}}))
 }
 
 // TestInfisicalSecretsSyncAndARefusedLoginKeepsTheTarget: an
@@ -100,4 +104,21 @@ func TestInfisicalStoreIsNotADestination(t *testing.T) {
 	createSecret(t, ns, "src", map[string]string{"password": sentinel})
 	newPush(t, ns, "p", "src", pushKey("password", "password"), pushTo("PUBLISHED", viaStore("SecretStore", "infisical")))
 	waitPushCondition(t, ns, "p", "NotSupported", "write")
+}
+
+// TestInfisicalKubernetesAuthLogsInAsAServiceAccount: a store with
+// Kubernetes Auth logs in with a token the API server issues for the
+// named service account, and reads.
+func TestInfisicalKubernetesAuthLogsInAsAServiceAccount(t *testing.T) {
+	ns := newNamespace(t, nil)
+	fake, _ := infisicalFake(t, ns)
+	must(t, k8s.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "infisical-reader"}}))
+	fake.AddKubernetesIdentity("k8s-identity", ns, "infisical-reader")
+	fake.Put("shop", "prod", "/backend", "DB_PASSWORD", sentinel)
+	infisicalStore(t, ns, "infisical", fake, func(s *v1alpha1.InfisicalProvider) {
+		s.Auth = v1alpha1.InfisicalAuth{KubernetesAuth: &v1alpha1.InfisicalKubernetesAuth{IdentityID: "k8s-identity",
+			ServiceAccountRef: v1alpha1.ServiceAccountSelector{Name: "infisical-reader"}}}
+	})
+	newES(t, ns, "es", "infisical", withData("password", "DB_PASSWORD", ""))
+	waitSecretData(t, ns, "es", map[string]string{"password": sentinel})
 }

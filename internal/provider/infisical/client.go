@@ -21,14 +21,14 @@ import (
 // Client reads the secrets of one store. It is safe for concurrent use.
 type Client struct {
 	newAPI    func() sdk.InfisicalClientInterface
+	login     loginFunc
 	host      string
-	clientID  string
-	secret    string
 	project   string
 	env       string
 	folder    string // absolute, without a trailing "/" unless it is "/"
 	recursive bool
 	who       string
+	loginHint string
 	now       func() time.Time
 
 	mu   sync.Mutex
@@ -76,13 +76,16 @@ func (c *Client) session(ctx context.Context, stale int, force bool) (*session, 
 		return s, nil
 	}
 	api := c.newAPI()
-	cred, err := call(ctx, func() (sdk.MachineIdentityCredential, error) {
-		return api.Auth().UniversalAuthLogin(c.clientID, c.secret)
-	})
+	cred, err := c.login(ctx, api)
 	if err != nil {
-		if status(err) == http.StatusUnauthorized || status(err) == http.StatusBadRequest {
-			return nil, fmt.Errorf("logging in to Infisical at %s: Infisical refused the Universal Auth login of %s (HTTP %d): the client ID or secret is wrong, revoked or expired, or Universal Auth is not set up for the identity; put valid ones in the Secrets: %w",
-				c.host, c.who, status(err), engine.ErrUnauthenticated)
+		if code := status(err); code == http.StatusUnauthorized || code == http.StatusBadRequest || code == http.StatusNotFound {
+			return nil, fmt.Errorf("logging in to Infisical at %s: Infisical refused the login of %s (HTTP %d): %s: %w",
+				c.host, c.who, code, c.loginHint, engine.ErrUnauthenticated)
+		}
+		if status(err) == 0 && !isSDKError(err) && ctx.Err() == nil {
+			// The service account's token could not be had: its error
+			// says why, in Watchword's classes.
+			return nil, err
 		}
 		return nil, c.classify("logging in to Infisical", err)
 	}
@@ -259,6 +262,13 @@ func (c *Client) relKey(s sdk.Secret) (string, bool) {
 		return "", false
 	}
 	return key, true
+}
+
+// isSDKError tells an error of the SDK's request from one of Watchword's.
+func isSDKError(err error) bool {
+	var re *sdk.RequestError
+	var ae *sdk.APIError
+	return errors.As(err, &re) || errors.As(err, &ae)
 }
 
 // status is the HTTP status of an SDK API error; 0 for another error.

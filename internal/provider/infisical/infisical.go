@@ -1,6 +1,7 @@
 // Package infisical is a provider for the secrets of Infisical, on
 // Infisical's official Go SDK (github.com/infisical/go-sdk). It logs in as
-// a machine identity with Universal Auth, reads a secret of a project's
+// a machine identity with Universal Auth or Kubernetes Auth (a token
+// requested for a named service account), reads a secret of a project's
 // environment by its name (or by a path to it below the store's folder),
 // at its current or a given version, and lists the secrets of the folder
 // (and of the folders below it with recursive). It does not write: the
@@ -93,13 +94,18 @@ func hasDots(p string) bool {
 	return false
 }
 
-// Refs names the Universal Auth credentials and the CA bundle's object.
+// Refs names the Universal Auth credentials or the service account, and
+// the CA bundle's object.
 func (Factory) Refs(store provider.Store) []provider.ObjectRef {
 	spec := store.Spec.Infisical
-	ua := spec.Auth.UniversalAuthCredentials
-	out := []provider.ObjectRef{
-		provider.SecretKeyRef("infisical.auth.universalAuthCredentials.clientId", ua.ClientID),
-		provider.SecretKeyRef("infisical.auth.universalAuthCredentials.clientSecret", ua.ClientSecret),
+	var out []provider.ObjectRef
+	if ua := spec.Auth.UniversalAuthCredentials; ua != nil {
+		out = append(out,
+			provider.SecretKeyRef("infisical.auth.universalAuthCredentials.clientId", ua.ClientID),
+			provider.SecretKeyRef("infisical.auth.universalAuthCredentials.clientSecret", ua.ClientSecret))
+	}
+	if ka := spec.Auth.KubernetesAuth; ka != nil {
+		out = append(out, provider.ServiceAccountRef("infisical.auth.kubernetesAuth.serviceAccountRef", ka.ServiceAccountRef))
 	}
 	if spec.CAProvider != nil {
 		out = append(out, provider.CAProviderRef("infisical.caProvider", *spec.CAProvider))
@@ -114,12 +120,7 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 		return engine.Ops{}, err
 	}
 	spec := store.Spec.Infisical
-	ua := spec.Auth.UniversalAuthCredentials
-	id, err := credential(ctx, store, deps, "clientId", ua.ClientID)
-	if err != nil {
-		return engine.Ops{}, err
-	}
-	secret, err := credential(ctx, store, deps, "clientSecret", ua.ClientSecret)
+	login, who, hint, err := loginOf(ctx, store, deps)
 	if err != nil {
 		return engine.Ops{}, err
 	}
@@ -146,7 +147,7 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 		CaCertificate: string(ca),
 		UserAgent:     "watchword",
 		// No background refresh (a goroutine per client): the client
-		// logs in when it needs a token (see token).
+		// logs in when it needs a token (see Client.session).
 		AutoTokenRefresh: sdk.BoolPtr(false),
 		// No retry inside a call: with an exponential backoff of zero
 		// retries the SDK makes one attempt, whatever the answer.
@@ -158,18 +159,58 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 		// Each login gets an SDK client of its own (see session); with
 		// AutoTokenRefresh off, the context starts nothing.
 		newAPI:    func() sdk.InfisicalClientInterface { return sdk.NewInfisicalClient(context.Background(), cfg) },
+		login:     login,
 		now:       time.Now,
 		host:      strings.TrimSuffix(host, "/"),
-		clientID:  id,
-		secret:    secret,
 		project:   spec.SecretsScope.ProjectSlug,
 		env:       spec.SecretsScope.EnvironmentSlug,
 		folder:    folder,
 		recursive: spec.SecretsScope.Recursive,
-		who: fmt.Sprintf("the machine identity of client ID in key %q of Secret %q", ua.ClientID.Key,
-			store.NamespaceOf(ua.ClientID.Namespace)+"/"+ua.ClientID.Name),
+		who:       who,
+		loginHint: hint,
 	}
 	return engine.Ops{Reader: c, Versions: c, Lister: c, Checker: c}, nil
+}
+
+// loginFunc logs an SDK client in.
+type loginFunc func(ctx context.Context, api sdk.InfisicalClientInterface) (sdk.MachineIdentityCredential, error)
+
+// loginOf reads the credentials of the store's login, and says who logs
+// in (never a credential) and what to check when the login is refused.
+func loginOf(ctx context.Context, store provider.Store, deps provider.Deps) (login loginFunc, who, hint string, err error) {
+	auth := store.Spec.Infisical.Auth
+	switch {
+	case auth.UniversalAuthCredentials != nil:
+		ua := auth.UniversalAuthCredentials
+		id, err := credential(ctx, store, deps, "clientId", ua.ClientID)
+		if err != nil {
+			return nil, "", "", err
+		}
+		secret, err := credential(ctx, store, deps, "clientSecret", ua.ClientSecret)
+		if err != nil {
+			return nil, "", "", err
+		}
+		who = fmt.Sprintf("the machine identity of the client ID in key %q of Secret %q (Universal Auth)", ua.ClientID.Key,
+			store.NamespaceOf(ua.ClientID.Namespace)+"/"+ua.ClientID.Name)
+		return func(ctx context.Context, api sdk.InfisicalClientInterface) (sdk.MachineIdentityCredential, error) {
+			return call(ctx, func() (sdk.MachineIdentityCredential, error) { return api.Auth().UniversalAuthLogin(id, secret) })
+		}, who, "the client ID or secret is wrong, revoked or expired, or Universal Auth is not set up for the identity; put valid ones in the Secrets", nil
+	case auth.KubernetesAuth != nil:
+		ka := auth.KubernetesAuth
+		sa := ka.ServiceAccountRef
+		who = fmt.Sprintf("machine identity %q as service account %q (Kubernetes Auth)", ka.IdentityID, store.NamespaceOf(sa.Namespace)+"/"+sa.Name)
+		return func(ctx context.Context, api sdk.InfisicalClientInterface) (sdk.MachineIdentityCredential, error) {
+			// A token of its own for each login.
+			jwt, _, err := deps.ServiceAccountToken(ctx, sa)
+			if err != nil {
+				return sdk.MachineIdentityCredential{}, err
+			}
+			return call(ctx, func() (sdk.MachineIdentityCredential, error) {
+				return api.Auth().KubernetesRawServiceAccountTokenLogin(ka.IdentityID, jwt)
+			})
+		}, who, "the identity's Kubernetes Auth does not allow this service account, namespace or audience, or Infisical could not review the token with the cluster", nil
+	}
+	return nil, "", "", fmt.Errorf("%w: infisical.auth: set universalAuthCredentials or kubernetesAuth", engine.ErrInvalidConfig)
 }
 
 // credential reads one Universal Auth credential.

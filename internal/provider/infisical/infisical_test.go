@@ -2,6 +2,7 @@ package infisical
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,7 +56,7 @@ func store(spec *v1alpha1.InfisicalProvider) provider.Store {
 
 func (e *env) spec(change ...func(*v1alpha1.InfisicalProvider)) *v1alpha1.InfisicalProvider {
 	s := &v1alpha1.InfisicalProvider{HostAPI: e.fake.URL() + "/api", CABundle: e.fake.CAPEM(),
-		Auth: v1alpha1.InfisicalAuth{UniversalAuthCredentials: v1alpha1.InfisicalUniversalAuthCredentials{
+		Auth: v1alpha1.InfisicalAuth{UniversalAuthCredentials: &v1alpha1.InfisicalUniversalAuthCredentials{
 			ClientID:     v1alpha1.SecretKeySelector{Name: "infisical", Key: "clientId"},
 			ClientSecret: v1alpha1.SecretKeySelector{Name: "infisical", Key: "clientSecret"}}},
 		SecretsScope: v1alpha1.InfisicalSecretsScope{ProjectSlug: projectSlug, EnvironmentSlug: "dev", SecretsPath: "/app"}}
@@ -298,7 +299,7 @@ func TestLoginsRenewalAndRefusals(t *testing.T) {
 	// Wrong credentials: the refusal names the Secret, never a value.
 	e.deps.SetSecret("infisical", "clientSecret", []byte("wrong-secret"))
 	_, err := e.ops(t, e.spec()).Reader.GetSecret(ctx, engine.Ref{Key: "KEY"})
-	mustClass(t, err, engine.ErrUnauthenticated, "HTTP 401", `key "clientId" of Secret "team/infisical"`, "Universal Auth")
+	mustClass(t, err, engine.ErrUnauthenticated, "HTTP 401", `key "clientId" of Secret "team/infisical"`, "Universal Auth", "client ID or secret is wrong")
 	if !errors.Is(err, engine.ErrPermissionDenied) {
 		t.Fatalf("a refused login is of the permission class: %v", err)
 	}
@@ -368,4 +369,50 @@ func TestValidate(t *testing.T) {
 	if err = (Factory{}).Validate(store(e.spec(func(s *v1alpha1.InfisicalProvider) { s.HostAPI = ""; s.SecretsScope.SecretsPath = "/a/b/" }))); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// tokens is a provider.Deps that also issues service account tokens: an
+// unsigned JWT whose subject is the service account (the fake reads only
+// that claim).
+type tokens struct {
+	*fakedeps.Deps
+	issued int
+}
+
+func (d *tokens) ServiceAccountToken(_ context.Context, sel v1alpha1.ServiceAccountSelector) (string, int64, error) {
+	d.issued++
+	claims, _ := json.Marshal(map[string]any{"sub": "system:serviceaccount:" + sel.Namespace + ":" + sel.Name, "n": d.issued})
+	enc := base64.RawURLEncoding
+	return enc.EncodeToString([]byte(`{"alg":"none"}`)) + "." + enc.EncodeToString(claims) + ".sig", 600, nil
+}
+
+func TestKubernetesAuthLogsInWithAServiceAccountToken(t *testing.T) {
+	e := newEnv(t)
+	e.fake.AddKubernetesIdentity("identity-1", "team", "reader")
+	e.fake.Put(projectSlug, "dev", "/app", "KEY", sentinel)
+	d := &tokens{Deps: e.deps}
+	spec := func(sa string) *v1alpha1.InfisicalProvider {
+		return e.spec(func(s *v1alpha1.InfisicalProvider) {
+			s.Auth = v1alpha1.InfisicalAuth{KubernetesAuth: &v1alpha1.InfisicalKubernetesAuth{IdentityID: "identity-1",
+				ServiceAccountRef: v1alpha1.ServiceAccountSelector{Name: sa, Namespace: "team"}}}
+		})
+	}
+	ops, err := Factory{}.New(context.Background(), store(spec("reader")), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = ops.Reader.GetSecret(context.Background(), engine.Ref{Key: "KEY"}); err != nil {
+		t.Fatal(err)
+	}
+	// A new login asks for a new token.
+	e.fake.RevokeTokens()
+	if _, err = ops.Reader.GetSecret(context.Background(), engine.Ref{Key: "KEY"}); err != nil || d.issued != 2 {
+		t.Fatalf("after a revocation: %d tokens issued, %v", d.issued, err)
+	}
+	ops, err = Factory{}.New(context.Background(), store(spec("another")), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ops.Reader.GetSecret(context.Background(), engine.Ref{Key: "KEY"})
+	mustClass(t, err, engine.ErrUnauthenticated, "HTTP 401", `machine identity "identity-1" as service account "team/another"`, "Kubernetes Auth does not allow")
 }
