@@ -7,7 +7,7 @@ import (
 // SecretStoreProvider is the union of provider blocks. Exactly one is set.
 // Both store specs embed it inline, so this one rule validates the spec of
 // either kind.
-// +kubebuilder:validation:XValidation:rule="[has(self.alibaba), has(self.awsps), has(self.awssm), has(self.azurekv), has(self.barbican), has(self.fake), has(self.gcpsm), has(self.kubernetes), has(self.plugin), has(self.vault), has(self.webhook), has(self.gitlab), has(self.onepassword), has(self.conjur)].exists_one(x, x)",message="set exactly one provider block in spec (one of: alibaba, awsps, awssm, azurekv, barbican, fake, gcpsm, kubernetes, plugin, vault, webhook, gitlab, onepassword, conjur)"
+// +kubebuilder:validation:XValidation:rule="[has(self.alibaba), has(self.awsps), has(self.awssm), has(self.azurekv), has(self.barbican), has(self.fake), has(self.gcpsm), has(self.kubernetes), has(self.plugin), has(self.vault), has(self.webhook), has(self.gitlab), has(self.onepassword), has(self.conjur), has(self.infisical)].exists_one(x, x)",message="set exactly one provider block in spec (one of: alibaba, awsps, awssm, azurekv, barbican, fake, gcpsm, kubernetes, plugin, vault, webhook, gitlab, onepassword, conjur, infisical)"
 type SecretStoreProvider struct {
 	// alibaba reads and writes secrets of Alibaba Cloud KMS Secrets Manager.
 	// +optional
@@ -69,6 +69,10 @@ type SecretStoreProvider struct {
 	// conjur reads the variables of CyberArk Conjur.
 	// +optional
 	Conjur *ConjurProvider `json:"conjur,omitempty"`
+
+	// infisical reads the secrets of an Infisical project.
+	// +optional
+	Infisical *InfisicalProvider `json:"infisical,omitempty"`
 }
 
 // PluginProvider configures a store served by an out-of-tree plugin.

@@ -535,11 +535,13 @@ func (c *converter) store(kind string, m map[string]any) []map[string]any {
 		ok = c.onepassword(dst, block, path)
 	case "conjur":
 		ok = c.conjur(dst, block, path)
+	case "infisical":
+		ok = c.infisical(dst, block, path)
 	case "barbican":
 		c.drop(path, "convert does not carry ESO's barbican block: write Watchword's barbican block by hand (docs/providers.md); the store is not converted")
 		return nil
 	default:
-		c.drop(path, fmt.Sprintf("Watchword has no %s provider (it has fake, kubernetes, vault, awssm, awsps, azurekv, gcpsm, alibaba, barbican, webhook, gitlab, onepassword, conjur and plugin): the store is not converted", name))
+		c.drop(path, fmt.Sprintf("Watchword has no %s provider (it has fake, kubernetes, vault, awssm, awsps, azurekv, gcpsm, alibaba, barbican, webhook, gitlab, onepassword, conjur, infisical and plugin): the store is not converted", name))
 		return nil
 	}
 	if !ok {

@@ -15,6 +15,7 @@ import (
 	"github.com/watchword-dev/watchword/internal/provider/fake"
 	"github.com/watchword-dev/watchword/internal/provider/gcpsm"
 	"github.com/watchword-dev/watchword/internal/provider/gitlab"
+	"github.com/watchword-dev/watchword/internal/provider/infisical"
 	"github.com/watchword-dev/watchword/internal/provider/kubernetes"
 	"github.com/watchword-dev/watchword/internal/provider/onepassword"
 	"github.com/watchword-dev/watchword/internal/provider/plugin"
@@ -41,5 +42,6 @@ func Registry() provider.Registry {
 
 		"onepassword": onepassword.Factory{},
 		"conjur":      conjur.Factory{},
+		"infisical":   infisical.Factory{},
 	}
 }
