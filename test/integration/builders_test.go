@@ -232,14 +232,16 @@ func updateSecret(t *testing.T, ns, name string, change func(*corev1.Secret)) {
 }
 
 // goroutinesOf returns the stacks of the goroutines still running code
-// of the operator or controller-runtime, for a test whose operator did
-// not stop in time: they say which part held the shutdown up.
+// of the operator, controller-runtime or client-go's informers, for a test
+// whose operator did not stop in time: they say which part held the
+// shutdown up.
 func goroutinesOf() string {
 	var buf strings.Builder
 	_ = pprof.Lookup("goroutine").WriteTo(&buf, 2)
 	var kept []string
 	for _, g := range strings.Split(buf.String(), "\n\n") {
-		if strings.Contains(g, "watchword/internal") || strings.Contains(g, "controller-runtime/pkg/manager") {
+		if strings.Contains(g, "watchword/internal") || strings.Contains(g, "controller-runtime/pkg/") ||
+			strings.Contains(g, "client-go/tools/cache") {
 			kept = append(kept, g)
 		}
 	}
