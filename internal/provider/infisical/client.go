@@ -16,6 +16,7 @@ import (
 
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
+	"github.com/watchword-dev/watchword/internal/provider"
 )
 
 // Client reads the secrets of one store. It is safe for concurrent use.
@@ -44,27 +45,6 @@ type session struct {
 	api sdk.InfisicalClientInterface
 	due time.Time // when to log in again, before the token expires
 	gen int
-}
-
-// call runs an SDK call, which takes no context, and gives up waiting for
-// it when ctx ends (the request then ends on its own).
-func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
-	type result struct {
-		v   T
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		v, err := f()
-		ch <- result{v, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
 }
 
 // session returns a logged-in session: the current one unless it is
@@ -104,12 +84,12 @@ func do[T any](ctx context.Context, c *Client, what string, f func(api sdk.Infis
 	if err != nil {
 		return zero, err
 	}
-	v, err := call(ctx, func() (T, error) { return f(s.api) })
+	v, err := provider.CallWithoutContext(ctx, func() (T, error) { return f(s.api) })
 	if status(err) == http.StatusUnauthorized {
 		if s, err = c.session(ctx, s.gen, false); err != nil {
 			return zero, err
 		}
-		v, err = call(ctx, func() (T, error) { return f(s.api) })
+		v, err = provider.CallWithoutContext(ctx, func() (T, error) { return f(s.api) })
 	}
 	if err != nil {
 		return zero, c.classify(what, err)

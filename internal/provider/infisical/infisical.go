@@ -193,7 +193,7 @@ func loginOf(ctx context.Context, store provider.Store, deps provider.Deps) (log
 		who = fmt.Sprintf("the machine identity of the client ID in key %q of Secret %q (Universal Auth)", ua.ClientID.Key,
 			store.NamespaceOf(ua.ClientID.Namespace)+"/"+ua.ClientID.Name)
 		return func(ctx context.Context, api sdk.InfisicalClientInterface) (sdk.MachineIdentityCredential, error) {
-			return call(ctx, func() (sdk.MachineIdentityCredential, error) { return api.Auth().UniversalAuthLogin(id, secret) })
+			return provider.CallWithoutContext(ctx, func() (sdk.MachineIdentityCredential, error) { return api.Auth().UniversalAuthLogin(id, secret) })
 		}, who, "the client ID or secret is wrong, revoked or expired, or Universal Auth is not set up for the identity; put valid ones in the Secrets", nil
 	case auth.KubernetesAuth != nil:
 		ka := auth.KubernetesAuth
@@ -205,7 +205,7 @@ func loginOf(ctx context.Context, store provider.Store, deps provider.Deps) (log
 			if err != nil {
 				return sdk.MachineIdentityCredential{}, err
 			}
-			return call(ctx, func() (sdk.MachineIdentityCredential, error) {
+			return provider.CallWithoutContext(ctx, func() (sdk.MachineIdentityCredential, error) {
 				return api.Auth().KubernetesRawServiceAccountTokenLogin(ka.IdentityID, jwt)
 			})
 		}, who, "the identity's Kubernetes Auth does not allow this service account, namespace or audience, or Infisical could not review the token with the cluster", nil

@@ -15,6 +15,7 @@ import (
 	op "github.com/1Password/connect-sdk-go/onepassword"
 
 	"github.com/watchword-dev/watchword/internal/engine"
+	"github.com/watchword-dev/watchword/internal/provider"
 )
 
 // OwnerField is the label of the field that marks an item Watchword
@@ -46,27 +47,6 @@ type Client struct {
 	writes sync.Mutex
 }
 
-// call runs an SDK call, which takes no context, and gives up waiting for
-// it when ctx ends (the request then ends on its own).
-func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
-	type result struct {
-		v   T
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		v, err := f()
-		ch <- result{v, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
-}
-
 var idShape = regexp.MustCompile(`^[a-z0-9]{26}$`)
 
 // vaultIDs resolves the store's vaults to their IDs, once.
@@ -84,7 +64,7 @@ func (c *Client) vaultIDs(ctx context.Context) ([]string, error) {
 			continue
 		}
 		what := fmt.Sprintf("looking up vault %q", name)
-		found, err := call(ctx, func() ([]op.Vault, error) { return c.api.GetVaultsByTitle(name) })
+		found, err := provider.CallWithoutContext(ctx, func() ([]op.Vault, error) { return c.api.GetVaultsByTitle(name) })
 		if err != nil {
 			return nil, c.classify(what, err)
 		}
@@ -107,7 +87,7 @@ func (c *Client) vaultIDs(ctx context.Context) ([]string, error) {
 // it has none.
 func (c *Client) lookup(ctx context.Context, what, key, vaultID string) (*op.Item, error) {
 	if idShape.MatchString(key) {
-		it, err := call(ctx, func() (*op.Item, error) { return c.api.GetItemByUUID(key, vaultID) })
+		it, err := provider.CallWithoutContext(ctx, func() (*op.Item, error) { return c.api.GetItemByUUID(key, vaultID) })
 		switch {
 		case err == nil:
 			return it, nil
@@ -115,7 +95,7 @@ func (c *Client) lookup(ctx context.Context, what, key, vaultID string) (*op.Ite
 			return nil, c.classify(what, err)
 		}
 	}
-	items, err := call(ctx, func() ([]op.Item, error) { return c.api.GetItemsByTitle(key, vaultID) })
+	items, err := provider.CallWithoutContext(ctx, func() ([]op.Item, error) { return c.api.GetItemsByTitle(key, vaultID) })
 	if err != nil {
 		if isStatus(err, 404) {
 			// The item went between the listing and its read.
@@ -191,7 +171,7 @@ func (c *Client) GetSecret(ctx context.Context, ref engine.Ref) (engine.Object, 
 		if f.Size > maxFileBytes {
 			return engine.Object{}, fmt.Errorf("%s: file %q has %d bytes, more than the %d a read loads: %w", what, f.Name, f.Size, maxFileBytes, engine.ErrInvalidConfig)
 		}
-		content, err := call(ctx, func() ([]byte, error) { return c.api.GetFileContent(f) })
+		content, err := provider.CallWithoutContext(ctx, func() ([]byte, error) { return c.api.GetFileContent(f) })
 		if err != nil {
 			return engine.Object{}, c.classify(fmt.Sprintf("%s: reading file %q", what, f.Name), err)
 		}
@@ -232,7 +212,7 @@ func (c *Client) List(ctx context.Context, req engine.ListRequest) (engine.ListP
 	}
 	versions := map[string]string{}
 	for _, id := range ids {
-		items, err := call(ctx, func() ([]op.Item, error) { return c.api.GetItems(id) })
+		items, err := provider.CallWithoutContext(ctx, func() ([]op.Item, error) { return c.api.GetItems(id) })
 		if err != nil {
 			return engine.ListPage{}, c.classify(what, err)
 		}
@@ -357,7 +337,7 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 			return "", fmt.Errorf("%s: the key has the shape of an item ID, and no item has it; a new item needs a title: %w", what, engine.ErrNotFound)
 		}
 		item := &op.Item{Title: key, Category: itemCategory, Vault: op.ItemVault{ID: ids[0]}, Fields: fields}
-		made, cerr := call(ctx, func() (*op.Item, error) { return c.api.CreateItem(item, ids[0]) })
+		made, cerr := provider.CallWithoutContext(ctx, func() (*op.Item, error) { return c.api.CreateItem(item, ids[0]) })
 		if cerr != nil {
 			return "", c.classify(what, cerr)
 		}
@@ -374,7 +354,7 @@ func (c *Client) PutSecret(ctx context.Context, key string, p engine.Publication
 		return "", fmt.Errorf("%s: the item has files, which Connect cannot write: publish to another item: %w", what, engine.ErrNotSupported)
 	}
 	it.Fields = fields
-	made, err := call(ctx, func() (*op.Item, error) { return c.api.UpdateItem(it, it.Vault.ID) })
+	made, err := provider.CallWithoutContext(ctx, func() (*op.Item, error) { return c.api.UpdateItem(it, it.Vault.ID) })
 	if err != nil {
 		return "", c.classify(what, err)
 	}
@@ -396,7 +376,7 @@ func (c *Client) DeleteSecret(ctx context.Context, key string, owner engine.Owne
 	if !found || mark != owner.ID {
 		return ownership(what, mark, found, engine.Owner{ID: owner.ID})
 	}
-	if _, err := call(ctx, func() (struct{}, error) { return struct{}{}, c.api.DeleteItem(it, it.Vault.ID) }); err != nil && !isStatus(err, 404) {
+	if _, err := provider.CallWithoutContext(ctx, func() (struct{}, error) { return struct{}{}, c.api.DeleteItem(it, it.Vault.ID) }); err != nil && !isStatus(err, 404) {
 		return c.classify(what, err)
 	}
 	return nil
