@@ -115,15 +115,21 @@ fmt-check:
 test-unit: ## Unit tests only (no control plane).
 	$(GO) test -short ./...
 
+# INTEGRATION_PARALLEL is how many of the integration suite's parallel
+# tests run at once (go test's -parallel; its default is the number of
+# cores). They share one control plane and operator and spend most of
+# their time waiting for it, so more than the cores' count pays.
+INTEGRATION_PARALLEL ?= 8
+
 test-integration: tools ## The integration suite alone; its Vault tests skip unless `make tools-vault` built Vault. RUN=regexp selects tests.
-	$(GO) test -count=1 -timeout 45m ./test/integration $(if $(RUN),-run '$(RUN)')
+	$(GO) test -count=1 -timeout 45m -parallel $(INTEGRATION_PARALLEL) ./test/integration $(if $(RUN),-run '$(RUN)')
 
 # test sets WATCHWORD_REQUIRE_VAULT, WATCHWORD_REQUIRE_POSTGRES,
 # WATCHWORD_REQUIRE_HELM, WATCHWORD_REQUIRE_PROMETHEUS,
 # WATCHWORD_REQUIRE_BARBICAN and WATCHWORD_REQUIRE_LDAP, so that a missing Vault binary, PostgreSQL,
 # Helm, Prometheus, Barbican or OpenLDAP fails their tests instead of skipping them.
 test: tools-vault tools-postgres tools-prometheus tools-barbican tools-ldap tools-helm tools-node verify-generate lint vet build image ## Everything, against a real kube-apiserver, etcd, Vault, PostgreSQL, Prometheus, Barbican and Keystone, OpenLDAP, and the end-to-end tests on a real node (as root).
-	WATCHWORD_REQUIRE_VAULT=1 WATCHWORD_REQUIRE_POSTGRES=1 WATCHWORD_REQUIRE_HELM=1 WATCHWORD_REQUIRE_PROMETHEUS=1 WATCHWORD_REQUIRE_BARBICAN=1 WATCHWORD_REQUIRE_LDAP=1 $(GO) test -count=1 -timeout 45m $$($(GO) list ./... | grep -v '/test/e2e$$')
+	WATCHWORD_REQUIRE_VAULT=1 WATCHWORD_REQUIRE_POSTGRES=1 WATCHWORD_REQUIRE_HELM=1 WATCHWORD_REQUIRE_PROMETHEUS=1 WATCHWORD_REQUIRE_BARBICAN=1 WATCHWORD_REQUIRE_LDAP=1 $(GO) test -count=1 -timeout 45m -parallel $(INTEGRATION_PARALLEL) $$($(GO) list ./... | grep -v '/test/e2e$$')
 	WATCHWORD_REQUIRE_VAULT=1 WATCHWORD_REQUIRE_HELM=1 $(REQUIRE_NODE) $(GO) test -count=1 -timeout 20m ./test/e2e
 	$(MAKE) --no-print-directory fuzz-smoke
 	./bin/watchword-dev --exit-after-demo --workdir $(CURDIR)/.cache/dev-smoke

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
@@ -101,12 +102,20 @@ func TestTemplateFromReadsOnlyItsOwnNamespace(t *testing.T) {
 	waitSecretData(t, ns, "es", map[string]string{"password": sentinel})
 
 	t.Run("a namespace field", func(t *testing.T) {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("ExternalSecret"))
-		must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "es"}, u))
-		must(t, unstructured.SetNestedSlice(u.Object, []any{map[string]any{"configMap": map[string]any{
-			"name": "tmpl", "namespace": other, "items": []any{map[string]any{"key": "conn"}}}}}, "spec", "target", "template", "templateFrom"))
-		must(t, k8s.Update(ctx, u))
+		// The controller writes the object's status meanwhile: a conflict
+		// is tried again on a fresh copy.
+		must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("ExternalSecret"))
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "es"}, u); err != nil {
+				return err
+			}
+			if err := unstructured.SetNestedSlice(u.Object, []any{map[string]any{"configMap": map[string]any{
+				"name": "tmpl", "namespace": other, "items": []any{map[string]any{"key": "conn"}}}}}, "spec", "target", "template", "templateFrom"); err != nil {
+				return err
+			}
+			return k8s.Update(ctx, u)
+		}))
 		es := getES(t, ns, "es")
 		if tf := es.Spec.Target.Template.TemplateFrom; len(tf) != 1 || tf[0].ConfigMap.Name != "tmpl" {
 			t.Fatalf("templateFrom as stored: %+v", tf)

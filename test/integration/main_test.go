@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/watchword-dev/watchword/internal/controller/restart"
 	"github.com/watchword-dev/watchword/internal/localcluster"
 	"github.com/watchword-dev/watchword/internal/operator"
 	"github.com/watchword-dev/watchword/internal/provider"
@@ -106,6 +107,11 @@ func TestMain(m *testing.M) {
 	// A restart held for a rollout is told after 2 s rather than 5 min,
 	// so that the tests of stuck rollouts see it.
 	opts.RestartHeldWarningAfter = heldWarningAfter
+	// Restarts are spaced 100 ms apart rather than 6 s: the suite's tests
+	// of rotations run at once and would otherwise queue behind each
+	// other's restarts for minutes. The rate itself is tested with
+	// operators of its own (startRestarter).
+	opts.RestartRate = restart.Rate{Count: 600, Per: time.Minute}
 	opts.MetricsAddr, opts.HealthAddr = "0", "0"
 	// The installation's digest key, made by the operator, and read
 	// again often, for the test of its rotation.
