@@ -16,10 +16,10 @@ import (
 // expiry that comes near), and there are as few series as stores.
 var (
 	leaseExpiryDesc = prometheus.NewDesc("watchword_store_lease_next_expiry_timestamp_seconds",
-		"Unix time at which the soonest of the store's Vault leases (dataFrom vaultDynamic) held for ExternalSecret targets expires unless renewed.",
+		"Unix time at which the soonest of the leases (Vault leases and certificates of dataFrom vaultDynamic, registry tokens of dataFrom registryToken) held from the store for ExternalSecret targets expires unless renewed.",
 		[]string{"store_kind", "store"}, nil)
 	leaseCountDesc = prometheus.NewDesc("watchword_store_leases",
-		"Vault leases (dataFrom vaultDynamic) held for ExternalSecret targets, by store.",
+		"Leases held for ExternalSecret targets, by store: Vault leases and certificates (dataFrom vaultDynamic) and registry tokens (dataFrom registryToken).",
 		[]string{"store_kind", "store"}, nil)
 )
 
