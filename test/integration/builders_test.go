@@ -16,7 +16,10 @@ import (
 	"github.com/watchword-dev/watchword/api/v1alpha1"
 )
 
-const wait = 20 * time.Second
+// wait bounds the suite's waits for the operator's work. It is an upper
+// bound, not a measurement: the parallel tests share one operator on two
+// cores, and a wait that ends early costs nothing.
+const wait = 30 * time.Second
 
 type fakeEntry struct{ key, version, value string }
 
