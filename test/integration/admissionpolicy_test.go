@@ -79,6 +79,7 @@ func labelled(name string, extra map[string]string) *corev1.Secret {
 // namespace, refuses every write outside what Watchword needs, with the
 // policy's message; another user is not affected.
 func TestAdmissionPolicyConstrainsWatchwordsOwnAccount(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	sa := secretsAccount(t, ns, "watchword", "get", "list", "create", "update", "patch", "delete")
 	installAdmissionPolicy(t, ns, sa)
@@ -164,6 +165,7 @@ func TestAdmissionPolicyConstrainsWatchwordsOwnAccount(t *testing.T) {
 // only those it manages or whose owner allows it, delete only those it
 // manages; another user is not affected.
 func TestAdmissionPolicyConstrainsConfigMapWritesToo(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	sa := secretsAccount(t, ns, "watchword", "get")
 	ctx := context.Background()

@@ -115,6 +115,7 @@ func fileIs(path, want string) bool {
 // reload command runs once per rotation, and refreshes with nothing new
 // leave the files untouched (same inode and mtime).
 func TestAgentRotationsNeverShowATornSet(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	prefix := "agent-rotate"
 	tokenFile := agentVaultToken(t, vaultSrv, prefix)
@@ -288,6 +289,7 @@ func auditReads(t *testing.T, file string) map[string]int {
 // counted in Vault's own audit log; refreshes with nothing new read
 // metadata only; a change costs one data read of the changed object.
 func TestAgentTenDirectoriesShareOneReadPerObject(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	prefix := "agent-shared"
 	tokenFile := agentVaultToken(t, vaultSrv, prefix)
@@ -421,6 +423,7 @@ func counts(reads map[string]int, f func(map[string]int, string) int, objects []
 // files while Vault is sealed, and delivers again once it is unsealed,
 // without a restart. It uses a Vault of its own, which it seals.
 func TestAgentOnceWritesEverythingOrExitsWithTheReason(t *testing.T) {
+	parallel(t)
 	needVault(t) // for the skip or failure without a vault binary
 	bin, _, err := vaultserver.Lookup()
 	must(t, err)
@@ -507,6 +510,7 @@ deliveries:
 // and the config in deploy/agent/pod.yaml) as the agent does, and applies
 // the objects of deploy/agent/pod.yaml with a server-side dry run.
 func TestAgentConfigExamplesInDocs(t *testing.T) {
+	parallel(t)
 	parsed := 0
 	for _, file := range docFiles(t) {
 		blocks, err := docBlocks(file)
@@ -565,6 +569,7 @@ func TestAgentConfigExamplesInDocs(t *testing.T) {
 // the token file is all the agent has. A rotation reaches the files, and
 // an ExternalSecret whose Secret the controller writes is refused.
 func TestAgentFollowsAnExternalSecretWithKubernetesAuth(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	ctx := context.Background()
 	ns := newNamespace(t, nil)

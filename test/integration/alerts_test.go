@@ -60,6 +60,7 @@ func valuesFile(t *testing.T, body string) string {
 // Grafana sidecar's label, the annotations given, in the namespace given
 // (else the release's); by default there is none.
 func TestHelmChartGrafanaDashboard(t *testing.T) {
+	parallel(t)
 	helm := needHelm(t)
 	if cms := helmTemplate(t, helm, alertsRelease, "watchword").find("ConfigMap"); len(cms) != 0 {
 		t.Errorf("the chart renders %d ConfigMaps by default; the dashboard's is opt-in", len(cms))
@@ -168,6 +169,7 @@ var selector = regexp.MustCompile(`([a-zA-Z_:][a-zA-Z0-9_:]*)\{([^}]*)\}`)
 // a negative threshold, a duration Prometheus cannot read and an unknown
 // alert.
 func TestHelmChartPrometheusRule(t *testing.T) {
+	parallel(t)
 	helm := needHelm(t)
 	promtool := needPromtool(t)
 	if prs := helmTemplate(t, helm, alertsRelease, "watchword").find("PrometheusRule"); len(prs) != 0 {

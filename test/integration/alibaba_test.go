@@ -29,6 +29,7 @@ func alibabaStore(t *testing.T, ns, name, endpoint, credentials string) {
 }
 
 func TestAlibabaReadsPropertiesFollowsVersionsAndNamesRefusedKeys(t *testing.T) {
+	parallel(t)
 	fake := alibabafake.New(t)
 	ns := newNamespace(t, nil)
 	fake.AddKey("LTAI5tReader", "reader-access-key-secret", "kms:GetSecretValue", "kms:ListSecretVersionIds")
@@ -74,6 +75,7 @@ func TestAlibabaReadsPropertiesFollowsVersionsAndNamesRefusedKeys(t *testing.T) 
 }
 
 func TestAlibabaRRSAExchangesAReviewedServiceAccountToken(t *testing.T) {
+	parallel(t)
 	fake := alibabafake.New(t)
 	// STS checks the token by a TokenReview of the test API server, as
 	// RAM checks it with the cluster issuer's keys.
@@ -109,6 +111,7 @@ func TestAlibabaRRSAExchangesAReviewedServiceAccountToken(t *testing.T) {
 }
 
 func TestAlibabaPublishesWithTheOwnershipTag(t *testing.T) {
+	parallel(t)
 	fake := alibabafake.New(t)
 	ns := newNamespace(t, nil)
 	fake.AddKey("LTAI5tPusher", "pusher-access-key-secret", "kms:GetSecretValue", "kms:ListSecretVersionIds",

@@ -106,6 +106,7 @@ func afterSync(writes []*v1alpha1.ExternalSecret) (synced *v1alpha1.ExternalSecr
 // then once per period, each at a phase of its own, recording that phase
 // point; meanwhile the store is read at every refresh.
 func TestNothingWrittenAtRest(t *testing.T) {
+	parallel(t)
 	const class, period, interval, n = "atrest", 20 * time.Second, 2 * time.Second, 8
 	ns := newNamespace(t, nil)
 	startWithStatusPeriod(t, class, period)

@@ -25,6 +25,7 @@ import (
 // TestPushRefusesAForeignSecretUntilAdopted, TestCRDRules.)
 
 func TestSecretStoreMayNotReachAnotherNamespacesCAOrServiceAccount(t *testing.T) {
+	parallel(t)
 	// Outcome: a SecretStore that names a CA Secret, a CA ConfigMap or a
 	// service account of another namespace is refused with
 	// InvalidStoreConfig, naming the object and the rule; nothing of the
@@ -64,6 +65,7 @@ func TestSecretStoreMayNotReachAnotherNamespacesCAOrServiceAccount(t *testing.T)
 }
 
 func TestClusterStoreRelabelledOutStopsServingAndKeepsData(t *testing.T) {
+	parallel(t)
 	// Outcome: a namespace allowed by a ClusterSecretStore's
 	// namespaceSelector, then relabelled out of it, gets
 	// NamespaceNotAllowed; its target keeps the data it had, and a later
@@ -92,6 +94,7 @@ func TestClusterStoreRelabelledOutStopsServingAndKeepsData(t *testing.T) {
 }
 
 func TestOversizedAndDeeplyNestedInputIsBounded(t *testing.T) {
+	parallel(t)
 	// Outcome: a remote value nested 50,000 levels deep, and templates that
 	// ask for gigabytes of output or billions of loop turns, each end in a
 	// condition that names the key or template (never the value), while
@@ -145,6 +148,7 @@ func TestOversizedAndDeeplyNestedInputIsBounded(t *testing.T) {
 }
 
 func TestRemoteFieldNamesCannotEscapeAsKeys(t *testing.T) {
+	parallel(t)
 	// Outcome: a remote object whose field names try to be paths or
 	// control characters ("../x", "a/b", a newline, an empty name), expanded
 	// with dataFrom, writes no Secret key of those names: the sync is
@@ -178,6 +182,7 @@ func TestRemoteFieldNamesCannotEscapeAsKeys(t *testing.T) {
 }
 
 func TestKubernetesStoreMayNotUseWatchwordsOwnIdentity(t *testing.T) {
+	parallel(t)
 	// Outcome: a SecretStore in Watchword's own namespace, and a
 	// ClusterSecretStore, whose kubernetes provider targets this cluster
 	// with serviceAccount auth naming the service account the controller

@@ -78,6 +78,7 @@ func awsStore(t *testing.T, ns, name, block string, b *v1alpha1.AWSProvider) {
 // and a pinned stage reach the target; the version ID is recorded in
 // status; a new version reaches the target at the refresh.
 func TestAWSSecretsManagerReadsAndFollowsRotation(t *testing.T) {
+	parallel(t)
 	fake := newAWSFake(t)
 	ns := newNamespace(t, nil)
 	awsKeyStore(t, fake, ns, "sm", "awssm", "reader")
@@ -112,6 +113,7 @@ func TestAWSSecretsManagerReadsAndFollowsRotation(t *testing.T) {
 // Secret is replaced and the old one revoked; the store's next client uses
 // the new key without a restart.
 func TestAWSKeyRotationWithoutRestart(t *testing.T) {
+	parallel(t)
 	fake := newAWSFake(t)
 	ns := newNamespace(t, nil)
 	awsKeyStore(t, fake, ns, "sm", "awssm", "rotator")
@@ -137,6 +139,7 @@ func TestAWSKeyRotationWithoutRestart(t *testing.T) {
 // second role is assumed with it (external ID and session tags). A service
 // account the role does not trust is refused with a named condition.
 func TestAWSWebIdentityAndChainedRole(t *testing.T) {
+	parallel(t)
 	fake := newAWSFake(t)
 	ns := newNamespace(t, nil)
 	ctx := context.Background()
@@ -186,6 +189,7 @@ func TestAWSWebIdentityAndChainedRole(t *testing.T) {
 // in the condition with the caller, the action and the secret, never the
 // value, and the target keeps its data.
 func TestAWSPermissionRefusalNamesCallerActionResource(t *testing.T) {
+	parallel(t)
 	fake := newAWSFake(t)
 	ns := newNamespace(t, nil)
 	user := ns + "-reader"
@@ -210,6 +214,7 @@ func TestAWSPermissionRefusalNamesCallerActionResource(t *testing.T) {
 // SecureStrings decrypted, lands in the target with "/" mapped to "_";
 // a parameter added under the path follows.
 func TestAWSParameterStorePathAsDataFrom(t *testing.T) {
+	parallel(t)
 	fake := newAWSFake(t)
 	ns := newNamespace(t, nil)
 	awsKeyStore(t, fake, ns, "ps", "awsps", "params")
@@ -234,6 +239,7 @@ func TestAWSParameterStorePathAsDataFrom(t *testing.T) {
 // secret tagged with its owner marker and its tags; a secret that someone
 // else created is refused and left as it was.
 func TestAWSPublishingTagsAndRefusesForeignSecret(t *testing.T) {
+	parallel(t)
 	fake := newAWSFake(t)
 	ns := newNamespace(t, nil)
 	awsKeyStore(t, fake, ns, "sm", "awssm", "publisher")
@@ -264,6 +270,7 @@ func viaStoreOpt(kind, store, name string, tags map[string]string) pushOpt {
 // reconciles fall within one batch window, so the figure is printed, and
 // the provider's own test asserts the count for 100 reads due together.
 func TestAWSManyExternalSecretsReadInBatches(t *testing.T) {
+	parallel(t)
 	fake := newAWSFake(t)
 	ns := newNamespace(t, nil)
 	awsKeyStore(t, fake, ns, "sm", "awssm", "many")
@@ -290,6 +297,8 @@ func TestAWSManyExternalSecretsReadInBatches(t *testing.T) {
 // answers in 50-500ms, are synced with a few BatchGetSecretValue calls:
 // the reads that come while a call is in flight go out together when it
 // ends, rather than one call for each few milliseconds' worth.
+//
+// Serial: counts batches against the pace of its creations and syncs, which the other tests' load would spread out.
 func TestAWSManyExternalSecretsAtLatencyReadInFewBatches(t *testing.T) {
 	fake := newAWSFake(t)
 	ns := newNamespace(t, nil)
@@ -320,6 +329,7 @@ func TestAWSManyExternalSecretsAtLatencyReadInFewBatches(t *testing.T) {
 // gets each, from a store whose GetParameters answers leave out Selector
 // (as some emulators do).
 func TestAWSParameterStorePinnedReadsWithoutSelector(t *testing.T) {
+	parallel(t)
 	fake := newAWSFake(t)
 	ns := newNamespace(t, nil)
 	awsKeyStore(t, fake, ns, "ps", "awsps", "pinned")
@@ -343,6 +353,7 @@ func TestAWSParameterStorePinnedReadsWithoutSelector(t *testing.T) {
 // in the following seconds are printed (the SDK's retryer makes at most
 // awsbase.MaxAttempts attempts per read, then the work queue backs off).
 func TestAWSThrottlingKeepsTheTargetAndBacksOff(t *testing.T) {
+	parallel(t)
 	fake := newAWSFake(t)
 	ns := newNamespace(t, nil)
 	awsKeyStore(t, fake, ns, "sm", "awssm", "busy")

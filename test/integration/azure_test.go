@@ -109,6 +109,7 @@ func versionOf(es *v1alpha1.ExternalSecret, key string) string {
 }
 
 func TestAzureKeyVaultWorkloadIdentityReadsPropertiesAndFollowsVersions(t *testing.T) {
+	parallel(t)
 	fake := needAzure(t)
 	ns := newNamespace(t, nil)
 	host := azureVault(ns)
@@ -156,6 +157,7 @@ func TestAzureKeyVaultWorkloadIdentityReadsPropertiesAndFollowsVersions(t *testi
 }
 
 func TestAzureKeyVaultClientSecretRefusalThenRotation(t *testing.T) {
+	parallel(t)
 	fake := needAzure(t)
 	ns := newNamespace(t, nil)
 	host := azureVault(ns)
@@ -196,6 +198,7 @@ func azureCertificate(t *testing.T, cn string) (*x509.Certificate, string) {
 // certificate credential from a Secret: the fake's Entra ID verifies the
 // client assertion's signature with the registered certificate.
 func TestAzureKeyVaultClientCertificateRefusalThenFix(t *testing.T) {
+	parallel(t)
 	fake := needAzure(t)
 	ns := newNamespace(t, nil)
 	host := azureVault(ns)
@@ -219,6 +222,7 @@ func TestAzureKeyVaultClientCertificateRefusalThenFix(t *testing.T) {
 }
 
 func TestAzureKeyVaultPushWritesWithTheOwnershipTag(t *testing.T) {
+	parallel(t)
 	fake := needAzure(t)
 	ns := newNamespace(t, nil)
 	host := azureVault(ns)
@@ -263,6 +267,7 @@ func TestAzureKeyVaultPushWritesWithTheOwnershipTag(t *testing.T) {
 }
 
 func TestAzureKeyVaultManagedIdentityOnlyOnAClusterSecretStore(t *testing.T) {
+	parallel(t)
 	fake := needAzure(t)
 	ns := newNamespace(t, nil)
 	host := azureVault(ns)

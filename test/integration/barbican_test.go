@@ -68,6 +68,7 @@ func barbicanNamed(t *testing.T, c *gophercloud.ServiceClient, name string) []se
 // StoreUnavailable; once Barbican is back on the same port and data, the
 // ExternalSecret is Ready again and follows the next new secret.
 func TestBarbicanReadsByNameFollowsNewSecretsAndSurvivesAnOutage(t *testing.T) {
+	parallel(t)
 	s := barbicanserver.Start(t, barbicanserver.Options{})
 	c := barbicanClient(t, s)
 	ns := newNamespace(t, nil)
@@ -129,6 +130,7 @@ func TestBarbicanReadsByNameFollowsNewSecretsAndSurvivesAnOutage(t *testing.T) {
 // changed source makes a new secret and removes the old one, and deleting
 // the PushSecret removes what it published and nothing else.
 func TestBarbicanPublishesBehindKeystone(t *testing.T) {
+	parallel(t)
 	s := barbicanserver.Start(t, barbicanserver.Options{Keystone: true})
 	k := s.Keystone
 	c := barbicanClient(t, s)

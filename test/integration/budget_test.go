@@ -56,6 +56,8 @@ func rateLimiterWaitSum(t *testing.T, verb string) float64 {
 // The waits are measured in rest_client_rate_limiter_duration_seconds.
 // The manager is not started, so only the test's requests (and the
 // discovery they need) spend the budget.
+//
+// Serial: measures waits in the process-wide rest_client_rate_limiter_duration_seconds, which other operators' requests also move.
 func TestClientBudgetIsOneForAllKinds(t *testing.T) {
 	ns := newNamespace(t, nil)
 	ctx := context.Background()
@@ -136,6 +138,8 @@ func TestClientBudgetIsOneForAllKinds(t *testing.T) {
 // keeps leading. Were its lease requests in the budget,
 // a renewal would wait longer than the renew deadline and the leader
 // would lose the lease and stop.
+//
+// Serial: asserts the lease is renewed within its 6 s duration, a bound the other tests' load on the API server could break.
 func TestLeaderElectionOutsideTheClientBudget(t *testing.T) {
 	ns := newNamespace(t, nil)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"}}

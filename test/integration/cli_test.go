@@ -17,6 +17,7 @@ import (
 // message of what fails, and says that something fails; no value is
 // printed.
 func TestStatusCommandShowsWhatFails(t *testing.T) {
+	parallel(t)
 	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "db", value: `{"password":"` + sentinel + `"}`})
 	newES(t, ns, "good", "store", withData("password", "db", "password"))
@@ -60,6 +61,7 @@ func TestStatusCommandShowsWhatFails(t *testing.T) {
 // ExternalSecret with an hourly refresh read its store now, waits for the
 // outcome, and fails, naming the cause, for one that cannot sync.
 func TestRefreshCommandSyncsNowAndWaits(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	src := newNamespace(t, nil)
 	createSecret(t, ns, "reader-token", map[string]string{"token": readerToken(t, src)})
@@ -81,7 +83,7 @@ func TestRefreshCommandSyncsNowAndWaits(t *testing.T) {
 	newES(t, ns, "broken", "remote", withData("v", "upstream", "missing.property"))
 	waitCondition(t, ns, "broken", "PropertyError")
 	out.Reset()
-	err := cli.Refresh(context.Background(), k8s, ns, nil, 3*time.Second, time.Now, &out)
+	err := cli.Refresh(context.Background(), k8s, ns, nil, 30*time.Second, time.Now, &out)
 	if err == nil || !strings.Contains(out.String(), "ExternalSecret "+ns+"/broken did not sync: PropertyError") {
 		t.Errorf("refresh --all = %v, output %q: want the broken one named with its cause", err, out.String())
 	}

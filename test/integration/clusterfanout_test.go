@@ -99,6 +99,7 @@ func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
 }
 
 func TestClusterExternalSecretSelectsByLabelNameAndRegex(t *testing.T) {
+	parallel(t)
 	p := fanPrefix()
 	label := map[string]string{"fanout": p}
 	byLabel := fanNamespace(t, p+"-labelled", label)
@@ -176,6 +177,7 @@ func TestClusterExternalSecretSelectsByLabelNameAndRegex(t *testing.T) {
 }
 
 func TestClusterExternalSecretLeavesOthersAloneAndReportsFailedNamespaces(t *testing.T) {
+	parallel(t)
 	p := fanPrefix()
 	label := map[string]string{"fanout": p}
 	served := fanNamespace(t, p+"-served", label)
@@ -218,6 +220,7 @@ func TestClusterExternalSecretLeavesOthersAloneAndReportsFailedNamespaces(t *tes
 }
 
 func TestClusterExternalSecretBadSelectors(t *testing.T) {
+	parallel(t)
 	p := fanPrefix()
 	label := map[string]string{"fanout": p}
 	ns := fanNamespace(t, p+"-a", label)
@@ -257,6 +260,12 @@ func TestClusterExternalSecretBadSelectors(t *testing.T) {
 	})
 }
 
+// TestClusterExternalSecretReadsEachKeyOncePerRefreshWindow: a
+// ClusterExternalSecret stamped into 20 namespaces reads each key of its
+// store about once per refresh window, and its stamps are not written
+// again while nothing changes.
+//
+// Serial: counts the API server's updates of ExternalSecrets across the whole cluster (apiserver_request_total).
 func TestClusterExternalSecretReadsEachKeyOncePerRefreshWindow(t *testing.T) {
 	const namespaces, keys, window = 20, 3, 3 * time.Second
 	p := fanPrefix()
@@ -311,6 +320,7 @@ func TestClusterExternalSecretReadsEachKeyOncePerRefreshWindow(t *testing.T) {
 }
 
 func TestClusterPushSecretStampsPushSecrets(t *testing.T) {
+	parallel(t)
 	p := fanPrefix()
 	label := map[string]string{"fanout": p}
 	var sources, remotes []string
@@ -417,6 +427,7 @@ const stampedTargetRule = "the stamped target name is immutable"
 // together with externalSecretName; the API server says so at the edit,
 // rather than every stamp failing its update later.
 func TestClusterExternalSecretTargetNameMovesOnlyWithTheStampName(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	name := "ces-rule-" + newNamespace(t, nil)
 	u := objectWithSpec(t, "ClusterExternalSecret", "", `{namespaces: [nowhere], externalSecretSpec: {secretStoreRef: {name: s}, data: [{secretKey: k, remoteRef: {key: k}}]}}`)
@@ -458,6 +469,7 @@ func TestClusterExternalSecretTargetNameMovesOnlyWithTheStampName(t *testing.T) 
 // ExternalSecret of the new name belongs to someone else, the old stamp
 // stays and keeps its target synced.
 func TestClusterExternalSecretRenameKeepsTheOldStampUntilTheNewOneIsIn(t *testing.T) {
+	parallel(t)
 	p := fanPrefix()
 	label := map[string]string{"fanout": p}
 	free := fanNamespace(t, p+"-free", label)

@@ -73,6 +73,7 @@ func checkOwned(t *testing.T, cm *corev1.ConfigMap, es *v1alpha1.ExternalSecret)
 // naming it, while the ConfigMap keeps what it holds, until the
 // ExternalSecret allows secret values.
 func TestConfigMapTargetFromParameterStore(t *testing.T) {
+	parallel(t)
 	fake := newAWSFake(t)
 	ns := newNamespace(t, nil)
 	awsKeyStore(t, fake, ns, "ps", "awsps", "config")
@@ -121,6 +122,7 @@ func TestConfigMapTargetFromParameterStore(t *testing.T) {
 // follows, an edit by someone else is repaired, and deletionPolicy Delete
 // lets garbage collection remove it.
 func TestConfigMapTargetOwnedLikeASecret(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	// "AP8=" is base64 of the bytes 0x00 0xff, which are not UTF-8.
 	fakeStore(t, ns, "s", fakeEntry{key: "level", value: "debug"}, fakeEntry{key: "blob", value: "AP8="})
@@ -180,6 +182,7 @@ func TestConfigMapTargetOwnedLikeASecret(t *testing.T) {
 // adopt it is taken over; with deletionPolicy Retain it outlives the
 // ExternalSecret, without Watchword's owner reference and annotation.
 func TestConfigMapTargetAdoptionAndRetain(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "s", fakeEntry{key: "level", value: "debug"})
 	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "theirs"}, Data: map[string]string{"level": "mine"}}

@@ -36,6 +36,7 @@ func watchwordBinary(t *testing.T) string {
 // store whose identity may write passes every check it can run, and
 // one whose identity may only read fails the write checks, naming them.
 func TestConformanceCommandAgainstAClusterStore(t *testing.T) {
+	parallel(t)
 	bin := watchwordBinary(t)
 	kc, err := cluster.Kubeconfig()
 	must(t, err)

@@ -64,6 +64,7 @@ func allowWatch(t *testing.T, ns, sa string) {
 }
 
 func TestConformanceKubernetes(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	token := publisherToken(t, ns)
 	// The store announces changes (WatchAnnouncesWrites) when its
@@ -93,6 +94,7 @@ func TestConformanceKubernetes(t *testing.T) {
 }
 
 func TestConformanceVault(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	store := provider.Store{Kind: v1alpha1.SecretStoreKind, Namespace: "conformance", Name: "vault",
 		Spec: &v1alpha1.SecretStoreProvider{Vault: &v1alpha1.VaultProvider{
@@ -128,6 +130,7 @@ func randomHex(t *testing.T) string {
 // TestConformanceVaultKV1: a KV v1 mount reads, without versions, and
 // cannot write.
 func TestConformanceVaultKV1(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	mount := "kv1-" + randomHex(t)
 	must(t, vaultSrv.Do(http.MethodPost, "sys/mounts/"+mount, map[string]any{"type": "kv", "options": map[string]string{"version": "1"}}, nil))

@@ -37,6 +37,7 @@ func conjurStore(t *testing.T, ns, name string, auth v1alpha1.ConjurAuth) {
 }
 
 func TestConjurVariablesSyncAndARotatedAPIKeyKeepsTheTarget(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fake := needConjur()
 	login, key := "host/"+ns+"/app", "api-key-"+ns
@@ -80,6 +81,7 @@ func TestConjurVariablesSyncAndARotatedAPIKeyKeepsTheTarget(t *testing.T) {
 }
 
 func TestConjurJWTWithAServiceAccountToken(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fake := needConjur()
 	ctx := context.Background()

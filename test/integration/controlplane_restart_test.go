@@ -308,6 +308,8 @@ func (r *runningOperator) assertRunning(t *testing.T, over string) {
 // restart and every target converges to it; no target lost its data or
 // was replaced over the restart. It prints how long the API server was
 // away and how long the targets took to converge after it came back.
+//
+// Serial: starts a control plane of its own and restarts its API server, load that would push the parallel tests past their waits.
 func TestAPIServerRestartMidRun(t *testing.T) {
 	const n = 50
 	m := startMidRun(t)
@@ -364,6 +366,8 @@ const etcdDown = 10 * time.Second
 //
 // It prints how long etcd was away, how long after etcd was stopped the
 // leader ended, and how long after etcd was back the targets converged.
+//
+// Serial: starts a control plane of its own and restarts its etcd, load that would push the parallel tests past their waits.
 func TestEtcdRestartMidRun(t *testing.T) {
 	const (
 		n, leasedN  = 50, 10

@@ -18,6 +18,7 @@ import (
 // to a namespace of the test; objects passed through unchanged (other
 // kinds) are not applied.
 func TestConvertedCorpusIsAccepted(t *testing.T) {
+	parallel(t)
 	dir := "../../internal/cli/testdata/convert"
 	files, err := filepath.Glob(filepath.Join(dir, "[0-9]*.yaml"))
 	must(t, err)

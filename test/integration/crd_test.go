@@ -40,6 +40,7 @@ func dryRunCreate(u *unstructured.Unstructured) error {
 }
 
 func TestCRDSeedExamplesAreAccepted(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	for _, f := range []string{"testdata/seed-externalsecret.yaml", "testdata/seed-secretstore.yaml"} {
 		t.Run(f, func(t *testing.T) {
@@ -53,6 +54,7 @@ func TestCRDSeedExamplesAreAccepted(t *testing.T) {
 // TestCRDSchemaRejectsBadInput covers refusals that come from the schema
 // itself (enums), not from a CEL rule; TestCRDRules covers the rules.
 func TestCRDSchemaRejectsBadInput(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	cases := []struct {
 		name   string
@@ -452,6 +454,7 @@ func objectWithSpec(t *testing.T, kind, ns, spec string) *unstructured.Unstructu
 }
 
 func TestCRDRules(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	for _, tc := range ruleCases {
 		for _, kind := range tc.kinds {
@@ -474,6 +477,7 @@ func TestCRDRules(t *testing.T) {
 // fails for one that no case of ruleCases (or TestCRDTargetNameRule) tests
 // on that kind, so that a new rule cannot go untested.
 func TestCRDEveryRuleHasACase(t *testing.T) {
+	parallel(t)
 	files, err := filepath.Glob("../../config/crd/bases/*.yaml")
 	must(t, err)
 	if len(files) == 0 {
@@ -540,6 +544,7 @@ func ruleMessages(v any) []string {
 // patches carry no resourceVersion, so the operator's own writes to the
 // object cannot make them conflict.
 func TestCRDTargetNameRule(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	create := func(name, spec string) {
 		t.Helper()
@@ -587,6 +592,7 @@ func TestCRDTargetNameRule(t *testing.T) {
 // stating the default (Secret) where it was unset is no change; a change
 // between Secret and ConfigMap is refused.
 func TestCRDTargetKindRule(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	for name, spec := range map[string]string{
 		"secret": `{secretStoreRef: {name: s}, data: [{secretKey: k, remoteRef: {key: k}}]}`,

@@ -114,6 +114,7 @@ var metricName = regexp.MustCompile(`watchword_[a-z_]+`)
 // every metric a panel queries is in the table (a histogram's _bucket,
 // _sum and _count series count as its name).
 func TestDashboardCoversTheDocumentedMetrics(t *testing.T) {
+	parallel(t)
 	_, qs := readDashboard(t)
 	documented := documentedMetrics(t)
 	shown := map[string][]string{}
@@ -158,6 +159,7 @@ var labelValues = regexp.MustCompile(`^label_values\(\s*([^,]+?)\s*,\s*([a-z_]+)
 // After a second rotation, the panels that count rotations, restarts and
 // publications show it.
 func TestDashboardQueriesReturnData(t *testing.T) {
+	parallel(t)
 	promBin, skip, err := promserver.Lookup()
 	must(t, err)
 	if skip != "" {

@@ -32,6 +32,8 @@ func digestKey(t *testing.T) (cur []byte, s *corev1.Secret) {
 // before; after a rotation of the key (the old one kept as previous-key),
 // the next reconcile records the hash under the new key and writes
 // nothing to the store; a change of the data is still published.
+//
+// Serial: rotates the suite operator's digest key, under which every other test's digests are made.
 func TestDataHashIsKeyedAndARotationWritesNothing(t *testing.T) {
 	key, _ := digestKey(t)
 	if len(key) != 32 {

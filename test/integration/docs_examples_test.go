@@ -151,6 +151,7 @@ func exampleFiles(t *testing.T) []string {
 // something else. Cluster-scoped objects are applied as they are; a dry
 // run stores nothing.
 func TestDocsExamplesAreAccepted(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	applied, blocksApplied := 0, 0
 	var notApplied []string

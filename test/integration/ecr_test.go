@@ -64,6 +64,7 @@ func dockerAuth(t *testing.T, ns, name string) (host, user, pass, auth string) {
 // token replaces it renewBefore its expiry (a rotation: the target's
 // password changes); no token reaches events, conditions or logs.
 func TestECRRegistryTokenRenewedBeforeExpiryAndKeptThroughRestart(t *testing.T) {
+	parallel(t)
 	fake := newAWSFake(t)
 	fake.SetECRTokenLifetime(2 * time.Minute)
 	ns := newNamespace(t, nil)
@@ -159,6 +160,7 @@ func TestECRRegistryTokenRenewedBeforeExpiryAndKeptThroughRestart(t *testing.T) 
 // ecr:GetAuthorizationToken gets PermissionDenied naming the action, and
 // vaultDynamic on an AWS store is refused as not supported.
 func TestECRRegistryTokenOfAnotherRegistryAndRefusal(t *testing.T) {
+	parallel(t)
 	fake := newAWSFake(t)
 	ns := newNamespace(t, nil)
 	awsKeyStore(t, fake, ns, "ps", "awsps", "puller")

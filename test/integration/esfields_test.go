@@ -28,6 +28,7 @@ func b64url(s string) string { return base64.URLEncoding.EncodeToString([]byte(s
 // with PropertyError naming the key, never the value, and the target keeps
 // its data.
 func TestDecodingStrategyDecodesAndKeepsTheTargetOnBadInput(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	// "\xfb\xff?" encodes with '+' and '/' in base64, '-' and '_' in
 	// URL-safe base64.
@@ -70,6 +71,7 @@ func TestDecodingStrategyDecodesAndKeepsTheTargetOnBadInput(t *testing.T) {
 // TestDecodingStrategyUnknownIsRefused: the API server refuses a strategy
 // it does not know.
 func TestDecodingStrategyUnknownIsRefused(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	u := loadSeed(t, "testdata/seed-externalsecret.yaml", ns)
 	data, _, _ := unstructured.NestedSlice(u.Object, "spec", "data")
@@ -104,6 +106,7 @@ func setFake(key, value string) func(*v1alpha1.SecretStore) {
 // Periodic one beside it follows the store; a target that is deleted is
 // made again from a new read.
 func TestRefreshPolicyCreatedOnce(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "token", value: "first"})
 	newES(t, ns, "once", "store", withPolicy(v1alpha1.RefreshCreatedOnce), withData("token", "token", ""))
@@ -133,6 +136,7 @@ func TestRefreshPolicyCreatedOnce(t *testing.T) {
 // TestRefreshPolicyOnChange: an OnChange ExternalSecret syncs again when
 // its spec changes, and has no periodic refresh.
 func TestRefreshPolicyOnChange(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "a", value: "A"}, fakeEntry{key: "b", value: "B"})
 	newES(t, ns, "onchange", "store", withPolicy(v1alpha1.RefreshOnChange), withData("a", "a", ""))
@@ -150,6 +154,7 @@ func TestRefreshPolicyOnChange(t *testing.T) {
 // CreatedOnce, which would not be used, is refused at admission; the
 // default one and 0 are not.
 func TestRefreshPolicyRefusesAnInterval(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	for _, tc := range []struct {
 		policy   v1alpha1.RefreshPolicy
@@ -181,6 +186,7 @@ func TestRefreshPolicyRefusesAnInterval(t *testing.T) {
 // value); deleting the Secret has it written again, immutable, with the
 // new data.
 func TestImmutableTargetKeepsItsDataAndIsWrittenAgainWhenDeleted(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "token", value: "first"}, fakeEntry{key: "user", value: "app"})
 	newES(t, ns, "frozen", "store", withData("token", "token", ""), withData("user", "user", ""),
@@ -212,6 +218,7 @@ func TestImmutableTargetKeepsItsDataAndIsWrittenAgainWhenDeleted(t *testing.T) {
 // TestRewriteTransformRenamesKeys: a transform rule renames the keys of a
 // dataFrom entry, in order with a regexp rule, as the docs' example says.
 func TestRewriteTransformRenamesKeys(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "app/config", value: `{"db-user":"app","db-password":"pw"}`})
 	newES(t, ns, "renamed", "store", func(es *v1alpha1.ExternalSecret) {
@@ -230,6 +237,7 @@ func TestRewriteTransformRenamesKeys(t *testing.T) {
 // that does not exist yet is TemplateNotFound until it is created, and a
 // change of it renders the target again.
 func TestTemplateFromSecretAndLiteral(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "db", value: `{"user":"app","password":"pw"}`})
 	owner := "example.com/owner: '{{ .user }}-team'"
@@ -262,6 +270,7 @@ func TestTemplateFromSecretAndLiteral(t *testing.T) {
 // it is refused with a condition that says so, and the target written
 // before keeps its data.
 func TestTemplateFromItsOwnTargetIsRefused(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "db", value: `{"user":"app"}`})
 	newES(t, ns, "self", "store", withDataFrom("db", ""))

@@ -33,6 +33,7 @@ func goodThenBad(t *testing.T, breakIt func(ns string), reason string, phase v1a
 }
 
 func TestProviderErrorKeepsLastGoodData(t *testing.T) {
+	parallel(t)
 	ns := goodThenBad(t, func(ns string) {
 		updateStore(t, ns, "store", func(s *v1alpha1.SecretStore) {
 			s.Spec.Fake.Error = &v1alpha1.FakeProviderError{Reason: "Unavailable", Message: "backend is down for maintenance"}
@@ -44,6 +45,7 @@ func TestProviderErrorKeepsLastGoodData(t *testing.T) {
 }
 
 func TestBadTemplateKeepsLastGoodData(t *testing.T) {
+	parallel(t)
 	goodThenBad(t, func(ns string) {
 		updateES(t, ns, "es", func(es *v1alpha1.ExternalSecret) {
 			es.Spec.Target.Template = &v1alpha1.ExternalSecretTemplate{Data: map[string]string{"url": "postgres://{{ .data.password "}}
@@ -52,6 +54,7 @@ func TestBadTemplateKeepsLastGoodData(t *testing.T) {
 }
 
 func TestTemplateFunctionErrorNamesKeyNotValue(t *testing.T) {
+	parallel(t)
 	goodThenBad(t, func(ns string) {
 		updateES(t, ns, "es", func(es *v1alpha1.ExternalSecret) {
 			es.Spec.Target.Template = &v1alpha1.ExternalSecretTemplate{Data: map[string]string{"decoded": "{{ .data.password | b64dec }}"}}
@@ -60,24 +63,28 @@ func TestTemplateFunctionErrorNamesKeyNotValue(t *testing.T) {
 }
 
 func TestMissingPropertyNamesKeyAndProperty(t *testing.T) {
+	parallel(t)
 	goodThenBad(t, func(ns string) {
 		updateES(t, ns, "es", func(es *v1alpha1.ExternalSecret) { es.Spec.Data[0].RemoteRef.Property = "user.name" })
 	}, "PropertyError", v1alpha1.PhaseFailing, `remote key "db"`, `property "user.name"`, `no field "user"`)
 }
 
 func TestMissingKeyIsNamed(t *testing.T) {
+	parallel(t)
 	goodThenBad(t, func(ns string) {
 		updateES(t, ns, "es", func(es *v1alpha1.ExternalSecret) { es.Spec.Data[0].RemoteRef.Key = "db-typo" })
 	}, "NotFound", v1alpha1.PhaseFailing, `"db-typo"`, "does not exist")
 }
 
 func TestMissingVersionIsNamed(t *testing.T) {
+	parallel(t)
 	goodThenBad(t, func(ns string) {
 		updateES(t, ns, "es", func(es *v1alpha1.ExternalSecret) { es.Spec.Data[0].RemoteRef.Version = "9" })
 	}, "NotFound", v1alpha1.PhaseFailing, `"db"`, `no version "9"`)
 }
 
 func TestMissingStoreKeepsLastGoodData(t *testing.T) {
+	parallel(t)
 	goodThenBad(t, func(ns string) {
 		updateES(t, ns, "es", func(es *v1alpha1.ExternalSecret) { es.Spec.SecretStoreRef.Name = "nope" })
 	}, "StoreNotFound", v1alpha1.PhasePending, `SecretStore "nope" not found`)
@@ -88,6 +95,7 @@ func TestMissingStoreKeepsLastGoodData(t *testing.T) {
 // (A provider block of the API that a build lacks is reported as
 // ProviderNotImplemented: internal/provider's Registry.Lookup tests.)
 func TestSeedAWSStoreWaitsForItsCredentials(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	u := loadSeed(t, "testdata/seed-secretstore.yaml", ns)
 	u.Object["metadata"] = map[string]any{"name": "aws", "namespace": ns}

@@ -27,6 +27,7 @@ func rewriteRule(source, target string) v1alpha1.ExternalSecretRewrite {
 // rewrites rename it, and the status counts the matches of every find;
 // one that matches nothing is told in Ready's message.
 func TestFindCopiesWhatMatchesAndCountsIt(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store",
 		fakeEntry{key: "app/db-user", value: "app-user"},
@@ -58,6 +59,7 @@ func TestFindCopiesWhatMatchesAndCountsIt(t *testing.T) {
 // TestFindRefusesACollisionByName: two matched objects that end at one
 // Secret key fail the sync with both names, never a value.
 func TestFindRefusesACollisionByName(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "a/b", value: "value-one"}, fakeEntry{key: "a_b", value: "value-two"})
 	newES(t, ns, "clash", "store", withFind(v1alpha1.ExternalSecretFind{Path: "a"}))
@@ -72,6 +74,7 @@ func TestFindRefusesACollisionByName(t *testing.T) {
 // match appears, or one it matched changes, long before its hourly
 // refresh, and an event tells the new count (never the names).
 func TestFindOfAWatchedStoreFollowsNewMatches(t *testing.T) {
+	parallel(t)
 	ns, src := newNamespace(t, nil), newNamespace(t, nil)
 	createSecret(t, ns, "watcher-token", map[string]string{"token": watcherToken(t, src)})
 	createSecret(t, src, "app-db", map[string]string{"password": "one"})

@@ -53,6 +53,7 @@ func gcpStore(t *testing.T, ns, name string, spec *v1alpha1.GCPSMProvider) {
 }
 
 func TestGCPSecretManagerWorkloadIdentityFederationRegionalVersions(t *testing.T) {
+	parallel(t)
 	fake := gcpServer()
 	ns := newNamespace(t, nil)
 	prefix := strings.Split(ns, "-")[0]
@@ -98,6 +99,7 @@ func TestGCPSecretManagerWorkloadIdentityFederationRegionalVersions(t *testing.T
 }
 
 func TestGCPSecretManagerKeyAuthPublishesWithTheOwnershipLabel(t *testing.T) {
+	parallel(t)
 	fake := gcpServer()
 	ns := newNamespace(t, nil)
 	prefix := strings.Split(ns, "-")[0]

@@ -55,6 +55,7 @@ func gitlabStore(t *testing.T, ns, name string, project int, change ...func(*v1a
 }
 
 func TestGitLabVariablesSyncAndARevokedTokenKeepsTheTarget(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fake, project, token := needGitLab(t, ns)
 	fake.SetProjectVariable(project, gitlabfake.Variable{Key: "DB_PASSWORD", Value: sentinel})
@@ -94,6 +95,7 @@ func TestGitLabVariablesSyncAndARevokedTokenKeepsTheTarget(t *testing.T) {
 }
 
 func TestGitLabPushSecretWritesWithTheMarkerInTheDescription(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fake, project, token := needGitLab(t, ns)
 	createSecret(t, ns, "gitlab-token", map[string]string{"token": token})

@@ -26,6 +26,7 @@ import (
 // syncing; the log holds no error-level line, no stack trace and no
 // value: a tenant's input is not the operator's error.
 func TestHostileTenantWritesNoErrorLines(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	ns, other := newNamespace(t, nil), newNamespace(t, nil)
 	const class = "hostile-logs"
