@@ -48,6 +48,7 @@ func bystander(t *testing.T) func() {
 // written inline or in a templateFrom ConfigMap; the target keeps what it
 // had.
 func TestTemplatesReachNothingOutsideTheirData(t *testing.T) {
+	parallel(t)
 	check := bystander(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "db", value: sentinel})
@@ -92,6 +93,7 @@ func TestTemplatesReachNothingOutsideTheirData(t *testing.T) {
 // nothing: TemplateNotFound names the tenant's own namespace, the other
 // namespace's template is never rendered, and the target keeps its data.
 func TestTemplateFromReadsOnlyItsOwnNamespace(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	check := bystander(t)
 	ns, other := newNamespace(t, nil), newNamespace(t, nil)
@@ -154,6 +156,7 @@ func TestTemplateFromReadsOnlyItsOwnNamespace(t *testing.T) {
 // name; a's Secret keeps its data and marker, and b's valid destination
 // is published in b's own namespace.
 func TestSharedKubernetesStorePublishersStayInTheirNamespace(t *testing.T) {
+	parallel(t)
 	ops := newNamespace(t, nil)
 	a, b := newNamespace(t, nil), newNamespace(t, nil)
 	store := "shared-hostile-" + ops
@@ -217,6 +220,7 @@ func TestSharedKubernetesStorePublishersStayInTheirNamespace(t *testing.T) {
 // not paths: they land under b's own parent path, as names of their own.
 // a's secret keeps its data and version.
 func TestSharedVaultStorePublishersStayUnderTheirPath(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	ops := newNamespace(t, nil)
 	a, b := newNamespace(t, nil), newNamespace(t, nil)
@@ -297,6 +301,7 @@ func escapeVaultPath(name string) string {
 // once its owner allows it (watchword.io/allow-write), and a Merge of new
 // keys into the TLS Secret is still a merge.
 func TestMergeNeverWritesOverAnotherOwnersSecret(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	check := bystander(t)
 	ns := newNamespace(t, nil)
@@ -354,6 +359,7 @@ func TestMergeNeverWritesOverAnotherOwnersSecret(t *testing.T) {
 // target keeps the data of its last good sync. Values that are bytes of
 // invalid UTF-8 are data, not names: they are copied as they are.
 func TestHostileValuesAreRefusedAndEarlierDataKept(t *testing.T) {
+	parallel(t)
 	check := bystander(t)
 	t.Run("a value of 2 MiB", func(t *testing.T) {
 		needVault(t)
@@ -424,6 +430,7 @@ func TestHostileValuesAreRefusedAndEarlierDataKept(t *testing.T) {
 // (TargetRejected) names the key by its field path, and the target keeps
 // its data.
 func TestTemplateKeysThatCannotBeSecretKeysAreRefused(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "db", value: sentinel})
 	newES(t, ns, "es", "store", withData("password", "db", ""))
@@ -459,6 +466,7 @@ func TestTemplateKeysThatCannotBeSecretKeysAreRefused(t *testing.T) {
 // owner; the Secret keeps its data and owner. (The API server of these
 // tests runs no garbage collector, so the owner need not exist.)
 func TestAdoptionNeverTakesASecretAnotherControllerOwns(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "k", value: sentinel})
@@ -485,6 +493,7 @@ func TestAdoptionNeverTakesASecretAnotherControllerOwns(t *testing.T) {
 // release Secret is refused (NotSupported, saying to choose another
 // name or type); both keep their data.
 func TestSharedStorePublisherNeverWritesOverATokenOrAnotherType(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	ops, b := newNamespace(t, nil), newNamespace(t, nil)
 	store := "shared-types-" + ops

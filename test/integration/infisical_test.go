@@ -52,6 +52,7 @@ func infisicalStore(t *testing.T, ns, name string, fake *infisicalfake.Server, c
 // names the Secret and no value, the target keeps what it held, and the
 // new client secret in the Secret resumes the sync.
 func TestInfisicalSecretsSyncAndARefusedLoginKeepsTheTarget(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fake, clientID := infisicalFake(t, ns)
 	fake.Put("shop", "prod", "/backend", "DB_PASSWORD", sentinel)
@@ -98,6 +99,7 @@ func TestInfisicalSecretsSyncAndARefusedLoginKeepsTheTarget(t *testing.T) {
 // TestInfisicalStoreIsNotADestination: the store cannot write, and a
 // PushSecret to it says so.
 func TestInfisicalStoreIsNotADestination(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fake, _ := infisicalFake(t, ns)
 	infisicalStore(t, ns, "infisical", fake)
@@ -110,6 +112,7 @@ func TestInfisicalStoreIsNotADestination(t *testing.T) {
 // Kubernetes Auth logs in with a token the API server issues for the
 // named service account, and reads.
 func TestInfisicalKubernetesAuthLogsInAsAServiceAccount(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fake, _ := infisicalFake(t, ns)
 	must(t, k8s.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "infisical-reader"}}))

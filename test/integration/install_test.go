@@ -323,6 +323,7 @@ func helmTemplate(t *testing.T, helm, name, ns string, valueFiles ...string) ren
 // value set, and checks that values.schema.json refuses a misspelt value
 // and a value of the wrong type instead of ignoring them.
 func TestHelmChartLints(t *testing.T) {
+	parallel(t)
 	helm := needHelm(t)
 	run(t, helm, "lint", "--strict", chartDir)
 	run(t, helm, "lint", "--strict", chartDir, "--values", "testdata/helm-values-all.yaml")
@@ -339,6 +340,7 @@ func TestHelmChartLints(t *testing.T) {
 
 // TestHelmChartDefaults installs the chart with its default values.
 func TestHelmChartDefaults(t *testing.T) {
+	parallel(t)
 	helm := needHelm(t)
 	ns := newNamespace(t, restrictedLabels)
 	r := helmTemplate(t, helm, "wwdef", ns)
@@ -377,6 +379,7 @@ func TestHelmChartDefaults(t *testing.T) {
 // TestHelmChartEveryOption installs the chart with
 // testdata/helm-values-all.yaml, which sets every value.
 func TestHelmChartEveryOption(t *testing.T) {
+	parallel(t)
 	helm := needHelm(t)
 	ns := newNamespace(t, restrictedLabels)
 	r := helmTemplate(t, helm, "wwall", ns, "testdata/helm-values-all.yaml")
@@ -476,6 +479,7 @@ func TestHelmChartEveryOption(t *testing.T) {
 // election, the refresh endpoint's Service selects the pod without the
 // leader label, and the chart asks for no permission on pods.
 func TestHelmChartRefreshHookOneReplica(t *testing.T) {
+	parallel(t)
 	helm := needHelm(t)
 	f := filepath.Join(t.TempDir(), "values.yaml")
 	must(t, os.WriteFile(f, []byte("refreshHook:\n  enabled: true\n"), 0o600))
@@ -546,6 +550,7 @@ func assertHookServiceSelectsTheLeader(t *testing.T, r rendered, d *appsv1.Deplo
 // TestHelmValuesInDocs renders the chart with every ```yaml helm-values
 // block of the docs and applies the result with a server-side dry run.
 func TestHelmValuesInDocs(t *testing.T) {
+	parallel(t)
 	helm := needHelm(t)
 	ns := newNamespace(t, restrictedLabels)
 	n := 0
@@ -622,6 +627,7 @@ func assertRulesAreGenerated(t *testing.T, role *unstructured.Unstructured) {
 // dashboard, or the Kustomize list of CRDs, drift from config/ and
 // deploy/grafana: run `make deploy-files` (make generate runs it).
 func TestDeployFilesMatchGenerated(t *testing.T) {
+	parallel(t)
 	src, err := filepath.Glob("../../config/crd/bases/*.yaml")
 	must(t, err)
 	dst, err := filepath.Glob(chartDir + "/crds/*.yaml")
@@ -701,6 +707,10 @@ func kustomize(t *testing.T, dir, ns string) (rendered, *unstructured.Unstructur
 	return out, namespace
 }
 
+// Serial: applies the Kustomize manifests' fixed cluster-scoped names
+// (ClusterRole and ClusterRoleBinding watchword, ValidatingAdmissionPolicy
+// watchword-secret-writes), which the other Kustomize tests apply and delete
+// too.
 func TestKustomizeBase(t *testing.T) {
 	ns := newNamespace(t, restrictedLabels)
 	r, namespace := kustomize(t, kustomizeDir+"/base", ns)
@@ -723,6 +733,10 @@ func TestKustomizeBase(t *testing.T) {
 	assertAdmittedUnderRestricted(t, ns, d.Name)
 }
 
+// Serial: applies the Kustomize manifests' fixed cluster-scoped names
+// (ClusterRole and ClusterRoleBinding watchword, ValidatingAdmissionPolicy
+// watchword-secret-writes), which the other Kustomize tests apply and delete
+// too.
 func TestKustomizeExampleOverlay(t *testing.T) {
 	ns := newNamespace(t, restrictedLabels)
 	r, _ := kustomize(t, kustomizeDir+"/overlays/example", ns)

@@ -132,6 +132,8 @@ const (
 	leaderStatus   = "leader_election_master_status"
 )
 
+// Serial: its controllers hold a 4 s lease with a 3 s renew deadline, which
+// the parallel tests' load could make the leader lose before the kill.
 func TestLeaderFailoverAfterSIGKILL(t *testing.T) {
 	// Outcome: two controller processes of one class with leader election
 	// (4 s lease). The standby runs no reconcile while it does not hold
@@ -211,6 +213,7 @@ func envInt(t *testing.T, name string, def int) int {
 }
 
 func TestSIGKILLMidSyncConverges(t *testing.T) {
+	parallel(t)
 	// Outcome: a controller killed with SIGKILL while it syncs N
 	// ExternalSecrets and publishes M PushSecrets (200 and 20 here;
 	// $WATCHWORD_KILL_EXTERNALSECRETS and $WATCHWORD_KILL_PUSHSECRETS

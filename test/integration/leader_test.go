@@ -128,6 +128,7 @@ func oneLeader(t *testing.T, ns, class string, rs []*replica) (*replica, string)
 // of its class takes over at once and syncs, while the other class goes on
 // undisturbed.
 func TestLeaderElectionPerClass(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	classes := []string{"leader-a", "leader-b"}
 	replicas := map[string][]*replica{}

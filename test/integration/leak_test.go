@@ -125,6 +125,7 @@ func assertNoLeakIn(t *testing.T, r client.Reader, ns string) {
 // label value in its error; the error model keeps the field path and the
 // cause's type, and drops the value.
 func TestAPIServerErrorsAreRedacted(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	bad := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad",
 		Labels: map[string]string{"team": sentinel + " with spaces"}}}

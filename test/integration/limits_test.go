@@ -61,6 +61,7 @@ func readyCount(t *testing.T, ns string) int {
 }
 
 func TestStoreCallBudgetBoundsEveryRefresh(t *testing.T) {
+	parallel(t)
 	// Outcome: a store with a budget of 60 calls a minute (burst 10),
 	// read by 20 ExternalSecrets refreshed every 5 s (240 calls a minute
 	// wanted), gets no more than 10 + 60 a minute of calls, and every
@@ -98,6 +99,7 @@ func TestStoreCallBudgetBoundsEveryRefresh(t *testing.T) {
 }
 
 func TestRevokedCredentialsHoldTheStoreForMinutes(t *testing.T) {
+	parallel(t)
 	// Outcome: a store that refuses the credentials gets no call for the
 	// hold (a minute at first) however often its 5 ExternalSecrets want
 	// to refresh; the condition says PermissionDenied and until when;
@@ -133,6 +135,7 @@ func TestRevokedCredentialsHoldTheStoreForMinutes(t *testing.T) {
 }
 
 func TestThrottledStoreHonoursRetryAfter(t *testing.T) {
+	parallel(t)
 	// Outcome: a store that answers "slow down, retry after 5 s" gets at
 	// most one call per 5 s while it throttles, whatever its 5
 	// ExternalSecrets refreshed every second want; no hot loop.
@@ -159,6 +162,9 @@ func TestThrottledStoreHonoursRetryAfter(t *testing.T) {
 	assertNoLeak(t, ns)
 }
 
+// Serial: measures that the suite operator's shared workers serve another
+// store while a slow store's backlog waits, which other tests' work would
+// crowd.
 func TestSlowStoreDoesNotDelayOtherStores(t *testing.T) {
 	// Outcome: while a store that takes 5 s per call has 40
 	// ExternalSecrets waiting for it (it allows 8 calls at once: half of
@@ -196,6 +202,7 @@ func TestSlowStoreDoesNotDelayOtherStores(t *testing.T) {
 }
 
 func TestStarvedRefreshesTurnStaleAndRecover(t *testing.T) {
+	parallel(t)
 	// Outcome: a budget far below what the refreshes want (10
 	// ExternalSecrets refreshed every second, 600 calls a minute wanted,
 	// 30 allowed) holds refreshes back without a failure: every target
@@ -266,6 +273,9 @@ func TestStarvedRefreshesTurnStaleAndRecover(t *testing.T) {
 // more, for a loaded machine), none starved; and the budget is spent on
 // reads, not lost to callers that missed their turn. Without turns, 2 of
 // the 200 had not been read even once two minutes after they were made.
+//
+// Serial: measures how long keys wait and how much of a budget the suite
+// operator spends over 100 s, which other tests' load would change.
 func TestStarvedRefreshesAreServedInTurn(t *testing.T) {
 	ns := newNamespace(t, nil)
 	const n, interval, perMinute = 200, 10 * time.Second, 300

@@ -35,6 +35,7 @@ func kubeOps(t *testing.T, ns, token string) engine.Ops {
 // their resourceVersions, across pages; an identity that may get but not
 // list Secrets is told it cannot list, by identity and verb.
 func TestKubernetesListsByPrefixAndLabelsAsItsIdentityMay(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	ctx := context.Background()
 	secrets := kube.CoreV1().Secrets(ns)
@@ -94,6 +95,7 @@ func vaultOps(t *testing.T, token string) engine.Ops {
 // listed, since it cannot be read; a token without the list capability is
 // told so.
 func TestVaultListsRecursivelyWithMetadata(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	ctx := context.Background()
 	base := "list-" + randomHex(t) + "/"

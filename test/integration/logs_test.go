@@ -22,6 +22,7 @@ import (
 // failed sync is an info line with its reason, and the lease it gives up
 // at stop is not reported as lost.
 func TestStoreOutageWritesNoErrorLines(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	const class = "logs-outage"
 	store := fakeStore(t, ns, "store", fakeEntry{key: "db", value: `{"password":"` + sentinel + `"}`})

@@ -8,6 +8,7 @@ import (
 )
 
 func TestMergeWaitsForTargetThenMergesOnlyItsKeys(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "k", value: "remote"}, fakeEntry{key: "other", value: "o"})
 	newES(t, ns, "merger", "store", withTarget("app-config", v1alpha1.CreationPolicyMerge), withData("from-store", "k", ""))
@@ -38,6 +39,7 @@ func TestMergeWaitsForTargetThenMergesOnlyItsKeys(t *testing.T) {
 }
 
 func TestMergeConflictResolvesWhenFirstWriterGoes(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "a", value: "first"}, fakeEntry{key: "b", value: "second"})
 	createSecret(t, ns, "cfg", map[string]string{"local": "kept"})
@@ -51,6 +53,7 @@ func TestMergeConflictResolvesWhenFirstWriterGoes(t *testing.T) {
 }
 
 func TestOwnerRefusesMergeTarget(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "k", value: "remote"})
 	createSecret(t, ns, "shared", map[string]string{"local": "kept"})

@@ -26,6 +26,7 @@ func withMetadata(secretKey, key, property string) esOpt {
 // one of its values, and follows a label's change;
 // a fake store, which keeps no metadata, refuses it by name.
 func TestKubernetesMetadataFetch(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	src := newNamespace(t, nil)
 	ctx := context.Background()
@@ -72,6 +73,7 @@ func TestKubernetesMetadataFetch(t *testing.T) {
 // of a Vault KV v2 secret (one entry by property, all as JSON, each as a
 // key of dataFrom) beside its value, and follows a change of it.
 func TestVaultMetadataFetch(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	ns, path := tokenVaultStore(t, "tagged", map[string]any{"password": "pw"}, "v2")
 	setMeta := func(m map[string]string) {
@@ -98,6 +100,7 @@ func TestVaultMetadataFetch(t *testing.T) {
 // TestFakeMetadataFetch: a fake store's entry metadata is read by
 // metadataPolicy Fetch, of the version pinned.
 func TestFakeMetadataFetch(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	s := &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tagged"},
 		Spec: v1alpha1.SecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{Fake: &v1alpha1.FakeProvider{Data: []v1alpha1.FakeProviderData{

@@ -11,6 +11,9 @@ import (
 
 // TestSyncErrorMetricCarriesConditionReason: a retried failure is counted
 // under the reason its condition shows, as a terminal one is.
+//
+// Serial: asserts that the suite operator's global sync error counter for
+// reason "Error" does not move, which other tests' failures could move.
 func TestSyncErrorMetricCarriesConditionReason(t *testing.T) {
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "db", value: `{"password":"` + sentinel + `"}`})

@@ -26,6 +26,7 @@ import (
 // account with the shipped ClusterRole, so that role's TokenReview and
 // SubjectAccessReview rules are what make this work.
 func TestSecureMetricsAskTheAPIServer(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	ns := newNamespace(t, nil)
 	for _, sa := range []string{"watchword", "nobody", "scraper"} {

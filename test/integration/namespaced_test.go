@@ -29,6 +29,7 @@ import (
 // internal/operator; here the test's own default-class operator would
 // answer too.)
 func TestNamespacedInstall(t *testing.T) {
+	parallel(t)
 	helm := needHelm(t)
 	ctx := context.Background()
 	ns := newNamespace(t, nil)
@@ -178,6 +179,10 @@ func startNamespacedOperator(t *testing.T, ns, sa, class string) *operator.Opera
 // TestKustomizeNamespacedOverlay: the namespaced overlay turns the base's
 // ClusterRole and binding into a Role and RoleBinding with the generated
 // rules, passes --namespace, and is applied like the base.
+//
+// Serial: applies the Kustomize manifests' fixed cluster-scoped
+// ValidatingAdmissionPolicy watchword-secret-writes, which the other
+// Kustomize tests apply and delete too.
 func TestKustomizeNamespacedOverlay(t *testing.T) {
 	ns := newNamespace(t, restrictedLabels)
 	r, _ := kustomize(t, kustomizeDir+"/overlays/namespaced", ns)

@@ -95,6 +95,7 @@ func (rc *notifyReceiver) all() string {
 // the workload, the Secret, the key and the versions, and none holds a
 // value.
 func TestNotifyRestartAndHold(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	class := "notify-" + ns
 	must(t, k8s.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "watchword"}}))
@@ -191,6 +192,7 @@ func TestNotifyRestartAndHold(t *testing.T) {
 // name, and no other Secret of it; one that serves it needs no Role of
 // its own for it.
 func TestHelmChartNotificationsRole(t *testing.T) {
+	parallel(t)
 	helm := needHelm(t)
 	ctx := context.Background()
 	ns, served := newNamespace(t, nil), newNamespace(t, nil)

@@ -43,6 +43,7 @@ func onePasswordStore(t *testing.T, ns, name, host string, vaults map[string]int
 // condition that names neither the token nor a value, the target keeps
 // what it held, and a new token in the Secret resumes the sync.
 func TestOnePasswordItemsSyncAndARevokedTokenKeepsTheTarget(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	token := "op-token-" + ns
 	fake := onePasswordFake(t, ns, token)
@@ -80,6 +81,7 @@ func TestOnePasswordItemsSyncAndARevokedTokenKeepsTheTarget(t *testing.T) {
 // an item with Watchword's ownership field, refuses an item without it,
 // and deleting the PushSecret deletes only the item it owns.
 func TestOnePasswordPushSecretWritesItemsWithTheMarker(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fake := onePasswordFake(t, ns, "op-token-"+ns)
 	vault := fake.AddVault("prod")

@@ -101,6 +101,9 @@ func waitOtherSecret(t *testing.T, ns, name, key, want string) *corev1.Secret {
 // through a kubernetes store with its server, CA and token; the remote
 // Secret carries the marker, follows the source, and is deleted with the
 // PushSecret (deletionPolicy Delete).
+//
+// Serial: may start the suite's second control plane, too heavy to start
+// beside the parallel tests.
 func TestPushToAnotherCluster(t *testing.T) {
 	ns := newNamespace(t, nil)
 	remote := "push-destination" // a namespace of the second cluster
@@ -125,6 +128,9 @@ func TestPushToAnotherCluster(t *testing.T) {
 // TestPublishProviderToAnotherClusterWritesNothingHere: with
 // creationPolicy None an ExternalSecret carries a value from a fake store
 // to a second cluster, and no Secret of this cluster holds it.
+//
+// Serial: may start the suite's second control plane, too heavy to start
+// beside the parallel tests.
 func TestPublishProviderToAnotherClusterWritesNothingHere(t *testing.T) {
 	ns := newNamespace(t, nil)
 	remote := "publish-destination" // a namespace of the second cluster
@@ -141,6 +147,9 @@ func TestPublishProviderToAnotherClusterWritesNothingHere(t *testing.T) {
 
 // TestPublishFromVaultToAnotherCluster: provider-to-provider sync from a
 // real Vault to a second cluster, with nothing written in this one.
+//
+// Serial: may start the suite's second control plane, too heavy to start
+// beside the parallel tests.
 func TestPublishFromVaultToAnotherCluster(t *testing.T) {
 	needVault(t)
 	value := sentinel + "-vault-to-cluster"

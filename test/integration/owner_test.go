@@ -14,6 +14,7 @@ import (
 )
 
 func TestOwnerCreatesTargetWithStatusAndEvent(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store",
 		fakeEntry{key: "db", value: `{"user":"app","password":"pw-1","nested":{"port":5432}}`},
@@ -65,6 +66,7 @@ func TestOwnerCreatesTargetWithStatusAndEvent(t *testing.T) {
 }
 
 func TestOwnerRefusesSecretItDoesNotOwnUnlessAdopting(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "k", value: "remote"})
 	createSecret(t, ns, "existing", map[string]string{"mine": "hands-off"})
@@ -92,6 +94,7 @@ func TestOwnerRefusesSecretItDoesNotOwnUnlessAdopting(t *testing.T) {
 // TargetConflict, stalled rather than retried, saying what to change, and
 // the Secret keeps its UID and data.
 func TestAdoptionNeverReplacesASecretOfAnotherType(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "k", value: "remote"})
@@ -127,6 +130,7 @@ func TestAdoptionNeverReplacesASecretOfAnotherType(t *testing.T) {
 }
 
 func TestTwoWritersFirstKeepsWorking(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "a", value: "from-first"}, fakeEntry{key: "b", value: "from-second"})
 	newES(t, ns, "first", "store", withTarget("shared", v1alpha1.CreationPolicyOwner), withData("v", "a", ""))
@@ -152,6 +156,7 @@ func TestTwoWritersFirstKeepsWorking(t *testing.T) {
 }
 
 func TestOwnedTargetIsGarbageCollected(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "k", value: "v"})
 	es := newES(t, ns, "gone", "store", withData("k", "k", ""))
@@ -163,6 +168,7 @@ func TestOwnedTargetIsGarbageCollected(t *testing.T) {
 }
 
 func TestRetainKeepsTargetAfterDeletion(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "k", value: "v"})
 	es := newES(t, ns, "keeper", "store", withData("k", "k", ""), func(es *v1alpha1.ExternalSecret) {
@@ -181,6 +187,7 @@ func TestRetainKeepsTargetAfterDeletion(t *testing.T) {
 }
 
 func TestNoneWritesNoSecret(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "k", value: "v"})
 	newES(t, ns, "nothing", "store", withTarget("", v1alpha1.CreationPolicyNone), withData("k", "k", ""))

@@ -84,6 +84,7 @@ func waitStoreReason(t *testing.T, obj *v1alpha1.SecretStore, reason string, fra
 // socket: the store and the ExternalSecret recover without any edit and
 // without restarting the controller.
 func TestPluginStopsAndComesBack(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	p := newRestartablePlugin(t, plugin.Store{Name: "teams", Reader: teamStore{}})
 	pluginStore(t, ns, "teams", p.endpoint, map[string]string{"team": "payments"})
@@ -108,6 +109,7 @@ func TestPluginStopsAndComesBack(t *testing.T) {
 // TestPluginTCPWithoutTLS: a tcp:// endpoint without plugin.tls is refused
 // with a condition that says what to set.
 func TestPluginTCPWithoutTLS(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	pluginStore(t, ns, "plain", "tcp://127.0.0.1:7443", nil)
 	store := &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "plain"}}

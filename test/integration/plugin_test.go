@@ -56,6 +56,7 @@ func pluginStore(t *testing.T, ns, name, endpoint string, cfg map[string]string)
 // TestPluginStoreSyncs: an ExternalSecret reads through a store served by
 // a plugin, which gets the store's config with every call.
 func TestPluginStoreSyncs(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	endpoint := startPlugin(t, plugin.Store{Name: "teams", Reader: teamStore{}})
 	pluginStore(t, ns, "teams", endpoint, map[string]string{"team": "payments"})
@@ -75,6 +76,7 @@ func TestPluginStoreSyncs(t *testing.T) {
 // TestPluginStoreUnreachable: a store whose plugin does not listen says
 // so, with its own reason.
 func TestPluginStoreUnreachable(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	pluginStore(t, ns, "gone", "unix:///nonexistent/watchword-test.sock", nil)
 	newES(t, ns, "db", "gone", withData("user", "db", "user"))

@@ -107,6 +107,7 @@ func changesWatched(t *testing.T, store *v1alpha1.SecretStore) *metav1.Condition
 // that no watch tells of it. Once the watch is in place the
 // ExternalSecret refreshes all the same, long before its hourly interval.
 func TestPluginWatchStartRefreshesWhatChangedBefore(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	s := newWatchedStore("one")
 	pluginStore(t, ns, "watched", startPlugin(t, s.plugin()), nil)
@@ -129,6 +130,7 @@ func TestPluginWatchStartRefreshesWhatChangedBefore(t *testing.T) {
 // plugin starts after it was created has its changes watched as soon as
 // it is Ready, not at the store watch's next recheck (a minute).
 func TestPluginStoreCreatedBeforeItsPluginIsWatchedOnceReady(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	s := newWatchedStore("one")
 	s.open()
@@ -142,7 +144,9 @@ func TestPluginStoreCreatedBeforeItsPluginIsWatchedOnceReady(t *testing.T) {
 	p.start()
 	waitStoreRecovers(t, store)
 	ready := time.Now()
-	eventually(t, 10*time.Second, func() (bool, string) {
+	// Well within the recheck's minute, with room for the load of the
+	// tests running beside this one.
+	eventually(t, 30*time.Second, func() (bool, string) {
 		c := changesWatched(t, store)
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == conditions.WatchActive,
 			fmt.Sprintf("%s after the store turned Ready: ChangesWatched %+v", time.Since(ready).Round(time.Second), c)
@@ -161,6 +165,7 @@ func TestPluginStoreCreatedBeforeItsPluginIsWatchedOnceReady(t *testing.T) {
 // once it is Ready, its changes are watched again within seconds, not at
 // the end of the watch's backoff.
 func TestPluginRestartRestartsTheStoreWatchAtOnce(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	s := newWatchedStore("one")
 	s.open()
@@ -196,7 +201,9 @@ func TestPluginRestartRestartsTheStoreWatchAtOnce(t *testing.T) {
 			fmt.Sprintf("%s after the plugin's restart: Ready %+v", time.Since(restarted).Round(time.Second), c)
 	})
 	ready := time.Now()
-	eventually(t, 10*time.Second, func() (bool, string) {
+	// Shorter than the watch's backoff of 30 s or more, with room for the
+	// load of the tests running beside this one.
+	eventually(t, 20*time.Second, func() (bool, string) {
 		c := changesWatched(t, store)
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == conditions.WatchActive,
 			fmt.Sprintf("%s after the store turned Ready again: ChangesWatched %+v", time.Since(ready).Round(time.Second), c)

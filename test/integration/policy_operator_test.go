@@ -76,6 +76,7 @@ func startOperatorAsWith(t *testing.T, ns, sa, class string, set func(*operator.
 // was) until its owner allows it with watchword.io/allow-write, and then
 // goes through.
 func TestOperatorWorksUnderItsAdmissionPolicy(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	class := "policy-" + ns
 	must(t, k8s.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "watchword"}}))

@@ -70,6 +70,7 @@ func sqlExec(t *testing.T, dsn, sql string, args ...any) {
 // directly in PostgreSQL reaches the target Secret through Watch, with a
 // refresh interval of an hour.
 func TestPostgresPluginThroughTheCRDs(t *testing.T) {
+	parallel(t)
 	dsn, endpoint := startPostgresPlugin(t)
 	ns := newNamespace(t, nil)
 	pluginStore(t, ns, "pg", endpoint, nil)

@@ -68,6 +68,7 @@ func publishedEntry(es *v1alpha1.ExternalSecret, name string) *v1alpha1.PushSecr
 // the value goes from a fake store to a kubernetes store's namespace, and
 // no other Secret anywhere in the API server holds it.
 func TestPublishProviderToProviderWritesNothingElse(t *testing.T) {
+	parallel(t)
 	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
 	// Other tests hold the sentinel in Secrets of their own: this value
 	// is this test's alone.
@@ -123,6 +124,7 @@ func TestPublishProviderToProviderWritesNothingElse(t *testing.T) {
 // TestPublishWithAnOwnedTarget: the target is written as usual, and the
 // same data is published; a failure to publish leaves the target written.
 func TestPublishWithAnOwnedTarget(t *testing.T) {
+	parallel(t)
 	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
 	fakeStore(t, ns, "source", fakeEntry{key: "db", value: "v1"})
 	publisherStore(t, ns, "dest", remote)
@@ -160,6 +162,7 @@ func TestPublishWithAnOwnedTarget(t *testing.T) {
 // TestPublishRefusesAForeignSecretUntilAdopted: a remote Secret without
 // Watchword's marker is left untouched until adopt: true.
 func TestPublishRefusesAForeignSecretUntilAdopted(t *testing.T) {
+	parallel(t)
 	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
 	fakeStore(t, ns, "source", fakeEntry{key: "db", value: sentinel})
 	publisherStore(t, ns, "default", remote)
@@ -188,6 +191,7 @@ func TestPublishRefusesAForeignSecretUntilAdopted(t *testing.T) {
 // copy it owns under Delete and leaves it under Retain; a copy whose
 // marker is another's is never deleted.
 func TestPublishDeletionPolicies(t *testing.T) {
+	parallel(t)
 	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
 	fakeStore(t, ns, "source", fakeEntry{key: "db", value: "v"})
 	publisherStore(t, ns, "default", remote)
@@ -229,6 +233,7 @@ func TestPublishDeletionPolicies(t *testing.T) {
 // TestPublishBadInputDeletesNothing: a sync that fails publishes nothing
 // and deletes nothing already published.
 func TestPublishBadInputDeletesNothing(t *testing.T) {
+	parallel(t)
 	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
 	fakeStore(t, ns, "source", fakeEntry{key: "db", value: "v"})
 	publisherStore(t, ns, "default", remote)

@@ -54,6 +54,7 @@ func remoteAbsent(ns, name string) func() (bool, string) {
 }
 
 func TestPushSelectorFollowsTheLabels(t *testing.T) {
+	parallel(t)
 	ns, remote, other := newNamespace(t, nil), newNamespace(t, nil), newNamespace(t, nil)
 	publisherStore(t, ns, "default", remote)
 	yes := map[string]string{"publish": "yes"}
@@ -103,6 +104,7 @@ func TestPushSelectorFollowsTheLabels(t *testing.T) {
 }
 
 func TestPushSelectorRemovesOnlyWhatItOwnsAndWhatDeletionPolicyAllows(t *testing.T) {
+	parallel(t)
 	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
 	publisherStore(t, ns, "default", remote)
 	yes := map[string]string{"publish": "yes"}
@@ -138,6 +140,7 @@ func TestPushSelectorRemovesOnlyWhatItOwnsAndWhatDeletionPolicyAllows(t *testing
 }
 
 func TestPushSelectorRefusesACollision(t *testing.T) {
+	parallel(t)
 	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
 	publisherStore(t, ns, "default", remote)
 	yes := map[string]string{"publish": "yes"}
@@ -173,6 +176,7 @@ func TestPushSelectorRefusesACollision(t *testing.T) {
 }
 
 func TestPushSelectorStampedByAClusterPushSecret(t *testing.T) {
+	parallel(t)
 	ns, remote := newNamespace(t, map[string]string{"stamp-selector": "yes"}), newNamespace(t, nil)
 	publisherStore(t, ns, "default", remote)
 	labelledSecret(t, ns, "one", map[string]string{"publish": "yes"}, map[string]string{"k": "v1"})

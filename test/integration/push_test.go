@@ -164,6 +164,7 @@ func waitEventWithin(t *testing.T, d time.Duration, ns, object, reason, fragment
 }
 
 func TestPushPublishesAndFollowsTheSource(t *testing.T) {
+	parallel(t)
 	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
 	publisherStore(t, ns, "default", remote)
 	createSecret(t, ns, "db", map[string]string{"password": sentinel, "user": "app", "unpublished": "x"})
@@ -219,6 +220,7 @@ func TestPushPublishesAndFollowsTheSource(t *testing.T) {
 }
 
 func TestPushRepairsDriftOnItsInterval(t *testing.T) {
+	parallel(t)
 	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
 	publisherStore(t, ns, "default", remote)
 	createSecret(t, ns, "src", map[string]string{"k": "v"})
@@ -231,6 +233,7 @@ func TestPushRepairsDriftOnItsInterval(t *testing.T) {
 }
 
 func TestPushRefusesAForeignSecretUntilAdopted(t *testing.T) {
+	parallel(t)
 	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
 	publisherStore(t, ns, "default", remote)
 	must(t, k8s.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: remote, Name: "taken",
@@ -257,6 +260,7 @@ func TestPushRefusesAForeignSecretUntilAdopted(t *testing.T) {
 }
 
 func TestPushDeletionPolicies(t *testing.T) {
+	parallel(t)
 	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
 	publisherStore(t, ns, "default", remote)
 	createSecret(t, ns, "src", map[string]string{"k": "v"})
@@ -277,6 +281,7 @@ func TestPushDeletionPolicies(t *testing.T) {
 }
 
 func TestPushRenamedDestinationUnpublishesOnlyWhatItOwns(t *testing.T) {
+	parallel(t)
 	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
 	publisherStore(t, ns, "default", remote)
 	createSecret(t, remote, "foreign", map[string]string{"k": "theirs"})
@@ -308,6 +313,7 @@ func TestPushRenamedDestinationUnpublishesOnlyWhatItOwns(t *testing.T) {
 }
 
 func TestPushBadInputDeletesNothing(t *testing.T) {
+	parallel(t)
 	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
 	publisherStore(t, ns, "default", remote)
 	createSecret(t, ns, "src", map[string]string{"k": sentinel})
@@ -338,6 +344,7 @@ func TestPushBadInputDeletesNothing(t *testing.T) {
 }
 
 func TestPushToAStoreThatCannotHoldIt(t *testing.T) {
+	parallel(t)
 	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
 	publisherStore(t, ns, "default", remote)
 	fakeStore(t, ns, "read-only")
@@ -393,6 +400,7 @@ func hasStalled(ps *v1alpha1.PushSecret) bool {
 // fields from the selected keys; a broken template is a TemplateError that
 // leaves what was published.
 func TestPushTemplateShapesWhatIsPublished(t *testing.T) {
+	parallel(t)
 	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
 	publisherStore(t, ns, "default", remote)
 	createSecret(t, ns, "db", map[string]string{"user": "app", "password": sentinel, "unused": "x"})
@@ -423,6 +431,7 @@ func TestPushTemplateShapesWhatIsPublished(t *testing.T) {
 // not exist, nothing is deleted until the move can be published; moved to
 // a store elsewhere, the old copy goes (deletionPolicy Delete).
 func TestPushStoreSwappedDeletesNothingBySurprise(t *testing.T) {
+	parallel(t)
 	ns, remote, elsewhere := newNamespace(t, nil), newNamespace(t, nil), newNamespace(t, nil)
 	publisherStore(t, ns, "a", remote)
 	publisherStore(t, ns, "same-place", remote)
@@ -469,6 +478,7 @@ func TestPushStoreSwappedDeletesNothingBySurprise(t *testing.T) {
 // controller class is left alone by the default instance and published by
 // the instance of that class.
 func TestPushServedByItsStoresClass(t *testing.T) {
+	parallel(t)
 	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
 	class := "push-" + ns
 	publisherStore(t, ns, "default", remote)

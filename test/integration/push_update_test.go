@@ -40,6 +40,7 @@ func destinationState(t *testing.T, ns, name, dest string, state v1alpha1.PushSt
 // or one the PushSecret created, is never written; a missing one is
 // created with the marker, and created again when it is deleted.
 func TestPushIfNotExistsWritesOnlyWhatIsMissing(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
 	publisherStore(t, ns, "default", remote)
@@ -108,6 +109,7 @@ func TestPushIfNotExistsWritesOnlyWhatIsMissing(t *testing.T) {
 // A PushSecret created with IfNotExists and deleted deletes the remote
 // secret it created, and never one that existed before it.
 func TestPushIfNotExistsDeletesOnlyWhatItCreated(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
 	publisherStore(t, ns, "default", remote)
@@ -128,6 +130,7 @@ func TestPushIfNotExistsDeletesOnlyWhatItCreated(t *testing.T) {
 // An unknown updatePolicy is refused at admission, saying which values
 // are allowed.
 func TestPushUpdatePolicyRefusedAtAdmission(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	ps := &v1alpha1.PushSecret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"}, Spec: v1alpha1.PushSecretSpec{SecretName: "src",
 		UpdatePolicy: "Sometimes", Destinations: []v1alpha1.PushSecretDestination{{Name: "d"}}}}
@@ -141,6 +144,7 @@ func TestPushUpdatePolicyRefusedAtAdmission(t *testing.T) {
 // own name: a key added is published, a key removed leaves the remote
 // secret.
 func TestPushWithoutDataPublishesEveryKey(t *testing.T) {
+	parallel(t)
 	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
 	publisherStore(t, ns, "default", remote)
 	createSecret(t, ns, "src", map[string]string{"a": "1", "b.txt": "2"})
@@ -162,6 +166,7 @@ func TestPushWithoutDataPublishesEveryKey(t *testing.T) {
 // nothing, even after the source changed (the remote no longer holds the
 // source's data, as IfNotExists allows).
 func TestPushIfNotExistsStoreSwappedKeepsTheRemoteSecret(t *testing.T) {
+	parallel(t)
 	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
 	publisherStore(t, ns, "a", remote)
 	publisherStore(t, ns, "same-place", remote)

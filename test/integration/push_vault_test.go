@@ -31,6 +31,7 @@ func vaultData(t *testing.T, path string) (data map[string]any, version int, fou
 }
 
 func TestVaultPushPublishesRefusesAndUnpublishes(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	ns := newNamespace(t, nil)
 	createSecret(t, ns, "vault-token", map[string]string{"token": vaultSrv.RootToken})
@@ -84,6 +85,7 @@ func TestVaultPushPublishesRefusesAndUnpublishes(t *testing.T) {
 // creationPolicy None publishes what it reads from a fake store to Vault;
 // no Secret of the API server holds the value.
 func TestVaultPublishFromAFakeStoreWritesNoSecret(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	ns := newNamespace(t, nil)
 	createSecret(t, ns, "vault-token", map[string]string{"token": vaultSrv.RootToken})
@@ -134,6 +136,7 @@ func TestVaultPublishFromAFakeStoreWritesNoSecret(t *testing.T) {
 // name land under their own parent paths (<mount>/<namespace>/), and a
 // secret outside their scope is out of reach even with adopt.
 func TestVaultTenantsSharingAClusterStoreStayApart(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	ops := newNamespace(t, nil)
 	a, b := newNamespace(t, nil), newNamespace(t, nil)
@@ -196,6 +199,7 @@ func vaultCustomMetadata(t *testing.T, path string) map[string]string {
 // would replace the marker is refused, and a Kubernetes destination, which
 // has no tags, refuses them too.
 func TestVaultPushTagsGoIntoCustomMetadata(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	ns, remote := newNamespace(t, nil), newNamespace(t, nil)
 	createSecret(t, ns, "vault-token", map[string]string{"token": vaultSrv.RootToken})
@@ -225,6 +229,7 @@ func TestVaultPushTagsGoIntoCustomMetadata(t *testing.T) {
 // TestVaultDefaultScopeIsAParentPath: a Vault SecretStore's defaultScope is
 // a parent path under its mount for what its publishers write.
 func TestVaultDefaultScopeIsAParentPath(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	ns := newNamespace(t, nil)
 	createSecret(t, ns, "vault-token", map[string]string{"token": vaultSrv.RootToken})
