@@ -14,6 +14,7 @@ import (
 )
 
 func TestStoreChangeRotatesTargetAndRecordsVersion(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "k", value: "v1"})
 	newES(t, ns, "rot", "store", withData("k", "k", ""))
@@ -29,6 +30,7 @@ func TestStoreChangeRotatesTargetAndRecordsVersion(t *testing.T) {
 }
 
 func TestRefreshIntervalFollowsRemoteChanges(t *testing.T) {
+	parallel(t)
 	// The kubernetes provider reads Secrets of another namespace; changing
 	// one changes nothing the operator watches, so only the periodic
 	// refresh can bring the new value.
@@ -52,6 +54,7 @@ func TestRefreshIntervalFollowsRemoteChanges(t *testing.T) {
 }
 
 func TestForceSyncAnnotationReadsNow(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	src := newNamespace(t, nil)
 	createSecret(t, ns, "reader-token", map[string]string{"token": readerToken(t, src)})
@@ -70,6 +73,7 @@ func TestForceSyncAnnotationReadsNow(t *testing.T) {
 }
 
 func TestDriftIsRepairedWithoutCallingTheProvider(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "k", value: "v"})
 	newES(t, ns, "drift", "store", withData("k", "k", ""))
@@ -93,6 +97,7 @@ func TestDriftIsRepairedWithoutCallingTheProvider(t *testing.T) {
 }
 
 func TestRefreshIntervalZeroSyncsOnce(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	src := newNamespace(t, nil)
 	createSecret(t, ns, "reader-token", map[string]string{"token": readerToken(t, src)})
@@ -123,6 +128,7 @@ func TestRefreshIntervalZeroSyncsOnce(t *testing.T) {
 // at the refresh interval all the same, and recovers once the data
 // shrinks.
 func TestRejectedTargetIsSyncedAgainAtRefresh(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	src := newNamespace(t, nil)
 	createSecret(t, ns, "reader-token", map[string]string{"token": readerToken(t, src)})

@@ -52,6 +52,7 @@ func postHookTo(t *testing.T, url, body string, headers map[string]string) (int,
 }
 
 func TestRefreshHookMakesTargetFollowAtOnce(t *testing.T) {
+	parallel(t)
 	// As in TestRefreshIntervalFollowsRemoteChanges, nothing the operator
 	// watches changes with the upstream Secret; with an hourly refresh,
 	// only the notification can bring the new value.
@@ -127,6 +128,7 @@ func TestRefreshHookMakesTargetFollowAtOnce(t *testing.T) {
 // when the leader stops, its pod loses the label and the successor's pod
 // gets it, and its endpoint takes notifications.
 func TestRefreshHookServiceReachesTheLeader(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	const class = "hook-leader"
 	ctx := context.Background()

@@ -19,6 +19,7 @@ import (
 // controller records the request's value in status.forceSyncFailedValue),
 // naming the cause, long before its timeout.
 func TestRefreshEndsOnItsOwnFailure(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "db", value: `{"user":"app"}`})
 	newES(t, ns, "broken", "store", withData("password", "db", "password"))
@@ -54,6 +55,7 @@ func TestRefreshEndsOnItsOwnFailure(t *testing.T) {
 // says there was no outcome, and what failed before. No controller serves
 // this ExternalSecret's store, so its status stays as written here.
 func TestRefreshDoesNotEndOnAnOlderFailure(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	must(t, k8s.Create(context.Background(), &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unserved"},
 		Spec: v1alpha1.SecretStoreSpec{Controller: "nobody", SecretStoreProvider: v1alpha1.SecretStoreProvider{Fake: &v1alpha1.FakeProvider{}}}}))

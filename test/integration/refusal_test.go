@@ -14,6 +14,7 @@ import (
 )
 
 func TestKubernetesRefusalNamesServiceAccountAndRequest(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	ctx := context.Background()
 	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bare"}}))
@@ -41,6 +42,7 @@ func TestKubernetesRefusalNamesServiceAccountAndRequest(t *testing.T) {
 }
 
 func TestKubernetesRefusalOfABearerTokenNamesItsUser(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	src := newNamespace(t, nil)
 	// The token's service account may read its own namespace, not src.

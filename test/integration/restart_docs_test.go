@@ -112,6 +112,7 @@ func kubectlOptIn(line string, cmds map[string]*optIn) {
 // The namespace and the store are the test's: app-db reads its password
 // from the test's store, as section 4 has it read from its own.
 func TestRestartAsGettingStartedSays(t *testing.T) {
+	parallel(t)
 	deployments, cmds := gettingStartedRotation(t)
 	if len(deployments) == 0 && len(cmds) == 0 {
 		t.Fatalf("section 5 of %s has the reader opt no Deployment in", gettingStarted)

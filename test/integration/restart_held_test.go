@@ -41,6 +41,7 @@ var heldReasons = []string{restart.HeldRate, restart.HeldRollout, restart.HeldPr
 // watchword_workload_restarts_held_total counts five RateLimited holds
 // and nothing else.
 func TestRestartHeldByTheRateSaysSo(t *testing.T) {
+	parallel(t)
 	const class, n = "restart-rate-named", 6
 	startRestarter(t, class, restart.Rate{Count: 2, Per: 10 * time.Second})
 	ns := newNamespace(t, nil)
@@ -109,6 +110,7 @@ func TestRestartHeldByTheRateSaysSo(t *testing.T) {
 // --restart-held-warning-after (its default), and raises no RestartHeld
 // event and counts no hold, so the chart's alert stays quiet.
 func TestRestartRoutinePacingRaisesNoWarning(t *testing.T) {
+	parallel(t)
 	const class = "restart-routine"
 	startRestarter(t, class, restart.Rate{})
 	ns := newNamespace(t, nil)
@@ -162,6 +164,7 @@ func TestRestartRoutinePacingRaisesNoWarning(t *testing.T) {
 // once; a new instance of Watchword, started while they still wait, does
 // not tell them again, nor count them again, and restarts neither.
 func TestRestartHeldIsToldOnceAcrossRestarts(t *testing.T) {
+	parallel(t)
 	const class = "restart-held-once"
 	stop := startRestarter(t, class, restart.Rate{})
 	ns := newNamespace(t, nil)

@@ -60,6 +60,7 @@ func waitDigests(t *testing.T, ns, name string, n int) {
 // of the Secret, restart it once each; the record holds digests, never a
 // value.
 func TestReloadWithReloadersAnnotations(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	deps := watchDeployments(t, ns)
 	createConfigMap(t, ns, "settings", map[string]string{"mode": "blue", "unused": "x"})
@@ -73,14 +74,14 @@ func TestReloadWithReloadersAnnotations(t *testing.T) {
 	deps.keepRestarts(t, ns, "web", 0)
 
 	setConfigMap(t, ns, "settings", "mode", "green")
-	deps.waitRestarts(t, "web", 1, wait)
+	deps.waitRestarts(t, "web", 1, 2*wait)
 	if n := countEvents(t, ns, "web", restart.ReasonRestarted, `change of ConfigMap "settings"`); n != 1 {
 		t.Fatalf("%d Restarted events naming the ConfigMap, want 1", n)
 	}
 	deps.keepRestarts(t, ns, "web", 1)
 
 	updateSecret(t, ns, "hand-made", func(s *corev1.Secret) { s.Data["token"] = []byte("second-token") })
-	deps.waitRestarts(t, "web", 2, wait)
+	deps.waitRestarts(t, "web", 2, 2*wait)
 	deps.keepRestarts(t, ns, "web", 2)
 
 	for k, v := range getDeployment(t, ns, "web").Annotations {
@@ -96,6 +97,7 @@ func TestReloadWithReloadersAnnotations(t *testing.T) {
 // ConfigMap the template reads as a whole (envFrom); a change restarts
 // it once, after the debounce, for a burst of three changes.
 func TestReloadNamedWithWatchwordsAnnotations(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	deps := watchDeployments(t, ns)
 	createConfigMap(t, ns, "settings", map[string]string{"mode": "blue"})
@@ -108,7 +110,7 @@ func TestReloadNamedWithWatchwordsAnnotations(t *testing.T) {
 	for _, v := range []string{"green", "red", "black"} {
 		setConfigMap(t, ns, "settings", "mode", v)
 	}
-	deps.waitRestarts(t, "web", 1, wait)
+	deps.waitRestarts(t, "web", 1, 2*wait)
 	deps.keepRestarts(t, ns, "web", 1)
 }
 
@@ -118,6 +120,7 @@ func TestReloadNamedWithWatchwordsAnnotations(t *testing.T) {
 // variable, rolls the Deployment out but brings no restart from
 // Watchword (no loop); the next change sets it again, once.
 func TestReloadEnvStrategySurvivesAReapply(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	createConfigMap(t, ns, "settings", map[string]string{"mode": "blue"})
 	newIdleWorkload(t, ns, "web", map[string]string{restart.ReloadAutoAnnotation: "true", restart.StrategyAnnotation: restart.StrategyEnv,
@@ -134,7 +137,7 @@ func TestReloadEnvStrategySurvivesAReapply(t *testing.T) {
 	}
 
 	setConfigMap(t, ns, "settings", "mode", "green")
-	eventually(t, wait, func() (bool, string) { return digestOf() != "", "no digest variable" })
+	eventually(t, 2*wait, func() (bool, string) { return digestOf() != "", "no digest variable" })
 	first := digestOf()
 	d := getDeployment(t, ns, "web")
 	if d.Spec.Template.Annotations[restart.RestartedAtAnnotation] != "" {
@@ -158,7 +161,7 @@ func TestReloadEnvStrategySurvivesAReapply(t *testing.T) {
 	})
 
 	setConfigMap(t, ns, "settings", "mode", "red")
-	eventually(t, wait, func() (bool, string) { return digestOf() != "", "no digest variable after the second change" })
+	eventually(t, 2*wait, func() (bool, string) { return digestOf() != "", "no digest variable after the second change" })
 	if digestOf() == first {
 		t.Fatal("the digest did not change with the value")
 	}
@@ -167,6 +170,7 @@ func TestReloadEnvStrategySurvivesAReapply(t *testing.T) {
 // TestReloadStampsTheCronJobsNextJob: an opted-in CronJob is stamped on
 // its Job template when a ConfigMap it uses changes, and not before.
 func TestReloadStampsTheCronJobsNextJob(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	createConfigMap(t, ns, "settings", map[string]string{"mode": "blue"})
 	cj := &batchv1.CronJob{
@@ -191,7 +195,7 @@ func TestReloadStampsTheCronJobsNextJob(t *testing.T) {
 		t.Fatal("the baseline stamped the CronJob")
 	}
 	setConfigMap(t, ns, "settings", "mode", "green")
-	eventually(t, wait, func() (bool, string) {
+	eventually(t, 2*wait, func() (bool, string) {
 		s, _ := stamp()
 		return s != "", "the CronJob's Job template is not stamped"
 	})
@@ -202,6 +206,7 @@ func TestReloadStampsTheCronJobsNextJob(t *testing.T) {
 // told once in a RestartHeld event naming the ConfigMap, and recorded as
 // owed; nothing restarts meanwhile.
 func TestReloadHeldByTheWindow(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	deps := watchDeployments(t, ns)
 	createConfigMap(t, ns, "settings", map[string]string{"mode": "blue"})
@@ -226,6 +231,7 @@ func TestReloadHeldByTheWindow(t *testing.T) {
 // one recorded on the workload, and restarts the workload once; a start
 // with nothing changed restarts nothing.
 func TestReloadChangeWhileDownIsNotLost(t *testing.T) {
+	parallel(t)
 	const class = "reload-down"
 	stop := startRestarter(t, class, restart.Rate{})
 	ns := newNamespace(t, nil)

@@ -111,6 +111,9 @@ func restartAt(t *testing.T, ns, name string) string {
 // restarts them (spec.restartAt, the pod template untouched), and the
 // next restart waits until the Rollout's status reports the previous one
 // done.
+//
+// Serial: installs the Rollout CRD, for good, which every operator then
+// watches, and asserts that the cluster did not serve Rollouts before.
 func TestRestartArgoRollouts(t *testing.T) {
 	ns := newNamespace(t, nil)
 	src := rotationSource(t, ns, map[string]string{"k": "1"})

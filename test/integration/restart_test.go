@@ -250,6 +250,7 @@ func countEventsOfType(t *testing.T, ns, object, eventType, reason, fragment str
 // come within its debounce window; the Deployment controller rolls it out
 // with one new ReplicaSet.
 func TestRestartOnceForABurstOfRotations(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	deps := watchDeployments(t, ns)
 	src := rotationSource(t, ns, map[string]string{"password": "one", "user": "app"})
@@ -300,6 +301,7 @@ func TestRestartOnceForABurstOfRotations(t *testing.T) {
 // TestRestartOnlyForKeysInUse: a Deployment that uses key a of a Secret
 // is not restarted when only b rotates, and is when a does.
 func TestRestartOnlyForKeysInUse(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	deps := watchDeployments(t, ns)
 	src := rotationSource(t, ns, map[string]string{"a": "1", "b": "1"})
@@ -319,7 +321,7 @@ func TestRestartOnlyForKeysInUse(t *testing.T) {
 	deps.keepRestarts(t, ns, "uses-a", 0)
 
 	rotate(t, src, "a", "2")
-	deps.waitRestarts(t, "uses-a", 1, wait)
+	deps.waitRestarts(t, "uses-a", 1, 2*wait)
 	waitEvent(t, ns, "uses-a", restart.ReasonRestarted, `Secret "ab" (keys: a)`)
 	deps.keepRestarts(t, ns, "uses-a", 1)
 }
@@ -328,6 +330,7 @@ func TestRestartOnlyForKeysInUse(t *testing.T) {
 // annotation that does not parse gets a Warning that says what to write,
 // and syncing goes on.
 func TestRestartAutoFindsEnvFrom(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	deps := watchDeployments(t, ns)
 	src := rotationSource(t, ns, map[string]string{"k": "1"})
@@ -340,7 +343,7 @@ func TestRestartAutoFindsEnvFrom(t *testing.T) {
 
 	rotate(t, src, "k", "2")
 	waitSecretData(t, ns, "app", map[string]string{"k": "2"})
-	deps.waitRestarts(t, "auto", 1, wait)
+	deps.waitRestarts(t, "auto", 1, 2*wait)
 	deps.keepRestarts(t, ns, "auto", 1)
 	if n := countEvents(t, ns, "typo", restart.ReasonInvalidAnnotation, ""); n != 1 {
 		t.Errorf("%d InvalidAnnotation events, want 1", n)
@@ -349,14 +352,19 @@ func TestRestartAutoFindsEnvFrom(t *testing.T) {
 
 // TestRestartWaitsForTheRollout: a restart due while the workload's
 // previous rollout has not finished is held, said once, and made when the
-// rollout has finished.
+// rollout has finished. The restarts are an operator's of the test's own
+// class: the suite operator's next restart, of any test, would wait for
+// the stuck rollout too.
 func TestRestartWaitsForTheRollout(t *testing.T) {
+	parallel(t)
+	const class = "restart-rollout"
+	startRestarter(t, class, restart.Rate{}, warnHeldAfter(heldWarningAfter))
 	ns := newNamespace(t, nil)
 	deps := watchDeployments(t, ns)
 	src := rotationSource(t, ns, map[string]string{"k": "1"})
 	newES(t, ns, "s", "remote", withRefresh(time.Second), withData("k", "upstream", "k"))
 	waitSecretData(t, ns, "s", map[string]string{"k": "1"})
-	newWorkload(t, ns, "slow", map[string]string{restart.OnAnnotation: "s", restart.DebounceAnnotation: "1s"}, envFrom("s"))
+	newWorkload(t, ns, "slow", map[string]string{restart.OnAnnotation: "s", restart.DebounceAnnotation: "1s", restart.ClassAnnotation: class}, envFrom("s"))
 	waitRecorded(t, ns, "slow", "s")
 	waitRolledOut(t, ns, "slow", 1, 2*wait)
 
@@ -380,8 +388,6 @@ func TestRestartWaitsForTheRollout(t *testing.T) {
 	deps.waitRestarts(t, "slow", 2, wait)
 	deps.keepRestarts(t, ns, "slow", 2)
 	waitRolledOut(t, ns, "slow", 3, 2*wait)
-	// (The suite's restart rate may hold the first restart too: that
-	// is a hold of its own, with its own event.)
 	if n := countEvents(t, ns, "slow", restart.ReasonHeld, rollout); n != 1 {
 		t.Errorf("%d RestartHeld events for the rollout, want 1", n)
 	}
@@ -436,6 +442,7 @@ func startRestarter(t *testing.T, class string, rate restart.Rate, tune ...func(
 // and restarted later exactly once; a restart of the operator restarts
 // nothing again.
 func TestRestartHeldByRateHappensOnce(t *testing.T) {
+	parallel(t)
 	const class = "restart-rate"
 	stop := startRestarter(t, class, restart.Rate{Count: 1, Per: 10 * time.Second})
 	ns := newNamespace(t, nil)
@@ -489,24 +496,30 @@ func TestRestartHeldByRateHappensOnce(t *testing.T) {
 // TestRestartWaitsForTheWindow: a restart due outside the workload's
 // maintenance window waits for it, says when it will happen, and is made
 // once when the window opens; a window that does not parse is reported,
-// restarts nothing, and syncing goes on.
+// restarts nothing, and syncing goes on. The restarts are an operator's
+// of the test's own class, whose gate no other test's restart holds up
+// once the window opens.
 func TestRestartWaitsForTheWindow(t *testing.T) {
+	parallel(t)
+	const class = "restart-window"
+	startRestarter(t, class, restart.Rate{})
 	ns := newNamespace(t, nil)
 	deps := watchDeployments(t, ns)
 	src := rotationSource(t, ns, map[string]string{"k": "1"})
 	newES(t, ns, "s", "remote", withRefresh(time.Second), withData("k", "upstream", "k"))
 	waitSecretData(t, ns, "s", map[string]string{"k": "1"})
 	newWorkload(t, ns, "typo", map[string]string{restart.OnAnnotation: "s", restart.DebounceAnnotation: "1s",
-		restart.WindowAnnotation: "Mon-Fri 02:00-04:00"}, envFrom("s"))
+		restart.WindowAnnotation: "Mon-Fri 02:00-04:00", restart.ClassAnnotation: class}, envFrom("s"))
 	waitRecorded(t, ns, "typo", "s")
 	waitEvent(t, ns, "typo", restart.ReasonInvalidAnnotation, restart.WindowAnnotation+` "Mon-Fri 02:00-04:00" does not parse`)
 
 	// A window that opens once a day, a little after the rotation below
-	// (seconds first, in UTC).
-	opens := time.Now().UTC().Add(15 * time.Second).Truncate(time.Second)
+	// (seconds first, in UTC): late enough for the rotation to be held
+	// first on a machine busy with other tests.
+	opens := time.Now().UTC().Add(30 * time.Second).Truncate(time.Second)
 	window := fmt.Sprintf("%d %d %d * * *", opens.Second(), opens.Minute(), opens.Hour())
 	newWorkload(t, ns, "nightly", map[string]string{restart.OnAnnotation: "s", restart.DebounceAnnotation: "1s",
-		restart.WindowAnnotation: window, restart.WindowDurationAnnotation: "1h"}, envFrom("s"))
+		restart.WindowAnnotation: window, restart.WindowDurationAnnotation: "1h", restart.ClassAnnotation: class}, envFrom("s"))
 	waitRecorded(t, ns, "nightly", "s")
 
 	rotate(t, src, "k", "2")
@@ -544,6 +557,7 @@ func withRestartWorkloads(refs ...v1alpha1.WorkloadReference) esOpt {
 // one it uses does. A listed Deployment that does not exist gets a
 // Warning on the ExternalSecret, which goes on syncing.
 func TestRestartWorkloadsListedByTheExternalSecret(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	deps := watchDeployments(t, ns)
 	src := rotationSource(t, ns, map[string]string{"a": "1", "b": "1"})
@@ -565,7 +579,7 @@ func TestRestartWorkloadsListedByTheExternalSecret(t *testing.T) {
 	deps.keepRestarts(t, ns, "api", 0)
 
 	rotate(t, src, "a", "2")
-	deps.waitRestarts(t, "api", 1, wait)
+	deps.waitRestarts(t, "api", 1, 2*wait)
 	waitEvent(t, ns, "api", restart.ReasonRestarted, `Secret "creds" (keys: a)`)
 	waitEvent(t, ns, "creds", restart.ReasonRestarted, "Deployment "+ns+"/api restarted for Secret \"creds\"")
 	deps.keepRestarts(t, ns, "api", 1)

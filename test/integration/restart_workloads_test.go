@@ -25,6 +25,7 @@ import (
 // 5 s window holds more than 10 of the restart times the workloads
 // record.
 func TestRestartFiftyDeploymentsKeepToTheRate(t *testing.T) {
+	parallel(t)
 	const class, n = "restart-fifty", 50
 	rate := restart.Rate{Count: 10, Per: 5 * time.Second}
 	startRestarter(t, class, rate)
@@ -94,6 +95,7 @@ func TestRestartFiftyDeploymentsKeepToTheRate(t *testing.T) {
 // --restart-held-warning-after it gets a Warning that names the first;
 // once the first is available again, the other is restarted, once.
 func TestRestartWaitsUntilThePreviousWorkloadIsAvailable(t *testing.T) {
+	parallel(t)
 	const class = "restart-gate"
 	startRestarter(t, class, restart.Rate{}, warnHeldAfter(heldWarningAfter))
 	ns := newNamespace(t, nil)
@@ -152,6 +154,7 @@ func TestRestartWaitsUntilThePreviousWorkloadIsAvailable(t *testing.T) {
 // and DaemonSet are restarted for a rotation, and their controllers
 // really replace their pods.
 func TestRestartReplacesStatefulSetAndDaemonSetPods(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	runPods(t, ns)
 	src := rotationSource(t, ns, map[string]string{"k": "1"})
@@ -248,6 +251,7 @@ func podUIDs(t *testing.T, ns, app string) []types.UID {
 // Secret was synced and rotated takes that rotation as its baseline, and
 // is restarted only for the next one.
 func TestRestartWorkloadCreatedAfterARotation(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	deps := watchDeployments(t, ns)
 	src := rotationSource(t, ns, map[string]string{"k": "1"})
@@ -276,6 +280,7 @@ func TestRestartWorkloadCreatedAfterARotation(t *testing.T) {
 // workload when only b rotates; the pull secret, which uses the whole
 // Secret, does.
 func TestRestartAutoFindsProjectedItemsAndPullSecrets(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	deps := watchDeployments(t, ns)
 	src := rotationSource(t, ns, map[string]string{"a": "1", "b": "1"})
@@ -315,6 +320,7 @@ func TestRestartAutoFindsProjectedItemsAndPullSecrets(t *testing.T) {
 // the current rotation as its baseline (well before the 5 minute
 // fallback look), and is restarted once for the next rotation.
 func TestRestartListedWorkloadCreatedLater(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	deps := watchDeployments(t, ns)
 	src := rotationSource(t, ns, map[string]string{"a": "1"})

@@ -16,6 +16,7 @@ import (
 // metric; a first sync, a drift repair and a spec change are reported as
 // what they are and leave lastRotationTime alone.
 func TestRotationIsReportedAsSuch(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	src := newNamespace(t, nil)
 	createSecret(t, ns, "reader-token", map[string]string{"token": readerToken(t, src)})

@@ -17,6 +17,7 @@ import (
 )
 
 func TestSecretWatchByName(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	ref := provider.NamespacedName{Namespace: ns, Name: "credential"}
 	var mu sync.Mutex
@@ -73,6 +74,7 @@ func TestSecretWatchByName(t *testing.T) {
 }
 
 func TestSecretWatchWithoutPermissionFailsFastWithTheCause(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	cfg, err := cluster.UserConfig("no-secret-access")
 	must(t, err)

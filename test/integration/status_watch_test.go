@@ -40,6 +40,7 @@ func (b *syncBuffer) String() string {
 // deleted; refreshes that change nothing the table shows print nothing.
 // When it stops it returns the rows as they are.
 func TestStatusWatchPrintsWhatChanges(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "db", value: `{"password":"` + sentinel + `"}`})
 	newES(t, ns, "first", "store", withData("password", "db", "password"))

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ func storeReady(t *testing.T, obj client.Object, conds func() []metav1.Condition
 }
 
 func TestSecretStoreReportsReady(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	s := fakeStore(t, ns, "store", fakeEntry{key: "k", value: "v"})
 	eventually(t, wait, func() (bool, string) {
@@ -48,30 +50,37 @@ func clusterFakeStore(t *testing.T, name string, namespaces []string, selector *
 }
 
 func TestClusterSecretStoreNamespaceConditions(t *testing.T) {
+	parallel(t)
 	allowed := newNamespace(t, nil)
-	labelled := newNamespace(t, map[string]string{"team": "payments"})
-	refused := newNamespace(t, map[string]string{"team": "other"})
-	name := "css-namespaces"
-	clusterFakeStore(t, name, []string{allowed}, &metav1.LabelSelector{MatchLabels: map[string]string{"team": "payments"}})
+	// The teams and the store are named after the test's first namespace
+	// ("tN-..."): the selector matches no other test's namespaces, and no
+	// other test's selector these.
+	seq, _, _ := strings.Cut(allowed, "-")
+	team := "payments-" + seq
+	labelled := newNamespace(t, map[string]string{"team": team})
+	refused := newNamespace(t, map[string]string{"team": "other-" + seq})
+	name := "css-" + allowed
+	clusterFakeStore(t, name, []string{allowed}, &metav1.LabelSelector{MatchLabels: map[string]string{"team": team}})
 	for _, ns := range []string{allowed, labelled} {
 		newES(t, ns, "es", name, withClusterStore(name), withData("v", "shared", ""))
 		waitSecretData(t, ns, "es", map[string]string{"v": "cluster-value"})
 	}
 	newES(t, refused, "es", name, withClusterStore(name), withData("v", "shared", ""))
 	waitCondition(t, refused, "es", "NamespaceNotAllowed", `does not allow namespace "`+refused+`"`,
-		"it allows namespaces ["+allowed+"] or those matching namespaceSelector team=payments")
+		"it allows namespaces ["+allowed+"] or those matching namespaceSelector team="+team)
 	if _, err := getSecret(refused, "es"); err == nil {
 		t.Fatal("a refused namespace got a Secret")
 	}
 	// Labelling the namespace lets it in, without touching the ExternalSecret.
 	var nsObj corev1.Namespace
 	must(t, k8s.Get(context.Background(), client.ObjectKey{Name: refused}, &nsObj))
-	nsObj.Labels["team"] = "payments"
+	nsObj.Labels["team"] = team
 	must(t, k8s.Update(context.Background(), &nsObj))
 	waitSecretData(t, refused, "es", map[string]string{"v": "cluster-value"})
 }
 
 func TestControllerClassIgnoresOtherClasses(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	s := &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "elsewhere"},
 		Spec: v1alpha1.SecretStoreSpec{Controller: "other-shard", SecretStoreProvider: v1alpha1.SecretStoreProvider{
@@ -89,6 +98,7 @@ func TestControllerClassIgnoresOtherClasses(t *testing.T) {
 }
 
 func TestCredentialRolloverWithoutRestart(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	src := newNamespace(t, nil)
 	good := readerToken(t, src)
@@ -109,6 +119,7 @@ func TestCredentialRolloverWithoutRestart(t *testing.T) {
 }
 
 func TestServiceAccountAuthRequestsTokens(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	readerAccount(t, ns)
 	createSecret(t, ns, "upstream", map[string]string{"v": "via-token-request"})
@@ -121,6 +132,7 @@ func TestServiceAccountAuthRequestsTokens(t *testing.T) {
 }
 
 func TestSecretStoreMayNotReachOtherNamespaces(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	other := newNamespace(t, nil)
 	createSecret(t, other, "token", map[string]string{"token": "x"})
@@ -135,6 +147,7 @@ func TestSecretStoreMayNotReachOtherNamespaces(t *testing.T) {
 }
 
 func TestKubernetesProviderRemoteServerWithClientCertificate(t *testing.T) {
+	parallel(t)
 	// The store names the API server by URL and CA, as it would another
 	// cluster, and authenticates with a client certificate kept in Secrets.
 	ns := newNamespace(t, nil)

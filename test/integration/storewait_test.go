@@ -77,6 +77,7 @@ func readyOf(st *v1alpha1.SecretStoreStatus) *metav1.Condition {
 }
 
 func TestStoreWaitsForServiceAccount(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	s := &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sa"},
 		Spec: v1alpha1.SecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{Kubernetes: &v1alpha1.KubernetesProvider{
@@ -91,6 +92,7 @@ func TestStoreWaitsForServiceAccount(t *testing.T) {
 }
 
 func TestClusterStoreWaitsForNamespaceAndServiceAccount(t *testing.T) {
+	parallel(t)
 	later := fmt.Sprintf("t%d-later", nsSeq.Add(1))
 	s := &v1alpha1.ClusterSecretStore{ObjectMeta: metav1.ObjectMeta{Name: "css-" + later},
 		Spec: v1alpha1.ClusterSecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{Kubernetes: &v1alpha1.KubernetesProvider{
@@ -109,6 +111,7 @@ func TestClusterStoreWaitsForNamespaceAndServiceAccount(t *testing.T) {
 }
 
 func TestStoreWaitsForCredentialSecret(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	src := newNamespace(t, nil)
 	good := readerToken(t, src)
@@ -121,6 +124,7 @@ func TestStoreWaitsForCredentialSecret(t *testing.T) {
 }
 
 func TestStoreWaitsForCAConfigMap(t *testing.T) {
+	parallel(t)
 	// The shared Vault server speaks plain HTTP, so any valid PEM serves
 	// as the CA: what is tested is that the store waits for the ConfigMap.
 	needVault(t)

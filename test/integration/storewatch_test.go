@@ -53,6 +53,7 @@ func settledReadCount(t *testing.T, store string) int {
 }
 
 func TestKubernetesStoreWatchRefreshesAtOnce(t *testing.T) {
+	parallel(t)
 	// The ExternalSecret refreshes once an hour, and nothing the operator
 	// watches for its own sake changes with the remote Secret: only the
 	// store's watch can bring the new value within the test.
@@ -88,6 +89,7 @@ func TestKubernetesStoreWatchRefreshesAtOnce(t *testing.T) {
 }
 
 func TestKubernetesStoreWithoutWatchRightsIsPolled(t *testing.T) {
+	parallel(t)
 	// readerToken may only get Secrets: the store says its changes are
 	// not watched, and syncing goes on.
 	ns, src := newNamespace(t, nil), newNamespace(t, nil)
@@ -108,6 +110,7 @@ func TestKubernetesStoreWithoutWatchRightsIsPolled(t *testing.T) {
 }
 
 func TestNoWatchForAStoreNobodyReads(t *testing.T) {
+	parallel(t)
 	ns, src := newNamespace(t, nil), newNamespace(t, nil)
 	createSecret(t, ns, "watcher-token", map[string]string{"token": watcherToken(t, src)})
 	createSecret(t, src, "upstream", map[string]string{"password": "one"})

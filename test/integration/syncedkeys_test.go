@@ -32,6 +32,7 @@ func fieldsJSON(n int) string {
 // written, why, and what the sync itself concluded, and a Warning event
 // says it too; once the refusal ends, the status catches up.
 func TestStatusTellsOfThousandsOfKeysAndOfItsOwnRefusal(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "big", value: fieldsJSON(5000)})

@@ -24,6 +24,7 @@ import (
 // ExternalSecret, the store unchanged); a missing remote key is named
 // with its reason.
 func TestTemplateLiveReadsTheStore(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	store := fakeStore(t, ns, "store", fakeEntry{key: "db", value: `{"user":"app","password":"` + sentinel + `"}`})
 	must(t, k8s.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tmpl"},

@@ -13,6 +13,7 @@ import (
 )
 
 func TestDockerConfigJSONSecret(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "registry", value: `{"host":"registry.example.com","user":"robot","token":"t0k3n"}`})
 	newES(t, ns, "pull", "store", withDataFrom("registry", ""), withTemplate(&v1alpha1.ExternalSecretTemplate{
@@ -37,6 +38,7 @@ func TestDockerConfigJSONSecret(t *testing.T) {
 }
 
 func TestTemplateFromConfigMapRerendersOnChange(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	other := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "db", value: `{"user":"app","password":"pw","host":"db.internal"}`})
@@ -65,6 +67,7 @@ func TestTemplateFromConfigMapRerendersOnChange(t *testing.T) {
 // secret value that is no valid label value fails in the engine, before
 // the API server could repeat the value, and the target keeps its data.
 func TestInvalidRenderedLabelNamesKeyNotValue(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	// The space makes the value an invalid label value.
 	value := sentinel + " with spaces"

@@ -58,6 +58,7 @@ func sharedPublishStore(t *testing.T, ops, name string) {
 // own scope (for a kubernetes store, its own namespace), neither overwrites
 // nor deletes the other's, and the store's own namespace gets nothing.
 func TestTenantsSharingAClusterStoreStayApart(t *testing.T) {
+	parallel(t)
 	ops := newNamespace(t, nil)
 	a, b := newNamespace(t, nil), newNamespace(t, nil)
 	store := "shared-" + ops
@@ -99,6 +100,7 @@ func TestTenantsSharingAClusterStoreStayApart(t *testing.T) {
 // publishers: a kubernetes store then writes in the namespace it names,
 // not in its remoteNamespace.
 func TestSecretStoreDefaultScope(t *testing.T) {
+	parallel(t)
 	ns, scope := newNamespace(t, nil), newNamespace(t, nil)
 	publisherStore(t, ns, "scoped", scope) // may write in scope
 	updateStore(t, ns, "scoped", func(s *v1alpha1.SecretStore) {
@@ -121,6 +123,7 @@ func TestSecretStoreDefaultScope(t *testing.T) {
 // ClusterSecretStore: the store is never held, and another namespace's
 // valid read of the same store syncs.
 func TestOneTenantsInvalidKeysHoldNoOtherTenant(t *testing.T) {
+	parallel(t)
 	ops := newNamespace(t, nil)
 	a, b := newNamespace(t, nil), newNamespace(t, nil)
 	store := "shared-read-" + ops
@@ -153,6 +156,7 @@ func TestOneTenantsInvalidKeysHoldNoOtherTenant(t *testing.T) {
 // foreign secret of the name stands is refused (NotOwned), and the copy
 // in the scope before is kept, so nothing published is lost.
 func TestDefaultScopeChangeMovesThePublishedCopy(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	a, b, c := newNamespace(t, nil), newNamespace(t, nil), newNamespace(t, nil)
 	publisherStore(t, ns, "scoped", a)

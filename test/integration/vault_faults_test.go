@@ -60,6 +60,7 @@ func vaultStoreAt(t *testing.T, ns, name, server string) {
 }
 
 func TestVaultThrottlingHonoursRetryAfter(t *testing.T) {
+	parallel(t)
 	// Outcome: while Vault answers 429 with Retry-After 5, the store gets
 	// at most one request per 5 s, whatever its ExternalSecret refreshed
 	// every second wants; the target keeps its data, the condition says
@@ -91,6 +92,7 @@ func TestVaultThrottlingHonoursRetryAfter(t *testing.T) {
 }
 
 func TestVaultRevokedTokenHoldsTheStoreUntilItChanges(t *testing.T) {
+	parallel(t)
 	// Outcome: a Vault token revoked under a store makes Vault refuse it;
 	// Watchword asks Vault nothing more for the hold (a minute at first)
 	// however often the ExternalSecret wants to refresh, says
@@ -134,6 +136,10 @@ func TestVaultRevokedTokenHoldsTheStoreUntilItChanges(t *testing.T) {
 	assertNoLeak(t, ns)
 }
 
+// TestVaultDownKeepsTargetsAndRecoversWithoutRestart: Vault stopped for a
+// while; the targets keep their data and recover by their own backoff.
+//
+// Serial: stops the Vault server the suite shares.
 func TestVaultDownKeepsTargetsAndRecoversWithoutRestart(t *testing.T) {
 	// Outcome: Vault stopped for about 20 s: the targets of 5
 	// ExternalSecrets keep their data the whole time, their conditions say

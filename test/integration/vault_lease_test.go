@@ -109,6 +109,9 @@ func secretCreds(t *testing.T, ns, name string) (user, password string) {
 // PostgreSQL; the lease is renewed at the share of its TTL asked for; new
 // credentials replace them before the maximum TTL (a rotation); deleting
 // the ExternalSecret revokes the lease, after which they no longer log in.
+//
+// Serial: its 6 s lease must be renewed in the 3 s after it falls due, a
+// bound that the load of other tests could break.
 func TestVaultDynamicDatabaseCredentials(t *testing.T) {
 	needVault(t)
 	ns := newNamespace(t, nil)
@@ -179,6 +182,7 @@ func TestVaultDynamicDatabaseCredentials(t *testing.T) {
 // SIGKILL in the middle of a lease is replaced by one that renews the same
 // lease, from the status: Vault holds one lease throughout.
 func TestVaultDynamicLeaseSurvivesControllerKill(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	ns := newNamespace(t, nil)
 	dsn, mount := vaultDatabase(t, ns, 20*time.Second, time.Hour)
@@ -277,6 +281,7 @@ func revokedBefore(t *testing.T, dsn, user, password string, expiry time.Time) {
 // rotation time as their version, and a rotation in Vault reaches the
 // target.
 func TestVaultStaticRoleReadLikeKV(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	ns := newNamespace(t, nil)
 	dsn, mount := vaultDatabase(t, ns, time.Hour, time.Hour)
@@ -324,6 +329,8 @@ func TestVaultStaticRoleReadLikeKV(t *testing.T) {
 // lease falls due keeps the target's credentials (the condition says the
 // store is unavailable); once Vault is unsealed, before the lease ends,
 // the same lease is renewed, not replaced, and Vault holds one lease.
+//
+// Serial: seals the Vault server the suite shares.
 func TestVaultSealedKeepsTheLeaseAndRenewsItWhenBack(t *testing.T) {
 	needVault(t)
 	ns := newNamespace(t, nil)

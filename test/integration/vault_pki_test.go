@@ -38,6 +38,10 @@ func vaultCerts(t *testing.T, mount string) int {
 // started again issues nothing; the certificate is replaced once,
 // renewBefore its expiry; the private key is in no status or event; the
 // certificate is revoked when the ExternalSecret is deleted.
+//
+// Serial: the 30 s certificate leaves 15 s for the controller's restart
+// and a 5 s check that it issues nothing before it is renewed, a bound
+// that the load of other tests could break.
 func TestVaultPKICertificateRenewsOnceAndSurvivesRestart(t *testing.T) {
 	needVault(t)
 	ns := newNamespace(t, nil)

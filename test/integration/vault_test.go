@@ -86,6 +86,7 @@ func vaultPut(t *testing.T, path string, data map[string]any) {
 }
 
 func TestVaultTokenAuthReadsAndFollowsRotation(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	ns, path := tokenVaultStore(t, "db", map[string]any{"user": "app", "password": "first", "conn": map[string]any{"host": "db.internal", "port": 5432}}, "")
 	newES(t, ns, "db", "vault", withRefresh(2*time.Second),
@@ -113,6 +114,7 @@ func TestVaultTokenAuthReadsAndFollowsRotation(t *testing.T) {
 }
 
 func TestVaultSharedReadsAndMetadataChecks(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	ns, path := tokenVaultStore(t, "shared", map[string]any{"v": "same"}, "v2")
 	for i := 0; i < 5; i++ {
@@ -127,6 +129,7 @@ func TestVaultSharedReadsAndMetadataChecks(t *testing.T) {
 }
 
 func TestVaultDeletedVersionIsReported(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	ns, path := tokenVaultStore(t, "gone", map[string]any{"v": "1"}, "v2")
 	newES(t, ns, "es", "vault", withData("v", path, "v"))
@@ -137,6 +140,11 @@ func TestVaultDeletedVersionIsReported(t *testing.T) {
 	waitSecretData(t, ns, "es", map[string]string{"v": "1"})
 }
 
+// TestVaultOutageKeepsTargetsAndRecovers: with Vault stopped, then
+// sealed, the target keeps its data and the condition says why; it is
+// Ready again once Vault is unsealed.
+//
+// Serial: stops and seals the Vault server the suite shares.
 func TestVaultOutageKeepsTargetsAndRecovers(t *testing.T) {
 	needVault(t)
 	ns, path := tokenVaultStore(t, "outage", map[string]any{"v": "kept"}, "v2")
@@ -171,6 +179,7 @@ func TestVaultOutageKeepsTargetsAndRecovers(t *testing.T) {
 }
 
 func TestVaultAppRoleCredentialRotation(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	ns := newNamespace(t, nil)
 	path := ns + "/approle"
@@ -206,6 +215,7 @@ path "secret/metadata/*" { capabilities = ["read"] }`))
 // (never the password), and a corrected password Secret is picked up at
 // once.
 func TestVaultUserPassLoginFollowsThePasswordSecret(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	ns := newNamespace(t, nil)
 	path := ns + "/userpass"
@@ -244,6 +254,7 @@ func vaultReviewer(t *testing.T) string {
 }
 
 func TestVaultKubernetesAuthWithRealTokenReview(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	ns := newNamespace(t, nil)
 	path := ns + "/k8s"
@@ -276,6 +287,7 @@ func TestVaultKubernetesAuthWithRealTokenReview(t *testing.T) {
 }
 
 func TestVaultJWTAuthWithServiceAccountToken(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	ns := newNamespace(t, nil)
 	path := ns + "/jwt"

@@ -27,6 +27,7 @@ func secretInCache(t *testing.T, ns, name string) bool {
 }
 
 func TestCacheHoldsOnlyOwnedTargets(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	createSecret(t, ns, "unrelated", map[string]string{"a": "b"})
 	createSecret(t, ns, "merge-into", map[string]string{"local": "kept"})
@@ -47,6 +48,7 @@ func TestCacheHoldsOnlyOwnedTargets(t *testing.T) {
 }
 
 func TestMergeTargetEditIsRepairedAtOnce(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	fakeStore(t, ns, "store", fakeEntry{key: "k", value: "remote"})
 	createSecret(t, ns, "cfg", map[string]string{"local": "kept"})

@@ -189,6 +189,7 @@ func esObject(ns, name, store string, opts ...esOpt) *v1alpha1.ExternalSecret {
 // at create, with the holder named and what to do; the holder's own
 // updates, and an ExternalSecret of another target, are admitted.
 func TestWebhookRefusesSecondExternalSecretNamingHolder(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	startWebhook(t, ns, 0, 0)
 	fakeStore(t, ns, "store", fakeEntry{key: "a", value: "from-first"}, fakeEntry{key: "b", value: "from-second"})
@@ -221,6 +222,7 @@ func TestWebhookRefusesSecondExternalSecretNamingHolder(t *testing.T) {
 // ConfigMap "shared" is admitted and synced; a second writer of that
 // ConfigMap is refused, the message naming the ConfigMap and its holder.
 func TestWebhookTellsSecretAndConfigMapTargetsApart(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	startWebhook(t, ns, 0, 0)
 	fakeStore(t, ns, "store", fakeEntry{key: "a", value: "va"}, fakeEntry{key: "b", value: "vb"})
@@ -254,6 +256,7 @@ func TestWebhookTellsSecretAndConfigMapTargetsApart(t *testing.T) {
 // publishing there; the holder's update and a free destination are
 // admitted.
 func TestWebhookRefusesPushSecretDestinationHeldByAnother(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	startWebhook(t, ns, 0, 0)
 	createSecret(t, ns, "source", map[string]string{"k": "v"})
@@ -295,6 +298,7 @@ func TestWebhookRefusesPushSecretDestinationHeldByAnother(t *testing.T) {
 // configuration fails open, and the controller's own check reports the
 // conflict in its status, naming the holder.
 func TestWebhookFailsOpenToReconcileCheck(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	w := startWebhook(t, ns, 0, 0)
 	fakeStore(t, ns, "store", fakeEntry{key: "a", value: "from-first"}, fakeEntry{key: "b", value: "from-second"})
@@ -319,6 +323,7 @@ func TestWebhookFailsOpenToReconcileCheck(t *testing.T) {
 // while valid), the server presents the new certificate, and the API
 // server still reaches the webhook through it.
 func TestWebhookCertificateRenewedAndCABundleFollows(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	// Renewed when less than a third (4s) of 12s is left.
 	w := startWebhook(t, ns, 12*time.Second, 250*time.Millisecond)
@@ -452,6 +457,7 @@ func assertShippedWebhook(t *testing.T, r rendered) {
 
 // TestHelmChartWebhook renders the chart with webhook.enabled.
 func TestHelmChartWebhook(t *testing.T) {
+	parallel(t)
 	helm := needHelm(t)
 	ns := newNamespace(t, restrictedLabels)
 	if len(helmTemplate(t, helm, "wwoff", ns).find("ValidatingWebhookConfiguration")) != 0 {
@@ -469,6 +475,7 @@ func TestHelmChartWebhook(t *testing.T) {
 // TestKustomizeWebhookComponent renders the webhook overlay: the base
 // with the config/webhook component.
 func TestKustomizeWebhookComponent(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, restrictedLabels)
 	r, _ := kustomize(t, kustomizeDir+"/overlays/webhook", ns)
 	assertShippedWebhook(t, r)
@@ -482,6 +489,7 @@ func TestKustomizeWebhookComponent(t *testing.T) {
 // mounted certificate, issues none and leaves caBundle as its injector
 // set it; the API server reaches the webhook with that bundle.
 func TestWebhookServesMountedCertificatesWithoutTouchingCABundle(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	dir := t.TempDir()
 	caPEM, certPEM, keyPEM := issueForLoopback(t)

@@ -106,6 +106,7 @@ func newPEMCA(name string) ([]byte, *x509.Certificate, *ecdsa.PrivateKey, error)
 // TLS handshake a caller without a certificate. The same webhook trusting
 // another CA refuses the API server's calls, which then fail open.
 func TestWebhookAuthenticatesTheAPIServer(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t, nil)
 	w := startWebhookWith(t, ns, 0, 0, "", nil, webhookClientCA)
 	fakeStore(t, ns, "store", fakeEntry{key: "a", value: "from-first"}, fakeEntry{key: "b", value: "from-second"})

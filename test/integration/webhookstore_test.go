@@ -39,6 +39,7 @@ func webhookStore(t *testing.T, ns, name string, api *webhookserver.Server) {
 // version, and follows a change; a key the API does not have is
 // NotFound.
 func TestWebhookReadsAndFollowsChanges(t *testing.T) {
+	parallel(t)
 	api := webhookserver.Start("tok-" + randomHex(t))
 	defer api.Close()
 	ns := newNamespace(t, nil)
@@ -65,6 +66,7 @@ func TestWebhookReadsAndFollowsChanges(t *testing.T) {
 // change of the source, and deletes what it published when it is
 // deleted, leaving the other secret alone. No value reaches a condition.
 func TestWebhookPublishes(t *testing.T) {
+	parallel(t)
 	api := webhookserver.Start("tok-" + randomHex(t))
 	defer api.Close()
 	ns := newNamespace(t, nil)
@@ -113,6 +115,7 @@ func TestWebhookPublishes(t *testing.T) {
 // $.data.data, the version at $.data.metadata.version, and a pinned
 // version asked for in the url.
 func TestWebhookReadsVaultsHTTPAPI(t *testing.T) {
+	parallel(t)
 	needVault(t)
 	ns := newNamespace(t, nil)
 	key := "webhook/" + randomHex(t) + "/db"
