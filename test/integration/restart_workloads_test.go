@@ -133,10 +133,12 @@ func TestRestartWaitsUntilThePreviousWorkloadIsAvailable(t *testing.T) {
 	consistently(t, 3*time.Second, func() (bool, string) {
 		return deps.count(second) == 0, fmt.Sprintf("%s restarted while %s's rollout is stuck", second, first)
 	})
-	d := getDeployment(t, ns, first)
-	if d.Status.UpdatedReplicas != 1 || d.Status.AvailableReplicas != 1 || d.Status.Replicas != 2 {
-		t.Errorf("%s's stuck rollout: status %+v, want the old pod available and the new one not", first, d.Status)
-	}
+	// The Deployment controller reports the rollout in its own time.
+	eventually(t, wait, func() (bool, string) {
+		d := getDeployment(t, ns, first)
+		return d.Status.UpdatedReplicas == 1 && d.Status.AvailableReplicas == 1 && d.Status.Replicas == 2,
+			fmt.Sprintf("%s's stuck rollout: status %+v, want the old pod available and the new one not", first, d.Status)
+	})
 
 	deps.release(first)
 	waitRolledOut(t, ns, first, 2, 2*wait)

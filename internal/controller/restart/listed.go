@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/failure"
+	"github.com/watchword-dev/watchword/internal/storeaccess"
 	"github.com/watchword-dev/watchword/internal/targetindex"
 )
 
@@ -151,11 +153,17 @@ func addListed(used map[string]Usage, listers []*v1alpha1.ExternalSecret, spec *
 // Lister checks the lists of ExternalSecrets: a listed workload that does
 // not exist, or of a kind not served in the cluster (Rollout without Argo
 // Rollouts), gets a Warning event on the ExternalSecret, once per
-// workload and problem. Syncing is not its business and goes on.
+// workload and problem. Syncing is not its business and goes on. It
+// checks only the ExternalSecrets its class serves (those whose store
+// names its class; a missing store counts as the default class's), so
+// that operators of several classes in one cluster warn once, not once
+// each.
 type Lister struct {
 	Client    client.Client
 	APIReader client.Reader
 	Recorder  record.EventRecorder
+	// Class is this instance's --controller-class.
+	Class string
 	// Rollouts tells whether the cluster serves Argo Rollouts.
 	Rollouts func() bool
 	warned   sync.Map
@@ -183,6 +191,16 @@ func (l *Lister) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	if err := l.Client.Get(ctx, req.NamespacedName, &es); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	class, resolved, err := l.storeClass(ctx, &es)
+	switch {
+	case err != nil:
+		return ctrl.Result{}, err
+	case class != l.Class && !resolved:
+		// The store may yet appear, naming this class.
+		return ctrl.Result{RequeueAfter: relookMissing}, nil
+	case class != l.Class:
+		return ctrl.Result{}, nil
+	}
 	var result ctrl.Result
 	for _, w := range es.Spec.Target.RestartWorkloads {
 		key := string(es.UID) + "|" + listedKey(string(w.Kind), w.Name)
@@ -200,6 +218,23 @@ func (l *Lister) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 		}
 	}
 	return result, nil
+}
+
+// storeClass is the controller class of the ExternalSecret's store, as
+// the ExternalSecret controller decides whether it serves it: a store that
+// cannot be used (missing, refused to the namespace, a ClusterSecretStore
+// to a namespaced operator) counts as the default class's, which reports
+// it; resolved is false then.
+func (l *Lister) storeClass(ctx context.Context, es *v1alpha1.ExternalSecret) (class string, resolved bool, err error) {
+	store, err := storeaccess.Resolve(ctx, l.Client, es.Namespace, es.Spec.SecretStoreRef)
+	switch {
+	case err == nil:
+		return store.Controller, true, nil
+	case failure.Terminal(err):
+		return "", false, nil
+	default:
+		return "", false, err
+	}
 }
 
 // check tells what is wrong with a listed workload, if anything. It

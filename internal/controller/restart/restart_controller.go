@@ -201,7 +201,7 @@ func (c *Controllers) SetupWithManager(ctx context.Context, mgr ctrl.Manager, op
 	if err := mgr.Add(rollouts); err != nil {
 		return err
 	}
-	l := &Lister{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Rollouts: rollouts.served.Load}
+	l := &Lister{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Class: class, Rollouts: rollouts.served.Load}
 	return l.SetupWithManager(mgr)
 }
 
