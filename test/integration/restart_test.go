@@ -588,3 +588,35 @@ func TestRestartWorkloadsListedByTheExternalSecret(t *testing.T) {
 	}
 	waitReady(t, ns, "creds")
 }
+
+// TestListedWorkloadWarnedOnceWithSeveralClasses: with operators of two
+// classes running, a listed workload that does not exist is warned about
+// once, by the operator that serves the ExternalSecret's store, whichever
+// class that is.
+func TestListedWorkloadWarnedOnceWithSeveralClasses(t *testing.T) {
+	parallel(t)
+	ns := newNamespace(t, nil)
+	class := "listing-" + strings.Split(ns, "-")[0]
+	startRestarter(t, class, restart.Rate{})
+	ghost := withRestartWorkloads(v1alpha1.WorkloadReference{Kind: v1alpha1.WorkloadDeployment, Name: "ghost"})
+	must(t, k8s.Create(context.Background(), &v1alpha1.SecretStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "theirs"},
+		Spec: v1alpha1.SecretStoreSpec{Controller: class, SecretStoreProvider: v1alpha1.SecretStoreProvider{
+			Fake: &v1alpha1.FakeProvider{Data: []v1alpha1.FakeProviderData{{Key: "k", Value: "v"}}}}}}))
+	newES(t, ns, "theirs", "theirs", withData("k", "k", ""), ghost)
+	// Synced by the other class's operator: it is running.
+	waitSecretData(t, ns, "theirs", map[string]string{"k": "v"})
+	fakeStore(t, ns, "ours", fakeEntry{key: "k", value: "v"})
+	newES(t, ns, "ours", "ours", withData("k", "k", ""), ghost)
+	waitSecretData(t, ns, "ours", map[string]string{"k": "v"})
+	for _, es := range []string{"theirs", "ours"} {
+		waitEvent(t, ns, es, restart.ReasonWorkloadNotFound, `lists Deployment "ghost"`)
+	}
+	consistently(t, 3*time.Second, func() (bool, string) {
+		for _, es := range []string{"theirs", "ours"} {
+			if n := countEvents(t, ns, es, restart.ReasonWorkloadNotFound, ""); n != 1 {
+				return false, fmt.Sprintf("%d RestartWorkloadNotFound warnings on %s, want 1", n, es)
+			}
+		}
+		return true, ""
+	})
+}
