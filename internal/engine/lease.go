@@ -26,6 +26,8 @@ type LeaseRequest struct {
 	// and it cannot be renewed.
 	Registry   v1alpha1.RegistryKind
 	RegistryID string
+	// RegistryHost is the registry host of a GAR token.
+	RegistryHost string
 }
 
 // Lease is what a store granted with issued credentials: an ID to renew
@@ -58,21 +60,30 @@ type Leaser interface {
 func LeaseRef(v *v1alpha1.VaultDynamicSecret) Ref { return Ref{Key: v.Path} }
 
 // DefaultRegistryRenewBefore is how long before its expiry a registry
-// token is replaced when the spec does not say: an hour of ECR's twelve.
-const DefaultRegistryRenewBefore = time.Hour
+// token is replaced when the spec does not say: an hour of ECR's twelve,
+// ten minutes of GAR's one.
+func DefaultRegistryRenewBefore(kind v1alpha1.RegistryKind) time.Duration {
+	if kind == v1alpha1.RegistryGAR {
+		return 10 * time.Minute
+	}
+	return time.Hour
+}
 
 // RegistryLease is the lease entry that a registryToken entry is held by:
 // a token cannot be renewed or revoked, so it is replaced renewBefore its
 // expiry and retained (it expires) when the ExternalSecret goes. Its path
 // names the registry, so a changed registry asks for a new token.
 func RegistryLease(t *v1alpha1.RegistryToken) *v1alpha1.VaultDynamicSecret {
-	before := DefaultRegistryRenewBefore
+	before := DefaultRegistryRenewBefore(t.Registry)
 	if t.RenewBefore != nil && t.RenewBefore.Duration > 0 {
 		before = t.RenewBefore.Duration
 	}
 	path := "registry:" + string(t.Registry)
 	if t.RegistryID != "" {
 		path += ":" + t.RegistryID
+	}
+	if t.Host != "" {
+		path += ":" + t.Host
 	}
 	return &v1alpha1.VaultDynamicSecret{Path: path, RenewBefore: &metav1.Duration{Duration: before},
 		DeletionPolicy: v1alpha1.VaultLeaseRetain}
@@ -87,7 +98,7 @@ func DynamicEntry(spec *v1alpha1.ExternalSecretSpec) (*v1alpha1.VaultDynamicSecr
 			return v, &LeaseRequest{Path: v.Path, Method: v.Method, Parameters: v.Parameters}
 		}
 		if t := d.RegistryToken; t != nil {
-			return RegistryLease(t), &LeaseRequest{Registry: t.Registry, RegistryID: t.RegistryID}
+			return RegistryLease(t), &LeaseRequest{Registry: t.Registry, RegistryID: t.RegistryID, RegistryHost: t.Host}
 		}
 	}
 	return nil, nil

@@ -10,7 +10,8 @@ import (
 )
 
 // TestRegistryLease: a registryToken entry is held as a lease that is
-// replaced renewBefore its expiry (an hour by default), retained on
+// replaced renewBefore its expiry (by default an hour for ECR, ten
+// minutes for GAR), retained on
 // delete, under a path that names the registry.
 func TestRegistryLease(t *testing.T) {
 	spec := &v1alpha1.ExternalSecretSpec{DataFrom: []v1alpha1.ExternalSecretDataFrom{{RegistryToken: &v1alpha1.RegistryToken{
@@ -19,7 +20,7 @@ func TestRegistryLease(t *testing.T) {
 	if v == nil || req == nil || req.Registry != v1alpha1.RegistryECR || req.RegistryID != "444455556666" || req.Path != "" {
 		t.Fatalf("DynamicEntry = %+v, %+v", v, req)
 	}
-	if v.Path != "registry:ECR:444455556666" || v.RenewBefore.Duration != DefaultRegistryRenewBefore || v.DeletionPolicy != v1alpha1.VaultLeaseRetain {
+	if v.Path != "registry:ECR:444455556666" || v.RenewBefore.Duration != time.Hour || v.DeletionPolicy != v1alpha1.VaultLeaseRetain {
 		t.Errorf("lease entry = %+v", v)
 	}
 	// A 12-hour token is kept for 11 hours (less its spread), then
@@ -33,6 +34,12 @@ func TestRegistryLease(t *testing.T) {
 	}
 	if a, _ := NextLeaseActionFor(l, v, t0.Add(11*time.Hour)); a != LeaseRotate {
 		t.Errorf("at 11h: %v, want a new token", a)
+	}
+	gar := &v1alpha1.ExternalSecretSpec{DataFrom: []v1alpha1.ExternalSecretDataFrom{{RegistryToken: &v1alpha1.RegistryToken{
+		Registry: v1alpha1.RegistryGAR, Host: "europe-docker.pkg.dev"}}}}
+	if v, req := DynamicEntry(gar); v.Path != "registry:GAR:europe-docker.pkg.dev" || v.RenewBefore.Duration != 10*time.Minute ||
+		req.RegistryHost != "europe-docker.pkg.dev" {
+		t.Errorf("GAR lease entry = %+v, request %+v; want its host in the path and the request, renewed 10m before expiry", v, req)
 	}
 	spec.DataFrom[0].RegistryToken.RenewBefore = &metav1.Duration{Duration: 3 * time.Hour}
 	if v, _ = DynamicEntry(spec); v.RenewBefore.Duration != 3*time.Hour {

@@ -104,8 +104,8 @@ func (s *Server) jwtBearer(w http.ResponseWriter, r *http.Request) {
 		oauthError("invalid_grant", "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe, with the token endpoint as audience and a scope.")
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"access_token": s.issue("serviceAccount:" + acct.email),
-		"token_type": "Bearer", "expires_in": int(tokenLifetime.Seconds())})
+	tok, life := s.issue("serviceAccount:" + acct.email)
+	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": int(life.Seconds())})
 }
 
 // accountPath is the resource of projects.serviceAccounts.get:

@@ -63,9 +63,11 @@ type Server struct {
 	accounts map[string]*account // service accounts by email
 	perms    map[string]map[string]bool
 	tokens   map[string]accessToken
-	pools    map[string]bool            // workload identity pool provider audiences
-	imperson map[string]map[string]bool // principal -> emails it may impersonate
-	throttle int
+	// lifetimes are the token lifetimes SetTokenLifetime set, by principal.
+	lifetimes map[string]time.Duration
+	pools     map[string]bool            // workload identity pool provider audiences
+	imperson  map[string]map[string]bool // principal -> emails it may impersonate
+	throttle  int
 	// throttleDelay is the RetryInfo delay of a throttled answer.
 	throttleDelay time.Duration
 	calls         map[string]int
@@ -119,7 +121,7 @@ func New(t testing.TB, project string) *Server {
 // Start starts the fake for a whole test package; Close stops it.
 func Start(project string) (*Server, error) {
 	s := &Server{now: time.Now, project: project, secrets: map[string]*secret{}, accounts: map[string]*account{},
-		perms: map[string]map[string]bool{}, tokens: map[string]accessToken{}, pools: map[string]bool{},
+		perms: map[string]map[string]bool{}, tokens: map[string]accessToken{}, lifetimes: map[string]time.Duration{}, pools: map[string]bool{},
 		imperson: map[string]map[string]bool{}, calls: map[string]int{}}
 	cert, pool, caPEM, err := selfSigned()
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 )
 
+// tokenLifetime is how long an access token lasts unless
+// SetTokenLifetime says otherwise for its principal.
 const tokenLifetime = time.Hour
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -16,12 +18,37 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func (s *Server) issue(principal string) string {
+// issue makes an access token of principal, and says how long it lasts.
+func (s *Server) issue(principal string) (string, time.Duration) {
 	tok := "ya29.fake-" + newID()
 	s.mu.Lock()
-	s.tokens[tok] = accessToken{principal: principal, expires: s.now().Add(tokenLifetime)}
+	life, ok := s.lifetimes[principal]
+	if !ok {
+		life = tokenLifetime
+	}
+	s.tokens[tok] = accessToken{principal: principal, expires: s.now().Add(life)}
 	s.mu.Unlock()
-	return tok
+	return tok, life
+}
+
+// SetTokenLifetime makes the access tokens issued to principal from now on
+// last d instead of an hour (a test's way to see a token expire soon).
+func (s *Server) SetTokenLifetime(principal string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lifetimes[principal] = d
+}
+
+// TokenPrincipal tells whose access token tok is, if the fake issued it
+// and it has not expired.
+func (s *Server) TokenPrincipal(tok string) (string, bool) {
+	s.mu.Lock()
+	at, ok := s.tokens[tok]
+	s.mu.Unlock()
+	if !ok || !s.now().Before(at.expires) {
+		return "", false
+	}
+	return at.principal, true
 }
 
 // serveWeb answers the Security Token Service's token exchange and IAM
@@ -92,9 +119,10 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request) {
 		stsError(w, "invalid_grant", "The audience in ID Token ["+strings.Join(auds, ",")+"] does not match the expected audience.")
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"access_token": s.issue(FederatedPrincipal(audience, subject)),
+	tok, life := s.issue(FederatedPrincipal(audience, subject))
+	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok,
 		"issued_token_type": "urn:ietf:params:oauth:token-type:access_token", "token_type": "Bearer",
-		"expires_in": int(tokenLifetime.Seconds())})
+		"expires_in": int(life.Seconds())})
 }
 
 // generateAccessToken issues a token of a service account to a principal
@@ -128,6 +156,6 @@ func (s *Server) generateAccessToken(w http.ResponseWriter, r *http.Request) {
 			"message": "Permission 'iam.serviceAccounts.getAccessToken' denied on resource (or it may not exist)."}})
 		return
 	}
-	exp := s.now().Add(tokenLifetime)
-	writeJSON(w, http.StatusOK, map[string]any{"accessToken": s.issue("serviceAccount:" + email), "expireTime": exp.UTC().Format(time.RFC3339)})
+	tok, life := s.issue("serviceAccount:" + email)
+	writeJSON(w, http.StatusOK, map[string]any{"accessToken": tok, "expireTime": s.now().Add(life).UTC().Format(time.RFC3339)})
 }

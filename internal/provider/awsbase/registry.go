@@ -3,7 +3,6 @@ package awsbase
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -45,9 +44,14 @@ func NewRegistryTokens(s *Session) *RegistryTokens {
 // as username, password, proxy_endpoint and expires_at), its expiry as the
 // version and in the lease's ID (ecr:HOST@EXPIRY).
 func (r *RegistryTokens) Issue(ctx context.Context, req engine.LeaseRequest) (engine.Object, engine.Lease, error) {
-	if req.Registry != v1alpha1.RegistryECR {
+	switch req.Registry {
+	case v1alpha1.RegistryECR:
+	case "":
 		return engine.Object{}, engine.Lease{}, failure.Terminalf(failure.NotSupported,
 			"an AWS store issues no Vault leases: dataFrom vaultDynamic needs a Vault store (an AWS store issues ECR tokens with dataFrom registryToken)")
+	default:
+		return engine.Object{}, engine.Lease{}, failure.Terminalf(failure.NotSupported,
+			"an AWS store issues ECR tokens only: registry %s needs a gcpsm store", req.Registry)
 	}
 	// No registryIds: ECR deprecated them, as a token is good for every
 	// registry the caller may pull from; registryID only names the host
@@ -80,7 +84,7 @@ func (r *RegistryTokens) Issue(ctx context.Context, req engine.LeaseRequest) (en
 		return engine.Object{}, engine.Lease{}, fmt.Errorf("%s: ECR answered a token without an expiry: %w", what, engine.ErrUnavailable)
 	}
 	expiry := a.ExpiresAt.UTC()
-	cfg, err := DockerConfigJSON(host, user, pass)
+	cfg, err := engine.DockerConfigJSON(host, user, pass)
 	if err != nil {
 		return engine.Object{}, engine.Lease{}, err
 	}
@@ -116,24 +120,6 @@ func authorization(endpoint, token *string) (host, user, pass string, err error)
 		return "", "", "", fmt.Errorf("ECR answered a token that is not USER:PASSWORD: %w", engine.ErrUnavailable)
 	}
 	return u.Host, user, pass, nil
-}
-
-// DockerConfigJSON is the .dockerconfigjson of one registry: the kubelet's
-// image pull credentials, with auth as docker writes it (base64 of
-// user:password).
-func DockerConfigJSON(host, user, pass string) ([]byte, error) {
-	type entry struct {
-		Username string `json:"username"`
-		Password string `json:"password"`
-		Auth     string `json:"auth"`
-	}
-	//nolint:gosec // G117: the password is the point of a .dockerconfigjson, written only to the target Secret.
-	b, err := json.Marshal(map[string]map[string]entry{"auths": {host: {Username: user, Password: pass,
-		Auth: base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))}}})
-	if err != nil {
-		return nil, fmt.Errorf("encoding the .dockerconfigjson: %w", err)
-	}
-	return b, nil
 }
 
 // Renew is refused: an ECR token cannot be renewed (the controller never

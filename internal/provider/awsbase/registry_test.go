@@ -14,7 +14,6 @@ import (
 	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/failure"
 	"github.com/watchword-dev/watchword/internal/provider"
-	"github.com/watchword-dev/watchword/internal/provider/awsbase"
 	"github.com/watchword-dev/watchword/internal/provider/awsps"
 	"github.com/watchword-dev/watchword/internal/provider/awssm"
 	"github.com/watchword-dev/watchword/test/awsfake"
@@ -121,7 +120,7 @@ func TestRegistryTokensAreNotVaultLeases(t *testing.T) {
 // TestDockerConfigJSON: one registry, with auth the base64 of
 // user:password as docker writes it.
 func TestDockerConfigJSON(t *testing.T) {
-	b, err := awsbase.DockerConfigJSON("r.example", "AWS", "p:w")
+	b, err := engine.DockerConfigJSON("r.example", "AWS", "p:w")
 	if err != nil {
 		t.Fatal(err)
 	}

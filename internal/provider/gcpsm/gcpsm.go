@@ -67,7 +67,7 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 		return engine.Ops{}, err
 	}
 	spec := store.Spec.GCPSM
-	creds, who, err := f.credentials(ctx, store, deps)
+	creds, who, err := f.credentials(ctx, store, deps, false)
 	if err != nil {
 		return engine.Ops{}, err
 	}
@@ -87,12 +87,16 @@ func (f Factory) New(ctx context.Context, store provider.Store, deps provider.De
 	}
 	honourRetryHints(api)
 	c := &Client{api: api, parent: parent, who: who, regional: spec.Location != ""}
-	return engine.Ops{Reader: c, Versions: c, Lister: c, Writer: c, Closer: c}, nil
+	return engine.Ops{Reader: c, Versions: c, Lister: c, Writer: c, Closer: c,
+		Leaser: &registryTokens{f: f, store: store, deps: deps}}, nil
 }
 
 // credentials builds the credentials of the store's auth method and says
-// who they act as (never a secret).
-func (f Factory) credentials(ctx context.Context, store provider.Store, deps provider.Deps) (*auth.Credentials, string, error) {
+// who they act as (never a secret). accessToken asks for credentials whose
+// tokens are OAuth access tokens, which a service-account key otherwise
+// replaces with self-signed JWTs (Secret Manager takes those; a registry
+// does not).
+func (f Factory) credentials(ctx context.Context, store provider.Store, deps provider.Deps, accessToken bool) (*auth.Credentials, string, error) {
 	a := store.Spec.GCPSM.Auth
 	switch {
 	case a.SecretRef != nil:
@@ -110,7 +114,7 @@ func (f Factory) credentials(ctx context.Context, store provider.Store, deps pro
 		// A self-signed JWT: the key signs its own tokens, and no token
 		// exchange is needed.
 		creds, err := credentials.NewCredentialsFromJSON(credentials.ServiceAccount, key, &credentials.DetectOptions{
-			Scopes: []string{cloudPlatform}, UseSelfSignedJWT: true, Client: f.HTTPClient})
+			Scopes: []string{cloudPlatform}, UseSelfSignedJWT: !accessToken, Client: f.HTTPClient})
 		if err != nil {
 			return nil, "", fmt.Errorf("%w: gcpsm.auth.secretRef.secretAccessKeySecretRef: the service-account key cannot be used (is its private key intact?)", engine.ErrInvalidConfig)
 		}
