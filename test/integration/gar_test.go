@@ -110,10 +110,10 @@ func TestGARRegistryTokenFromWorkloadIdentityRenewedBeforeExpiry(t *testing.T) {
 
 // TestGARRegistryTokenFromAKeyAndRefusals: a service-account key gets an
 // OAuth access token (not the self-signed JWT Secret Manager takes) for
-// the registry; an AWS registry kind, or a vaultDynamic entry, on a gcpsm
-// store is refused with NotSupported naming what to use; a principal that
-// may not impersonate the service account is PermissionDenied, and keeps
-// no target.
+// the registry; an ECR entry on a gcpsm store is refused with
+// NotSupported naming what to use, and so is a GAR entry on a
+// ClusterSecretStore; a principal that may not impersonate the service
+// account is PermissionDenied. None of them writes a target.
 func TestGARRegistryTokenFromAKeyAndRefusals(t *testing.T) {
 	parallel(t)
 	fake := gcpServer()
@@ -145,6 +145,22 @@ func TestGARRegistryTokenFromAKeyAndRefusals(t *testing.T) {
 	waitCondition(t, ns, "ecr", "NotSupported", "registry GAR")
 	if _, err := getSecret(ns, "ecr"); err == nil {
 		t.Error("a target was written for a refused entry")
+	}
+
+	// A ClusterSecretStore with the same key issues none: the token would
+	// carry its whole identity to every namespace that may use it.
+	css := &v1alpha1.ClusterSecretStore{ObjectMeta: metav1.ObjectMeta{Name: "gar-" + ns},
+		Spec: v1alpha1.ClusterSecretStoreSpec{SecretStoreProvider: v1alpha1.SecretStoreProvider{GCPSM: &v1alpha1.GCPSMProvider{ProjectID: gcpProject,
+			Auth: v1alpha1.GCPSMAuth{SecretRef: &v1alpha1.GCPSMSecretRef{SecretAccessKeySecretRef: v1alpha1.SecretKeySelector{Name: "gcp-key", Key: "key.json", Namespace: ns}}}}}}}
+	must(t, k8s.Create(context.Background(), css))
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), css) })
+	es := &v1alpha1.ExternalSecret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"},
+		Spec: v1alpha1.ExternalSecretSpec{SecretStoreRef: v1alpha1.StoreRef{Name: css.Name, Kind: v1alpha1.ClusterSecretStoreKind},
+			DataFrom: []v1alpha1.ExternalSecretDataFrom{{RegistryToken: &v1alpha1.RegistryToken{Registry: v1alpha1.RegistryGAR, Host: "gcr.io"}}}}}
+	must(t, k8s.Create(context.Background(), es))
+	waitCondition(t, ns, "shared", "NotSupported", "ClusterSecretStore issues no Artifact Registry tokens")
+	if _, err := getSecret(ns, "shared"); err == nil {
+		t.Error("a ClusterSecretStore's token was written")
 	}
 
 	must(t, k8s.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "intruder"}}))

@@ -45,6 +45,13 @@ func (r *registryTokens) Issue(ctx context.Context, req engine.LeaseRequest) (en
 		return engine.Object{}, engine.Lease{}, failure.Terminalf(failure.NotSupported,
 			"a gcpsm store issues Artifact Registry tokens only (dataFrom registryToken with registry GAR): %s", otherStore(req))
 	}
+	if r.store.Cluster() {
+		// The token is the store's whole Google identity (every API its
+		// service account may call, not only pulls), so it is handed only
+		// to the namespace whose own credentials those are.
+		return engine.Object{}, engine.Lease{}, failure.Terminalf(failure.NotSupported,
+			"a ClusterSecretStore issues no Artifact Registry tokens: an access token carries the store's whole Google identity to every namespace that may use the store; give the namespace a SecretStore with credentials of its own")
+	}
 	creds, who, err := r.f.credentials(ctx, r.store, r.deps, true)
 	if err != nil {
 		return engine.Object{}, engine.Lease{}, err
