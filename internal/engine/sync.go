@@ -234,9 +234,10 @@ func registryTarget(t *v1alpha1.ExternalSecretTemplate, res *Result) {
 
 // RegistryTemplateKeys are the fields of a registry token besides
 // .dockerconfigjson, the keys of External Secrets Operator's
-// ECRAuthorizationToken generator: templates may use them, and without a
-// template they are left out of the target.
-var RegistryTemplateKeys = []string{"username", "password", "proxy_endpoint", "expires_at"}
+// ECRAuthorizationToken generator (ECR) and GCRAccessToken generator
+// (GAR): templates may use them, and without a template they are left out
+// of the target.
+var RegistryTemplateKeys = []string{"username", "password", "proxy_endpoint", "expires_at", "expiry"}
 
 // dataFromEntry is the Secret keys of dataFrom entry i: the fields of its
 // remote object, or each object its find matched whole under the key of
