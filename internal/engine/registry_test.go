@@ -37,9 +37,9 @@ func TestRegistryLease(t *testing.T) {
 	}
 	gar := &v1alpha1.ExternalSecretSpec{DataFrom: []v1alpha1.ExternalSecretDataFrom{{RegistryToken: &v1alpha1.RegistryToken{
 		Registry: v1alpha1.RegistryGAR, Host: "europe-docker.pkg.dev"}}}}
-	if v, req := DynamicEntry(gar); v.Path != "registry:GAR:europe-docker.pkg.dev" || v.RenewBefore.Duration != 10*time.Minute ||
-		req.RegistryHost != "europe-docker.pkg.dev" {
-		t.Errorf("GAR lease entry = %+v, request %+v; want its host in the path and the request, renewed 10m before expiry", v, req)
+	if g, greq := DynamicEntry(gar); g.Path != "registry:GAR:europe-docker.pkg.dev" || g.RenewBefore.Duration != 10*time.Minute ||
+		greq.RegistryHost != "europe-docker.pkg.dev" {
+		t.Errorf("GAR lease entry = %+v, request %+v; want its host in the path and the request, renewed 10m before expiry", g, greq)
 	}
 	spec.DataFrom[0].RegistryToken.RenewBefore = &metav1.Duration{Duration: 3 * time.Hour}
 	if v, _ = DynamicEntry(spec); v.RenewBefore.Duration != 3*time.Hour {
