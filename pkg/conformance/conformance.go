@@ -15,6 +15,10 @@
 //   - listings (list): the keys listed under a prefix are those seeded
 //     there, read back by their listed keys with the listed versions,
 //     across pages of a small limit, with odd characters in names;
+//   - leases (lease, with a request the harness gives): issued credentials
+//     come with a lease ID and a duration that repeat no credential, a
+//     renewable lease renews and any other refuses with ErrNotFound, and a
+//     revoked lease can be revoked again;
 //   - honesty: a store without a writer refuses writes with ErrNotSupported,
 //     and one without batchRead, watch or list has none of them.
 //
@@ -85,6 +89,13 @@ type Harness struct {
 	// WatchTimeout bounds how long a change takes to be announced by a
 	// store that watches; zero means 10 seconds.
 	WatchTimeout time.Duration
+	// Lease is a request the store grants (a dataFrom vaultDynamic path,
+	// or a registryToken), for the lease checks of a store with the lease
+	// capability. Nil skips them.
+	Lease *engine.LeaseRequest
+	// LeaseWorks, when set, tells whether credentials the store issued
+	// for Lease work (a login with them, a call the token allows).
+	LeaseWorks func(ctx context.Context, obj engine.Object) error
 }
 
 // The owners the write checks act as.
@@ -104,7 +115,9 @@ type check struct {
 	// seeds tells that the check needs Harness.Seed; unmarked, that it
 	// needs a Seed that leaves no ownership marker.
 	seeds, unmarked bool
-	fn              func(s *suite)
+	// leases tells that the check needs Harness.Lease.
+	leases bool
+	fn     func(s *suite)
 }
 
 var checks = unseeding([]check{
@@ -129,6 +142,9 @@ var checks = unseeding([]check{
 	{name: "ListPages", needs: engine.CanList, seeds: true, fn: (*suite).listPages},
 	{name: "ListOddNames", needs: engine.CanList, seeds: true, fn: (*suite).listOddNames},
 	{name: "ListEmptyPrefix", needs: engine.CanList, fn: (*suite).listEmptyPrefix},
+	{name: "LeaseIssues", needs: engine.CanLease, leases: true, fn: (*suite).leaseIssues},
+	{name: "LeaseRenews", needs: engine.CanLease, leases: true, fn: (*suite).leaseRenews},
+	{name: "LeaseRevokesOnce", needs: engine.CanLease, leases: true, fn: (*suite).leaseRevokesOnce},
 })
 
 // unseeding makes each check delete what it seeded when it ends, however
@@ -139,6 +155,7 @@ func unseeding(cs []check) []check {
 		fn := cs[i].fn
 		cs[i].fn = func(s *suite) {
 			defer s.unseed()
+			defer s.revokeIssued()
 			fn(s)
 		}
 	}
@@ -188,6 +205,9 @@ func skipReason(c check, h Harness) string {
 	if c.seeds && h.Seed == nil {
 		return fmt.Sprintf("store %q: the harness gives no Seed to create remote secrets out of band", h.Name)
 	}
+	if c.leases && h.Lease == nil {
+		return fmt.Sprintf("store %q: the harness gives no lease request to issue", h.Name)
+	}
 	return ""
 }
 
@@ -206,6 +226,8 @@ type suite struct {
 	h Harness
 	// seeded are the keys the check seeded, in order, each once.
 	seeded []string
+	// revokeLater are the leases the check issued, revoked when it ends.
+	revokeLater []string
 }
 
 func (s *suite) ctx() (context.Context, context.CancelFunc) {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/watchword-dev/watchword/api/v1alpha1"
+	"github.com/watchword-dev/watchword/internal/engine"
 	"github.com/watchword-dev/watchword/internal/provider"
 	kubeprovider "github.com/watchword-dev/watchword/internal/provider/kubernetes"
 	"github.com/watchword-dev/watchword/internal/provider/vault"
@@ -110,8 +112,15 @@ func TestConformanceVault(t *testing.T) {
 		}
 		return vaultSrv.PutKV2("secret", escapedPath(key), data)
 	}
+	// Dynamic database credentials from the real PostgreSQL, for the
+	// lease checks: they must log in.
+	dsn, mount := vaultDatabase(t, "conformance-"+randomHex(t), 10*time.Minute, time.Hour)
 	conformance.Run(t, conformance.Harness{Name: "vault", Ops: ops, Seed: seed, KeepsVersions: true,
-		Key: func(name string) string { return prefix + name }})
+		Key:   func(name string) string { return prefix + name },
+		Lease: &engine.LeaseRequest{Path: mount + "/creds/app"},
+		LeaseWorks: func(_ context.Context, obj engine.Object) error {
+			return pgLogin(dsn, string(obj.Fields["username"]), string(obj.Fields["password"]))
+		}})
 }
 
 // escapedPath escapes a key for the test server's helpers, which send a

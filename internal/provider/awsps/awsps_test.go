@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -78,6 +79,14 @@ func TestConformance(t *testing.T) {
 		},
 		Key:           func(name string) string { return "/conformance/" + name },
 		KeepsVersions: true,
+		// ECR pull tokens, as dataFrom registryToken asks for them.
+		Lease: &engine.LeaseRequest{Registry: v1alpha1.RegistryECR},
+		LeaseWorks: func(_ context.Context, obj engine.Object) error {
+			if !slices.Contains(fake.ECRPasswords(), string(obj.Fields["password"])) {
+				return errors.New("the password is not a token ECR issued")
+			}
+			return nil
+		},
 	})
 }
 

@@ -105,6 +105,15 @@ func TestConformance(t *testing.T) {
 				},
 				Key:           func(name string) string { return "conformance-" + name },
 				KeepsVersions: true,
+				// Artifact Registry tokens, as dataFrom registryToken asks
+				// for them: live access tokens the fake issued.
+				Lease: &engine.LeaseRequest{Registry: v1alpha1.RegistryGAR, RegistryHost: "europe-docker.pkg.dev"},
+				LeaseWorks: func(_ context.Context, obj engine.Object) error {
+					if _, ok := e.fake.TokenPrincipal(string(obj.Fields["password"])); !ok {
+						return errors.New("the password is not a live access token")
+					}
+					return nil
+				},
 			})
 			// Every call went to the endpoint of the secrets' location.
 			want := "secretmanager.googleapis.com"
