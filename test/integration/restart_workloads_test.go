@@ -94,8 +94,12 @@ func TestRestartFiftyDeploymentsKeepToTheRate(t *testing.T) {
 // never Ready), so the other is held, and once that hold has lasted
 // --restart-held-warning-after it gets a Warning that names the first;
 // once the first is available again, the other is restarted, once.
+//
+// Serial: it counts the hold events of the held workload, which depend on
+// the Deployment controller reporting the first workload available
+// promptly; beside the parallel tests a second hold was reported once (the
+// cause, a hold reported again while availability lags, is not found yet).
 func TestRestartWaitsUntilThePreviousWorkloadIsAvailable(t *testing.T) {
-	parallel(t)
 	const class = "restart-gate"
 	startRestarter(t, class, restart.Rate{}, warnHeldAfter(heldWarningAfter))
 	ns := newNamespace(t, nil)
