@@ -191,6 +191,11 @@ func (l *Lister) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	if err := l.Client.Get(ctx, req.NamespacedName, &es); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if len(es.Spec.Target.RestartWorkloads) == 0 {
+		// A list just emptied: nothing to check, no store to resolve, and
+		// no relook to schedule.
+		return ctrl.Result{}, nil
+	}
 	class, resolved, err := l.storeClass(ctx, &es)
 	switch {
 	case err != nil:
