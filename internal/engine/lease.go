@@ -69,6 +69,21 @@ func DefaultRegistryRenewBefore(kind v1alpha1.RegistryKind) time.Duration {
 	return time.Hour
 }
 
+// LeaseStoreNeeded says which kind of store grants a lease request, for
+// the refusal of a store that cannot: "registry ECR needs an awssm or
+// awsps store".
+func LeaseStoreNeeded(req LeaseRequest) string {
+	switch req.Registry {
+	case "":
+		return "dataFrom vaultDynamic needs a Vault store"
+	case v1alpha1.RegistryECR:
+		return "registry ECR needs an awssm or awsps store"
+	case v1alpha1.RegistryGAR:
+		return "registry GAR needs a gcpsm store"
+	}
+	return "registry " + string(req.Registry) + " is not one Watchword knows"
+}
+
 // RegistryLease is the lease entry that a registryToken entry is held by:
 // a token cannot be renewed or revoked, so it is replaced renewBefore its
 // expiry and retained (it expires) when the ExternalSecret goes. Its path

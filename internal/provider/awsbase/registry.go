@@ -51,7 +51,7 @@ func (r *RegistryTokens) Issue(ctx context.Context, req engine.LeaseRequest) (en
 			"an AWS store issues no Vault leases: dataFrom vaultDynamic needs a Vault store (an AWS store issues ECR tokens with dataFrom registryToken)")
 	default:
 		return engine.Object{}, engine.Lease{}, failure.Terminalf(failure.NotSupported,
-			"an AWS store issues ECR tokens only: registry %s needs a gcpsm store", req.Registry)
+			"an AWS store issues ECR tokens only: %s", engine.LeaseStoreNeeded(req))
 	}
 	// No registryIds: ECR deprecated them, as a token is good for every
 	// registry the caller may pull from; registryID only names the host

@@ -43,7 +43,7 @@ var _ engine.Leaser = (*registryTokens)(nil)
 func (r *registryTokens) Issue(ctx context.Context, req engine.LeaseRequest) (engine.Object, engine.Lease, error) {
 	if req.Registry != v1alpha1.RegistryGAR {
 		return engine.Object{}, engine.Lease{}, failure.Terminalf(failure.NotSupported,
-			"a gcpsm store issues Artifact Registry tokens only (dataFrom registryToken with registry GAR): %s", otherStore(req))
+			"a gcpsm store issues Artifact Registry tokens only (dataFrom registryToken with registry GAR): %s", engine.LeaseStoreNeeded(req))
 	}
 	if r.store.Cluster() {
 		// The token is the store's whole Google identity (every API its
@@ -80,14 +80,6 @@ func (r *registryTokens) Issue(ctx context.Context, req engine.LeaseRequest) (en
 	}
 	return engine.Object{Version: version, Fields: fields},
 		engine.Lease{ID: "gar:" + req.RegistryHost + "@" + version, Duration: max(time.Until(expiry), time.Second)}, nil
-}
-
-// otherStore says which store a lease request needs instead.
-func otherStore(req engine.LeaseRequest) string {
-	if req.Registry == v1alpha1.RegistryECR {
-		return "registry ECR needs an awssm or awsps store"
-	}
-	return "dataFrom vaultDynamic needs a Vault store"
 }
 
 // statusCode finds the HTTP status of a failed token request in the auth

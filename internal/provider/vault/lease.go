@@ -36,7 +36,7 @@ func (a leaseAnswer) lease() engine.Lease {
 func (c *Client) Issue(ctx context.Context, req engine.LeaseRequest) (engine.Object, engine.Lease, error) {
 	if req.Registry != "" {
 		return engine.Object{}, engine.Lease{}, failure.Terminalf(failure.NotSupported,
-			"Vault issues no %s registry tokens: dataFrom registryToken needs an awssm or awsps store for registry ECR, a gcpsm store for GAR", req.Registry)
+			"Vault issues no %s registry tokens: %s", req.Registry, engine.LeaseStoreNeeded(req))
 	}
 	path := strings.Trim(req.Path, "/")
 	where := fmt.Sprintf("Vault path %q", path)
