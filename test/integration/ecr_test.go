@@ -57,6 +57,36 @@ func dockerAuth(t *testing.T, ns, name string) (host, user, pass, auth string) {
 	return "", "", "", ""
 }
 
+// waitTokenHeld waits until the ExternalSecret is Ready with its token's
+// lease in status, and returns that lease.
+func waitTokenHeld(t *testing.T, ns, name string) *v1alpha1.VaultLeaseStatus {
+	t.Helper()
+	var l *v1alpha1.VaultLeaseStatus
+	eventually(t, wait, func() (bool, string) {
+		es := getES(t, ns, name)
+		l = es.Status.Lease
+		c := readyCond(es)
+		return l != nil && c != nil && c.Status == metav1.ConditionTrue, describeES(es)
+	})
+	return l
+}
+
+// waitTokenReplaced waits (up to 2 minutes) for a lease other than first in
+// the status, and fails unless it replaced first before first's expiry
+// with one that ends later; it returns the new lease.
+func waitTokenReplaced(t *testing.T, ns, name string, first *v1alpha1.VaultLeaseStatus) *v1alpha1.VaultLeaseStatus {
+	t.Helper()
+	eventually(t, 2*time.Minute, func() (bool, string) {
+		l := getES(t, ns, name).Status.Lease
+		return l != nil && l.ID != first.ID, fmt.Sprintf("lease %+v not replaced", l)
+	})
+	renewed := getES(t, ns, name).Status.Lease
+	if renewed.IssueTime.After(first.ExpiryTime.Time) || !renewed.ExpiryTime.After(first.ExpiryTime.Time) {
+		t.Fatalf("the token expiring at %v was replaced at %v by one expiring at %v: not before its expiry", first.ExpiryTime, renewed.IssueTime, renewed.ExpiryTime)
+	}
+	return renewed
+}
+
 // TestECRRegistryTokenRenewedBeforeExpiryAndKeptThroughRestart: an
 // awssm store's keys get an ECR token written as a dockerconfigjson
 // Secret, its expiry in status; plain refreshes and a killed and
@@ -78,13 +108,7 @@ func TestECRRegistryTokenRenewedBeforeExpiryAndKeptThroughRestart(t *testing.T) 
 	registryTokenES(t, ns, "pull", "sm", v1alpha1.RegistryToken{Registry: v1alpha1.RegistryECR,
 		RenewBefore: &metav1.Duration{Duration: time.Minute}})
 
-	var first *v1alpha1.VaultLeaseStatus
-	eventually(t, wait, func() (bool, string) {
-		es := getES(t, ns, "pull")
-		first = es.Status.Lease
-		c := readyCond(es)
-		return first != nil && c != nil && c.Status == metav1.ConditionTrue, describeES(es)
-	})
+	first := waitTokenHeld(t, ns, "pull")
 	host, user, pass, auth := dockerAuth(t, ns, "pull")
 	issued := fake.ECRPasswords()
 	if len(issued) != 1 || fake.Calls(ecrCall) != 1 {
@@ -114,14 +138,7 @@ func TestECRRegistryTokenRenewedBeforeExpiryAndKeptThroughRestart(t *testing.T) 
 	}
 
 	// Renewal: once, renewBefore the expiry, as a new token in the target.
-	eventually(t, 2*time.Minute, func() (bool, string) {
-		l := getES(t, ns, "pull").Status.Lease
-		return l != nil && l.ID != first.ID, fmt.Sprintf("lease %+v not replaced", l)
-	})
-	renewed := getES(t, ns, "pull").Status.Lease
-	if renewed.IssueTime.After(first.ExpiryTime.Time) || !renewed.ExpiryTime.After(first.ExpiryTime.Time) {
-		t.Fatalf("the token expiring at %v was replaced at %v by one expiring at %v: not before its expiry", first.ExpiryTime, renewed.IssueTime, renewed.ExpiryTime)
-	}
+	waitTokenReplaced(t, ns, "pull", first)
 	issued = fake.ECRPasswords()
 	if len(issued) != 2 {
 		t.Fatalf("%d tokens issued, want 2", len(issued))

@@ -45,13 +45,7 @@ func TestGARRegistryTokenFromWorkloadIdentityRenewedBeforeExpiry(t *testing.T) {
 	registryTokenES(t, ns, "pull", "gcp", v1alpha1.RegistryToken{Registry: v1alpha1.RegistryGAR, Host: host,
 		RenewBefore: &metav1.Duration{Duration: time.Minute}})
 
-	var first *v1alpha1.VaultLeaseStatus
-	eventually(t, wait, func() (bool, string) {
-		es := getES(t, ns, "pull")
-		first = es.Status.Lease
-		c := readyCond(es)
-		return first != nil && c != nil && c.Status == metav1.ConditionTrue, describeES(es)
-	})
+	first := waitTokenHeld(t, ns, "pull")
 	gotHost, user, pass, auth := dockerAuth(t, ns, "pull")
 	if gotHost != host || user != "oauth2accesstoken" || auth != base64.StdEncoding.EncodeToString([]byte(user+":"+pass)) {
 		t.Fatalf("the .dockerconfigjson holds registry %q user %q; want %s and oauth2accesstoken", gotHost, user, host)
@@ -74,14 +68,7 @@ func TestGARRegistryTokenFromWorkloadIdentityRenewedBeforeExpiry(t *testing.T) {
 	})
 
 	// Renewal: once, renewBefore the expiry, as a new token in the target.
-	eventually(t, 2*time.Minute, func() (bool, string) {
-		l := getES(t, ns, "pull").Status.Lease
-		return l != nil && l.ID != first.ID, fmt.Sprintf("lease %+v not replaced", l)
-	})
-	renewed := getES(t, ns, "pull").Status.Lease
-	if renewed.IssueTime.After(first.ExpiryTime.Time) || !renewed.ExpiryTime.After(first.ExpiryTime.Time) {
-		t.Fatalf("the token expiring at %v was replaced at %v by one expiring at %v: not before its expiry", first.ExpiryTime, renewed.IssueTime, renewed.ExpiryTime)
-	}
+	renewed := waitTokenReplaced(t, ns, "pull", first)
 	eventually(t, wait, func() (bool, string) {
 		_, _, pw, _ := dockerAuth(t, ns, "pull")
 		who, ok := fake.TokenPrincipal(pw)
@@ -124,11 +111,7 @@ func TestGARRegistryTokenFromAKeyAndRefusals(t *testing.T) {
 	gcpStore(t, ns, "gcp", &v1alpha1.GCPSMProvider{ProjectID: gcpProject, Auth: v1alpha1.GCPSMAuth{SecretRef: &v1alpha1.GCPSMSecretRef{
 		SecretAccessKeySecretRef: v1alpha1.SecretKeySelector{Name: "gcp-key", Key: "key.json"}}}})
 	registryTokenES(t, ns, "pull", "gcp", v1alpha1.RegistryToken{Registry: v1alpha1.RegistryGAR, Host: "gcr.io"})
-	eventually(t, wait, func() (bool, string) {
-		es := getES(t, ns, "pull")
-		c := readyCond(es)
-		return es.Status.Lease != nil && c != nil && c.Status == metav1.ConditionTrue, describeES(es)
-	})
+	held := waitTokenHeld(t, ns, "pull")
 	host, user, pass, _ := dockerAuth(t, ns, "pull")
 	if host != "gcr.io" || user != "oauth2accesstoken" || strings.Count(pass, ".") == 2 {
 		t.Fatalf("registry %q user %q, password a JWT %v; want gcr.io, oauth2accesstoken and an access token", host, user, strings.Count(pass, ".") == 2)
@@ -137,8 +120,8 @@ func TestGARRegistryTokenFromAKeyAndRefusals(t *testing.T) {
 		t.Fatalf("the password is not a live access token of %s", email)
 	}
 	// The default renewBefore for GAR is ten minutes of the hour.
-	if l := getES(t, ns, "pull").Status.Lease; l.ExpiryTime.Sub(l.IssueTime.Time) < 50*time.Minute {
-		t.Errorf("lease %+v: want a token of about an hour", l)
+	if held.ExpiryTime.Sub(held.IssueTime.Time) < 50*time.Minute {
+		t.Errorf("lease %+v: want a token of about an hour", held)
 	}
 
 	registryTokenES(t, ns, "ecr", "gcp", v1alpha1.RegistryToken{Registry: v1alpha1.RegistryECR})
