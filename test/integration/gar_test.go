@@ -59,8 +59,8 @@ func TestGARRegistryTokenFromWorkloadIdentityRenewedBeforeExpiry(t *testing.T) {
 	issued := fake.Calls("generateAccessToken")
 
 	// Refreshes every 2 s ask for nothing while the token is fresh (it is
-	// due a minute before its expiry).
-	forceSync(t, ns, "pull")
+	// due a minute before its expiry). A force-sync would ask for a new one
+	// (docs/providers.md), so none is sent here.
 	consistently(t, 10*time.Second, func() (bool, string) {
 		n := fake.Calls("generateAccessToken")
 		l := getES(t, ns, "pull").Status.Lease
